@@ -1,0 +1,193 @@
+"""Jobs, their specs and the events that record every state change."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from jigsaw.cluster import Placement
+from jigsaw.errors import IllegalTransitionError, InvalidSpecError
+from jigsaw.lifecycle import JobState, can_transition
+from jigsaw.plan import check_plan_spec
+
+MAX_WORKERS = 1024
+MAX_ITERATIONS = 10**9
+NAME_MAX_LENGTH = 128
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a user asks for. Validated on construction, so a JobSpec is always usable."""
+
+    name: str
+    model: str
+    workers: int
+    iterations: int
+    priority: int = 0
+    spb: str = "auto"
+    batch_size: int = 32
+    learning_rate: float = 0.05
+    seed: int = 0
+    queue: str = "default"
+    user: str = "anonymous"
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name.strip()), "name", "name must not be empty")
+        _require(len(self.name) <= NAME_MAX_LENGTH, "name", f"name is over {NAME_MAX_LENGTH} chars")
+        _require(bool(self.model.strip()), "model", "model must name a zoo model or package.mod:fn")
+        _require(
+            1 <= self.workers <= MAX_WORKERS, "workers", f"workers must be in 1..{MAX_WORKERS}"
+        )
+        _require(
+            1 <= self.iterations <= MAX_ITERATIONS,
+            "iterations",
+            f"iterations must be in 1..{MAX_ITERATIONS}",
+        )
+        _require(self.batch_size >= 1, "batch_size", "batch_size must be at least 1")
+        _require(self.learning_rate > 0, "learning_rate", "learning_rate must be positive")
+        _require(-1000 <= self.priority <= 1000, "priority", "priority must be in -1000..1000")
+        check_plan_spec(self.spb, self.workers)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> JobSpec:
+        """Build from a YAML/JSON mapping, naming the first unknown or mistyped field."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidSpecError(
+                f"unknown field {unknown[0]!r}; known fields: {', '.join(sorted(known))}",
+                field=unknown[0],
+            )
+        for required in ("name", "model", "workers", "iterations"):
+            if required not in data:
+                raise InvalidSpecError(f"field {required!r} is required", field=required)
+        values: dict[str, Any] = dict(data)
+        if isinstance(values.get("spb"), list):
+            values["spb"] = ",".join(str(d) for d in values["spb"])
+        for name, kind in _FIELD_TYPES.items():
+            if name in values and not _is_instance(values[name], kind):
+                raise InvalidSpecError(
+                    f"field {name!r} must be {kind.__name__}, got {values[name]!r}", field=name
+                )
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+_FIELD_TYPES: dict[str, type] = {
+    "name": str,
+    "model": str,
+    "workers": int,
+    "iterations": int,
+    "priority": int,
+    "spb": str,
+    "batch_size": int,
+    "learning_rate": float,
+    "seed": int,
+    "queue": str,
+    "user": str,
+}
+
+
+def _is_instance(value: Any, kind: type) -> bool:
+    if isinstance(value, bool):
+        return False
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
+
+
+def _require(ok: bool, field_name: str, message: str) -> None:
+    if not ok:
+        raise InvalidSpecError(message, field=field_name)
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """One recorded transition. ``actor`` says who moved it (scheduler, user, executor)."""
+
+    job_id: str
+    from_state: JobState | None
+    to_state: JobState
+    reason: str
+    at: float
+    actor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as the store holds it. Immutable: changes produce a new Job and a version bump."""
+
+    id: str
+    spec: JobSpec
+    submitted_at: float
+    state: JobState = JobState.PENDING
+    version: int = 0
+    attempt: int = 0
+    iterations_done: float = 0.0
+    plan: tuple[int, ...] = ()
+    placement: Placement = ()
+    started_at: float | None = None
+    run_started_at: float | None = None
+    finished_at: float | None = None
+    attained_gpu_seconds: float = 0.0
+    preemptions: int = 0
+    failures: int = 0
+    reason: str = "submitted"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def attained_service(self, now: float) -> float:
+        """GPU-seconds received so far, counting the current run up to ``now``."""
+        running = 0.0
+        if self.run_started_at is not None:
+            running = (now - self.run_started_at) * len(self.placement)
+        return self.attained_gpu_seconds + max(running, 0.0)
+
+    @property
+    def remaining_iterations(self) -> float:
+        return max(self.spec.iterations - self.iterations_done, 0.0)
+
+
+def new_job_id() -> str:
+    return "j-" + secrets.token_hex(6)
+
+
+def submitted_event(job: Job, actor: str) -> JobEvent:
+    return JobEvent(job.id, None, JobState.PENDING, "submitted", job.submitted_at, actor)
+
+
+def transition(
+    job: Job, target: JobState, *, reason: str, at: float, actor: str, **changes: Any
+) -> tuple[Job, JobEvent]:
+    """Move ``job`` to ``target`` if the lifecycle table allows it.
+
+    Bookkeeping that every store must agree on (run intervals, attained service, counters)
+    happens here, so the in-memory and SQL stores cannot drift apart.
+    """
+    if not can_transition(job.state, target):
+        raise IllegalTransitionError(
+            f"job {job.id} cannot go from {job.state} to {target} ({reason})"
+        )
+    updates: dict[str, Any] = {"state": target, "reason": reason}
+    leaving_run = job.state == JobState.RUNNING
+    if leaving_run:
+        updates["attained_gpu_seconds"] = job.attained_service(at)
+        updates["run_started_at"] = None
+    if target == JobState.RUNNING:
+        updates["run_started_at"] = at
+        if job.started_at is None:
+            updates["started_at"] = at
+    if target == JobState.PREEMPTED:
+        updates["preemptions"] = job.preemptions + 1
+    if target == JobState.RETRYING:
+        updates["failures"] = job.failures + 1
+    if target in (JobState.PREEMPTED, JobState.RETRYING) or target.is_terminal:
+        updates["placement"] = ()
+    if target.is_terminal:
+        updates["finished_at"] = at
+    updates.update(changes)
+    event = JobEvent(job.id, job.state, target, reason, at, actor)
+    return replace(job, **updates), event

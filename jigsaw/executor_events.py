@@ -1,0 +1,53 @@
+"""What an executor reports back to the scheduling cycle.
+
+``attempt`` fences reports: one that names an attempt other than the job's current one comes
+from a zombie gang (a previous launch) and is ignored. Executors that cannot know the attempt
+(the simulator) leave it ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    job_id: str
+    at: float
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Progressed:
+    """A lease finished: ``iterations_done`` is absolute, so duplicates are harmless."""
+
+    job_id: str
+    at: float
+    iterations_done: float
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    job_id: str
+    at: float
+    iterations_done: float
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A gang failed. ``retryable`` means the worker or node died, not the user's code."""
+
+    job_id: str
+    at: float
+    reason: str
+    retryable: bool = False
+    attempt: int | None = None
+
+
+ExecutorEvent = Started | Progressed | Finished | Failed

@@ -1,0 +1,55 @@
+"""FIFO with gangs and no preemption: start jobs in arrival order while the head fits.
+
+Strict FIFO (no backfilling), as in Gavel's and Tiresias' baselines: a large gang at the head
+blocks the jobs behind it. Every worker gets a GPU of its own; plans are resolved from the
+job's own spec (``auto`` means full backprop here: FIFO is not SPB-aware).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from jigsaw.decisions import Decision, Start
+from jigsaw.domain import Job
+from jigsaw.placement import compact_placement, group_by_node, take
+from jigsaw.plan import resolve_plan
+from jigsaw.policies.base import register
+from jigsaw.snapshot import Snapshot
+
+BlocksOf = Callable[[str], int]
+
+
+def default_blocks_of(_model: str) -> int:
+    return 4
+
+
+def plan_from_spec(job: Job, blocks_of: BlocksOf) -> tuple[int, ...]:
+    if job.plan:
+        return job.plan
+    return resolve_plan(job.spec.spb, job.spec.workers, blocks_of(job.spec.model)).depths
+
+
+class FifoPolicy:
+    name = "fifo"
+    serves_arrival_prefix = True
+    """Decides from the oldest waiting jobs only, never more of them than there are free
+    GPUs plus one: the simulator may hold the rest of the queue back (same decisions)."""
+
+    def __init__(self, blocks_of: BlocksOf = default_blocks_of) -> None:
+        self._blocks_of = blocks_of
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        free = group_by_node(snapshot.free_gpus())
+        decisions: list[Decision] = []
+        for job in snapshot.waiting:
+            placement = compact_placement(free, job.spec.workers)
+            if placement is None:
+                break
+            take(free, placement)
+            decisions.append(
+                Start(job.id, placement, plan_from_spec(job, self._blocks_of), "fifo: head fits")
+            )
+        return decisions
+
+
+register("fifo")(FifoPolicy)

@@ -1,0 +1,257 @@
+"""JigSaw: choose an SPB plan and a placement for every job, packing partial workers together.
+
+One round, read top to bottom (docs/SCHEDULER.md has the why):
+
+1. rank every active job by LAS (priority, attained-service queue, arrival; starving jobs are
+   promoted), the fairness guard;
+2. the *fair set*: walking the ranking, jobs whose whole gang fits in the cluster's GPU count
+   (fresh gangs younger than ``min_run_s`` first: they have not paid back their restart);
+3. book every running gang's predicted load and memory in a :class:`GpuLedger`;
+4. place waiting jobs in rank order: on free GPUs with their best exclusive plan; else packed
+   with an SPB plan into other gangs' slack if its goodput is worth it; else, for a fair job
+   only, preempt the lowest-ranked unprotected gangs outside the fair set until it fits; the
+   best-ranked job that still does not fit reserves its GPU count: jobs ranked below it may
+   only pack, so free GPUs accumulate for it (no starvation behind small jobs);
+5. re-plan in place a running SPB gang whose GPUs now have room for a better plan.
+
+A GPU's summed load never exceeds ``load_threshold`` and its memory is never over-booked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from jigsaw.cluster import Placement
+from jigsaw.decisions import Decision, Preempt, Replan, Start
+from jigsaw.domain import Job
+from jigsaw.hardware import preset
+from jigsaw.oracle import Oracle
+from jigsaw.policies.base import register
+from jigsaw.policies.fairness import LasConfig, las_order
+from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
+from jigsaw.policies.packing import GpuLedger
+from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
+from jigsaw.snapshot import Snapshot
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class JigsawConfig:
+    load_threshold: float = 1.0
+    """Most summed predicted load a shared GPU may carry (1.0: no time-slicing slow-down)."""
+    packing: bool = True
+    """Pack partial workers of different jobs onto shared GPUs (off: an ablation)."""
+    las: LasConfig = field(default_factory=LasConfig)
+    min_run_s: float = DEFAULT_MIN_RUN_S
+    """A gang is not preempted before it has run this long (it paid a restart to start)."""
+    min_residual: float = 0.2
+    """A GPU with less free load than this is not offered for packing."""
+    fair_packing_ratio: float = 0.85
+    """A fair-set job takes a packed SPB placement instead of preempting someone only when
+    its goodput is at least this share of its exclusive goodput."""
+    backfill_packing_ratio: float = 0.3
+    """A job outside the fair set runs packed when that gives at least this share."""
+    replan_gain: float = 0.05
+    """An in-place re-plan must raise the job's goodput by this share (it costs a lease)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.load_threshold <= 4.0:
+            raise ValueError("load_threshold must be in (0, 4]")
+        if self.min_run_s < 0 or not 0.0 <= self.min_residual < self.load_threshold:
+            raise ValueError("min_run_s must be >= 0 and min_residual in [0, load_threshold)")
+
+
+@dataclass(slots=True)
+class _Round:
+    snapshot: Snapshot
+    ledger: GpuLedger
+    footprints: dict[str, Footprint]
+    victims: list[Job]
+    """Running, unprotected jobs outside the fair set, lowest-ranked first."""
+    decisions: list[Decision] = field(default_factory=list)
+    preempted: set[str] = field(default_factory=set)
+    reserved: int = 0
+    """Free GPUs held for the best-ranked waiting job that could not be placed this round."""
+
+
+class JigsawPolicy:
+    name = "jigsaw"
+    periodic = True
+
+    def __init__(
+        self,
+        oracle: Oracle | None = None,
+        *,
+        config: JigsawConfig | None = None,
+        eta_of: EtaOf | None = None,
+        spb: bool = True,
+    ) -> None:
+        self.oracle = oracle if oracle is not None else Oracle(preset("v100"))
+        self.config = config if config is not None else JigsawConfig()
+        self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
+
+    def blocks_of(self, model: str) -> int:
+        return self.oracle.num_blocks(model)
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        config = self.config
+        now = snapshot.now
+        spb_running = [j for j in snapshot.running if any(j.plan)]
+        if not snapshot.waiting and not spb_running:
+            return []
+        ranked = las_order(snapshot.running + snapshot.waiting, now, config.las)
+        fair = self._fair_set(ranked, snapshot)
+        ledger = GpuLedger(
+            snapshot.cluster, threshold=config.load_threshold, min_residual=config.min_residual
+        )
+        footprints: dict[str, Footprint] = {}
+        for job in snapshot.running:
+            footprint = self.catalog.footprint(job, job.plan, job.placement)
+            footprints[job.id] = footprint
+            ledger.add_all(footprint)
+        victims = [
+            job
+            for job in reversed(ranked)
+            if job.state.holds_resources
+            and job.id not in fair
+            and not is_protected(job, now, config.min_run_s)
+        ]
+        state = _Round(snapshot, ledger, footprints, victims)
+        starts: list[Decision] = []
+        for job in ranked:
+            if not job.state.holds_resources:
+                is_fair = job.id in fair
+                start = self._place(job, is_fair, state)
+                if start is not None:
+                    starts.append(start)
+                elif state.reserved == 0:
+                    # Free GPUs accumulate for the best-ranked waiting gang that did not fit:
+                    # jobs ranked below it may only pack, so it cannot starve.
+                    state.reserved = job.spec.workers
+        replans = self._replan_in_place(spb_running, state)
+        if self.catalog.cached_footprints > 4 * (len(snapshot.running) + 64):
+            self.catalog.forget({job.id for job in snapshot.running})
+        return state.decisions + starts + replans
+
+    # -- 2. fairness guard ------------------------------------------------------------------
+    def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot) -> set[str]:
+        budget = snapshot.cluster.num_gpus
+        fair: set[str] = set()
+        for job in ranked:
+            if is_protected(job, snapshot.now, self.config.min_run_s):
+                fair.add(job.id)
+                budget -= job.spec.workers
+        reserved = 0
+        for job in ranked:
+            if job.id in fair:
+                continue
+            waits = not job.state.holds_resources
+            if job.spec.workers <= budget - (reserved if waits else 0):
+                fair.add(job.id)
+                budget -= job.spec.workers
+            elif waits and reserved == 0:
+                reserved = job.spec.workers  # as in gang_round: no backfill past it
+        return fair
+
+    # -- 4. placing a waiting job -----------------------------------------------------------
+    def _place(self, job: Job, is_fair: bool, state: _Round) -> Start | None:
+        ledger = state.ledger
+        best = self.catalog.default_option(job)
+        placement = None
+        if ledger.num_free - state.reserved >= job.spec.workers:
+            placement = ledger.exclusive(job.spec.workers)
+        if placement is not None:
+            return self._commit(job, best, placement, "exclusive", state)
+        ratio = self.config.fair_packing_ratio if is_fair else self.config.backfill_packing_ratio
+        packed = self._packed(job, best, ratio, ledger)
+        if packed is not None:
+            return self._commit(job, packed[0], packed[1], "packed", state)
+        if is_fair:
+            placement = self._preempt_for(job, state)
+            if placement is not None:
+                return self._commit(job, best, placement, "fair share", state)
+        return None
+
+    def _packed(
+        self, job: Job, best: PlanOption, ratio: float, ledger: GpuLedger
+    ) -> tuple[PlanOption, Placement] | None:
+        if not self.config.packing or job.spec.workers < 2 or not ledger.partial:
+            return None
+        if ledger.num_free == 0 and ledger.threshold - ledger.min_residual < 1.0 - _EPS:
+            return None  # rank 0 trains every block: its load needs a GPU nearly to itself
+        for option in self.catalog.options(job):
+            if option.goodput < ratio * best.goodput:
+                break
+            if option.is_full_backprop:
+                continue
+            placement = ledger.packed(option.loads, option.memories)
+            if placement is None:
+                continue
+            footprint = self.catalog.footprint(job, option.depths, placement)
+            if all(ledger.fits(gpu, load, memory) for gpu, load, memory in footprint):
+                return option, placement
+        return None
+
+    def _preempt_for(self, job: Job, state: _Round) -> Placement | None:
+        """Free GPUs by preempting victims, lowest-ranked first; undo if it still won't fit."""
+        ledger = state.ledger
+        available = [v for v in state.victims if v.id not in state.preempted]
+        if ledger.num_free + sum(v.spec.workers for v in available) < job.spec.workers:
+            return None
+        freed: list[Job] = []
+        placement: Placement | None = None
+        for victim in available:
+            ledger.remove_all(state.footprints[victim.id])
+            freed.append(victim)
+            placement = ledger.exclusive(job.spec.workers)
+            if placement is not None:
+                break
+        if placement is None:
+            for victim in freed:
+                ledger.add_all(state.footprints[victim.id])
+            return None
+        for victim in freed:
+            state.preempted.add(victim.id)
+            state.decisions.append(Preempt(victim.id, "jigsaw: outranked", by=job.id))
+        return placement
+
+    def _commit(
+        self, job: Job, option: PlanOption, placement: Placement, how: str, state: _Round
+    ) -> Start:
+        footprint = self.catalog.footprint(job, option.depths, placement)
+        state.ledger.add_all(footprint)
+        state.footprints[job.id] = footprint
+        return Start(job.id, placement, option.depths, f"jigsaw: {how}, plan {option.label}")
+
+    # -- 5. in-place re-plans ---------------------------------------------------------------
+    def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
+        replans: list[Decision] = []
+        for job in spb_running:
+            if job.id in state.preempted or job.spec.spb.strip().lower() != "auto":
+                continue
+            current = self.catalog.goodput(job, job.plan, job.placement)
+            ledger = state.ledger
+            ledger.remove_all(state.footprints[job.id])
+            chosen: tuple[PlanOption, Footprint] | None = None
+            for option in self.catalog.options(job):
+                if option.goodput <= current * (1.0 + self.config.replan_gain):
+                    break
+                footprint = self.catalog.footprint(job, option.depths, job.placement)
+                if all(ledger.fits(g, load, memory) for g, load, memory in footprint):
+                    chosen = (option, footprint)
+                    break
+            if chosen is None:
+                ledger.add_all(self.catalog.footprint(job, job.plan, job.placement))
+                continue
+            ledger.add_all(chosen[1])
+            state.footprints[job.id] = chosen[1]
+            replans.append(
+                Replan(job.id, chosen[0].depths, job.placement, f"jigsaw: re-plan to "
+                       f"{chosen[0].label} in place")
+            )
+        return replans
+
+
+register("jigsaw")(JigsawPolicy)

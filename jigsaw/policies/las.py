@@ -1,0 +1,44 @@
+"""Tiresias-style discretized 2D least-attained-service, gang-scheduled with preemption.
+
+Each round ranks every active job by (priority, LAS queue, arrival): a higher-priority job
+always outranks a lower-priority one, so preemption falls on lower priorities first. The LAS
+queue of a job is how many attained-service thresholds (GPU-seconds) it has passed; a job
+waiting for long is promoted back to queue 0 (``LasConfig``). :func:`gang_round` turns the
+ranking into starts and preemptions; each preemption names its preemptor.
+"""
+
+from __future__ import annotations
+
+from jigsaw.decisions import Decision
+from jigsaw.policies.base import register
+from jigsaw.policies.fairness import LasConfig, las_order
+from jigsaw.policies.fifo import BlocksOf, default_blocks_of
+from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
+from jigsaw.snapshot import Snapshot
+
+
+class LasPolicy:
+    name = "las"
+    periodic = True
+
+    def __init__(
+        self,
+        blocks_of: BlocksOf = default_blocks_of,
+        *,
+        config: LasConfig | None = None,
+        min_run_s: float = DEFAULT_MIN_RUN_S,
+    ) -> None:
+        self._blocks_of = blocks_of
+        self.config = config if config is not None else LasConfig()
+        self.min_run_s = min_run_s
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        if not snapshot.waiting:
+            return []
+        ranked = las_order(snapshot.running + snapshot.waiting, snapshot.now, self.config)
+        return gang_round(
+            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s, label="las"
+        )
+
+
+register("las")(LasPolicy)

@@ -1,0 +1,152 @@
+"""Per-round GPU ledger for packing: summed predicted load and memory of every GPU.
+
+A GPU is *free* when no worker is on it, *partial* when it has workers and at least
+``min_residual`` of its load budget left, *full* otherwise. Free GPUs are indexed by node
+(for compact gang placement) and partial GPUs in one insertion-ordered set (for packing),
+so finding room costs O(nodes + partial GPUs), never O(jobs x GPUs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from jigsaw.cluster import Cluster, GpuId, Placement
+from jigsaw.placement import compact_placement
+
+_EPS = 1e-9
+
+
+class GpuLedger:
+    def __init__(self, cluster: Cluster, *, threshold: float = 1.0, min_residual: float = 0.2):
+        self.threshold = threshold
+        self.min_residual = min_residual
+        self.load: dict[GpuId, float] = {}
+        self.memory_used: dict[GpuId, int] = {}
+        self.memory_total: dict[GpuId, int] = {}
+        self.workers: dict[GpuId, int] = {}
+        self.free_by_node: dict[int, list[GpuId]] = {}
+        self.partial: dict[GpuId, None] = {}
+        self.num_free = 0
+        for node in cluster.alive_nodes:
+            gpus = list(node.gpu_ids())
+            self.free_by_node[node.index] = gpus
+            self.num_free += len(gpus)
+            for gpu in gpus:
+                self.load[gpu] = 0.0
+                self.memory_used[gpu] = 0
+                self.memory_total[gpu] = node.gpu_memory_bytes
+                self.workers[gpu] = 0
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def add(self, gpu: GpuId, load: float, memory: int) -> None:
+        if gpu not in self.load:
+            return  # a GPU of a lost node: the cycle retries that job, nothing to count
+        if self.workers[gpu] == 0:
+            self.free_by_node[gpu[0]].remove(gpu)
+            self.num_free -= 1
+        self.workers[gpu] += 1
+        self.load[gpu] += load
+        self.memory_used[gpu] += memory
+        self._reindex(gpu)
+
+    def remove(self, gpu: GpuId, load: float, memory: int) -> None:
+        if gpu not in self.load:
+            return
+        self.workers[gpu] -= 1
+        self.load[gpu] = max(self.load[gpu] - load, 0.0)
+        self.memory_used[gpu] -= memory
+        if self.workers[gpu] == 0:
+            self.load[gpu] = 0.0
+            self.memory_used[gpu] = 0
+            self.partial.pop(gpu, None)
+            free = self.free_by_node[gpu[0]]
+            free.append(gpu)
+            free.sort()
+            self.num_free += 1
+        else:
+            self._reindex(gpu)
+
+    def add_all(self, items: Iterable[tuple[GpuId, float, int]]) -> None:
+        for gpu, load, memory in items:
+            self.add(gpu, load, memory)
+
+    def remove_all(self, items: Iterable[tuple[GpuId, float, int]]) -> None:
+        for gpu, load, memory in items:
+            self.remove(gpu, load, memory)
+
+    def fits(self, gpu: GpuId, load: float, memory: int) -> bool:
+        return (
+            self.load[gpu] + load <= self.threshold + _EPS
+            and self.memory_used[gpu] + memory <= self.memory_total[gpu]
+        )
+
+    def overcommitted(self) -> list[GpuId]:
+        return [
+            gpu
+            for gpu in self.load
+            if self.load[gpu] > self.threshold + _EPS
+            or self.memory_used[gpu] > self.memory_total[gpu]
+        ]
+
+    # -- finding room -----------------------------------------------------------------------
+    def exclusive(self, workers: int) -> Placement | None:
+        """A compact placement on free GPUs (one node if any fits), or None."""
+        if workers > self.num_free:
+            return None
+        return compact_placement({n: g for n, g in self.free_by_node.items() if g}, workers)
+
+    def packed(
+        self, loads: Sequence[float], memories: Sequence[int], *, max_scan: int = 256
+    ) -> Placement | None:
+        """Place worker r (load ``loads[r]``, memory ``memories[r]``) on a GPU where it fits.
+
+        Heaviest workers first. A worker goes to the partial GPU it fills best (on a node
+        the gang already uses when possible), else to a free GPU, preferring the gang's
+        nodes. Never two workers of one gang on one GPU. All or nothing.
+        """
+        order = sorted(range(len(loads)), key=lambda r: (-loads[r], r))
+        chosen: dict[int, GpuId] = {}
+        used: set[GpuId] = set()
+        nodes: set[int] = set()
+        taken_free: dict[int, int] = {}
+        partial = list(self.partial)[:max_scan]
+        for rank in order:
+            load, memory = loads[rank], memories[rank]
+            best: GpuId | None = None
+            best_key: tuple[int, float] | None = None
+            if load <= self.threshold - self.min_residual + _EPS:
+                for gpu in partial:
+                    if gpu in used or not self.fits(gpu, load, memory):
+                        continue
+                    key = (0 if gpu[0] in nodes else 1, self.threshold - self.load[gpu] - load)
+                    if best_key is None or key < best_key:
+                        best, best_key = gpu, key
+            if best is None:
+                best = self._free_gpu(nodes, taken_free, memory)
+            if best is None:
+                return None
+            chosen[rank] = best
+            used.add(best)
+            nodes.add(best[0])
+        return tuple(chosen[rank] for rank in range(len(loads)))
+
+    def _free_gpu(self, nodes: set[int], taken: dict[int, int], memory: int) -> GpuId | None:
+        candidates = [n for n in nodes if len(self.free_by_node.get(n, ())) > taken.get(n, 0)]
+        if not candidates:
+            candidates = [n for n, g in self.free_by_node.items() if len(g) > taken.get(n, 0)]
+            if not candidates:
+                return None
+            # Start a new node where the most free GPUs are: the gang's next workers follow.
+            candidates = [max(candidates, key=lambda n: (len(self.free_by_node[n]), -n))]
+        node = min(candidates)
+        gpu = self.free_by_node[node][taken.get(node, 0)]
+        if memory > self.memory_total[gpu]:
+            return None
+        taken[node] = taken.get(node, 0) + 1
+        return gpu
+
+    def _reindex(self, gpu: GpuId) -> None:
+        if self.threshold - self.load[gpu] >= self.min_residual - _EPS:
+            self.partial[gpu] = None
+        else:
+            self.partial.pop(gpu, None)

@@ -1,0 +1,159 @@
+"""What each SPB plan of a job would cost: loads, memory, eta and goodput, cached.
+
+Candidate plans of a job with ``spb = auto`` are full backprop (``none``), ``staircase`` and
+``uniform:k`` for k in 1..K-1; a job with a fixed plan has that plan only. Costs come from
+the oracle once per (model, batch, workers, spb) and once per (job, plan, placement); a round
+then only reads dictionaries.
+
+A model the oracle has no profile for (a user's ``package.mod:fn``) still schedules: it runs
+full backprop and its workers count as filling their GPUs, so nothing is packed next to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jigsaw.cluster import GpuId, Placement
+from jigsaw.domain import Job
+from jigsaw.errors import InvalidSpecError
+from jigsaw.oracle import Oracle
+from jigsaw.plan import AUTO, SPBPlan, full_backprop, resolve_plan, staircase, uniform
+
+Footprint = tuple[tuple[GpuId, float, int], ...]
+"""Per GPU of a placement: (gpu, summed load of the job's workers there, their memory)."""
+
+EtaOf = Callable[[str, SPBPlan], float]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOption:
+    label: str
+    depths: tuple[int, ...]
+    loads: tuple[float, ...]
+    """Per rank: share of a GPU's time the worker keeps busy (job alone, compact)."""
+    memories: tuple[int, ...]
+    eta: float
+    goodput: float
+    """eta / iteration time, job alone on a compact placement."""
+
+    @property
+    def is_full_backprop(self) -> bool:
+        return not any(self.depths)
+
+
+class PlanCatalog:
+    def __init__(
+        self,
+        oracle: Oracle,
+        *,
+        spb: bool = True,
+        eta_of: EtaOf | None = None,
+        opaque_load: float = 1.0,
+    ) -> None:
+        self.oracle = oracle
+        self.spb = spb
+        self._eta_of: EtaOf = eta_of if eta_of is not None else oracle.eta
+        self._opaque_load = opaque_load
+        self._options: dict[tuple[str, int, int, str], tuple[PlanOption, ...]] = {}
+        self._footprints: dict[str, tuple[tuple[int, ...], Placement, Footprint]] = {}
+
+    def options(self, job: Job) -> tuple[PlanOption, ...]:
+        """Candidate plans, best goodput first (full backprop wins ties)."""
+        spec = job.spec
+        key = (spec.model, spec.batch_size, spec.workers, spec.spb)
+        cached = self._options.get(key)
+        if cached is None:
+            cached = self._options[key] = self._build_options(job)
+        return cached
+
+    def default_option(self, job: Job) -> PlanOption:
+        """The plan the job runs on GPUs of its own: the best exclusive goodput."""
+        return self.options(job)[0]
+
+    def footprint(self, job: Job, depths: tuple[int, ...], placement: Placement) -> Footprint:
+        cached = self._footprints.get(job.id)
+        if cached is not None and cached[0] == depths and cached[1] == placement:
+            return cached[2]
+        footprint = self._build_footprint(job, depths, placement)
+        self._footprints[job.id] = (depths, placement, footprint)
+        return footprint
+
+    def goodput(self, job: Job, depths: tuple[int, ...], placement: Placement) -> float:
+        try:
+            plan = SPBPlan(depths, self.oracle.num_blocks(job.spec.model))
+            prediction = self.oracle.predict(job.spec.model, job.spec.batch_size, plan, placement)
+        except InvalidSpecError:
+            return 0.0
+        return self._eta_of(job.spec.model, plan) / prediction.iteration_time_s
+
+    def forget(self, keep: set[str]) -> None:
+        """Drop cached footprints of jobs that are gone (called now and then)."""
+        for job_id in [j for j in self._footprints if j not in keep]:
+            del self._footprints[job_id]
+
+    @property
+    def cached_footprints(self) -> int:
+        return len(self._footprints)
+
+    # -- internals ------------------------------------------------------------------------
+    def _build_options(self, job: Job) -> tuple[PlanOption, ...]:
+        spec = job.spec
+        try:
+            blocks = self.oracle.num_blocks(spec.model)
+        except InvalidSpecError:
+            depths = (0,) * spec.workers
+            loads = (self._opaque_load,) * spec.workers
+            return (PlanOption("none", depths, loads, (0,) * spec.workers, 1.0, 0.0),)
+        plans: list[tuple[str, SPBPlan]] = []
+        if spec.spb.strip().lower() != AUTO:
+            plans.append((spec.spb, resolve_plan(spec.spb, spec.workers, blocks)))
+        else:
+            plans.append(("none", full_backprop(spec.workers, blocks)))
+            if self.spb and spec.workers > 1:
+                plans.append(("staircase", staircase(spec.workers, blocks)))
+                plans.extend(
+                    (f"uniform:{k}", uniform(spec.workers, blocks, k)) for k in range(1, blocks)
+                )
+        options: list[PlanOption] = []
+        seen: set[tuple[int, ...]] = set()
+        compact = self.oracle.compact(spec.workers)
+        for label, plan in plans:
+            if plan.depths in seen:
+                continue
+            seen.add(plan.depths)
+            model, batch = spec.model, spec.batch_size
+            prediction = self.oracle.predict(model, batch, plan, compact)
+            eta = self._eta_of(model, plan)
+            options.append(
+                PlanOption(
+                    label,
+                    plan.depths,
+                    tuple(
+                        self.oracle.worker_load(model, batch, plan, r)
+                        for r in range(plan.num_workers)
+                    ),
+                    prediction.per_worker_memory_bytes,
+                    eta,
+                    eta / prediction.iteration_time_s,
+                )
+            )
+        options.sort(key=lambda o: (-o.goodput, not o.is_full_backprop))
+        return tuple(options)
+
+    def _build_footprint(
+        self, job: Job, depths: tuple[int, ...], placement: Placement
+    ) -> Footprint:
+        spec = job.spec
+        try:
+            plan = SPBPlan(depths, self.oracle.num_blocks(spec.model))
+            loads = self.oracle.gpu_loads(spec.model, spec.batch_size, plan, placement)
+            memory: dict[GpuId, int] = {}
+            for rank, gpu in enumerate(placement):
+                memory[gpu] = memory.get(gpu, 0) + self.oracle.worker_memory_bytes(
+                    spec.model, spec.batch_size, plan, rank
+                )
+        except InvalidSpecError:
+            loads = dict.fromkeys(placement, self._opaque_load)
+            memory = dict.fromkeys(placement, 0)
+        return tuple((gpu, loads[gpu], memory[gpu]) for gpu in dict.fromkeys(placement))

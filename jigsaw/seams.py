@@ -1,0 +1,68 @@
+"""The three seams the scheduling cycle runs against.
+
+Simulation plugs in the in-memory store, the simulated executor and a virtual clock; the
+service plugs in the SQL store, the Ray executor and the wall clock. Nothing else differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from jigsaw.cluster import Placement
+from jigsaw.domain import Job, JobEvent
+from jigsaw.executor_events import ExecutorEvent
+from jigsaw.lifecycle import JobState
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+class Store(Protocol):
+    """Durable job state. ``save`` is a compare-and-set on ``version``.
+
+    ``save`` raises :class:`~jigsaw.errors.ConflictError` when the stored version differs
+    from ``expected_version`` (someone else wrote first) or, for a transition, when the stored
+    state is not a legal source of the new state.
+    """
+
+    def add(self, job: Job, event: JobEvent) -> Job: ...
+
+    def get(self, job_id: str) -> Job: ...
+
+    def active_jobs(self) -> list[Job]: ...
+
+    def list_jobs(
+        self,
+        *,
+        states: Iterable[JobState] | None = None,
+        user: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Job]: ...
+
+    def save(self, job: Job, *, expected_version: int, event: JobEvent | None = None) -> Job: ...
+
+    def events(self, job_id: str) -> list[JobEvent]: ...
+
+
+class Executor(Protocol):
+    """Runs gangs. Calls return at once; outcomes arrive through :meth:`poll`."""
+
+    def start(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> None: ...
+
+    def stop(self, job_id: str, *, checkpoint: bool) -> None: ...
+
+    def replan(self, job_id: str, placement: Placement, plan: tuple[int, ...]) -> None: ...
+
+    def poll(self, now: float) -> Sequence[ExecutorEvent]: ...
+
+    def running_jobs(self) -> set[str]:
+        """Ids of the gangs the executor holds now (started or starting)."""
+        ...
+
+    def next_event_time(self) -> float | None:
+        """When the executor will next have something to report, if it can know (simulation)."""
+        ...

@@ -1,0 +1,47 @@
+"""The decision log: one line per applied decision, hashed as it grows.
+
+Same seed and trace must give byte-identical logs (tests/core/test_simulator_determinism.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from jigsaw.decisions import Decision, Preempt, Replan, Start
+
+
+def describe(at: float, decision: Decision) -> str:
+    match decision:
+        case Start(job_id=job_id, placement=placement, plan=plan, reason=reason):
+            gpus = " ".join(f"{n}:{g}" for n, g in placement)
+            depths = ",".join(map(str, plan))
+            return f"{at:.3f} start {job_id} plan={depths} gpus={gpus} ({reason})"
+        case Preempt(job_id=job_id, reason=reason, by=by):
+            return f"{at:.3f} preempt {job_id} by={by or '-'} ({reason})"
+        case Replan(job_id=job_id, placement=placement, plan=plan, reason=reason):
+            gpus = " ".join(f"{n}:{g}" for n, g in placement)
+            depths = ",".join(map(str, plan))
+            return f"{at:.3f} replan {job_id} plan={depths} gpus={gpus} ({reason})"
+    raise TypeError(f"not a decision: {decision!r}")
+
+
+class DecisionLog:
+    def __init__(self, *, keep_lines: bool = False) -> None:
+        self._hash = hashlib.sha256()
+        self.lines: list[str] | None = [] if keep_lines else None
+        self.counts = {"start": 0, "preempt": 0, "replan": 0}
+        self.packed_starts = 0
+
+    def record(self, at: float, decision: Decision) -> None:
+        line = describe(at, decision)
+        self._hash.update(line.encode())
+        self._hash.update(b"\n")
+        self.counts[line.split(" ", 2)[1]] += 1
+        if isinstance(decision, Start) and "packed" in decision.reason:
+            self.packed_starts += 1
+        if self.lines is not None:
+            self.lines.append(line)
+
+    @property
+    def sha256(self) -> str:
+        return self._hash.hexdigest()

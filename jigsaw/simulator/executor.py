@@ -1,0 +1,93 @@
+"""The simulated executor as the simulator uses it: overheads by kind of start, exact
+checkpoints at preemption, and a record of how many GPUs are busy over time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from jigsaw.cluster import GpuId, Placement
+from jigsaw.domain import Job
+from jigsaw.seams import Clock
+from jigsaw.simexec import RateModel, SimulatedExecutor
+from jigsaw.simulator.rates import OverheadModel
+
+
+class _StartupByKind:
+    """Wraps a RateModel so that ``startup_s`` depends on why the gang (re)starts."""
+
+    def __init__(self, inner: RateModel, overheads: OverheadModel) -> None:
+        self.inner = inner
+        self.overheads = overheads
+        self.kind = "launch"
+        self.rate = inner.rate
+        self.load = inner.load
+
+    def startup_s(self, job: Job) -> float:
+        base = self.inner.startup_s(job)
+        extra = {
+            "launch": self.overheads.launch_s,
+            "resume": self.overheads.restart_s,
+            "migrate": self.overheads.restart_s,
+            "replan": self.overheads.replan_s,
+        }[self.kind]
+        return base + extra
+
+
+class SimulatorExecutor(SimulatedExecutor):
+    def __init__(
+        self,
+        rates: RateModel,
+        overheads: OverheadModel,
+        clock: Clock,
+        on_busy_change: Callable[[float, int], None] | None = None,
+    ) -> None:
+        self._kinds = _StartupByKind(rates, overheads)
+        super().__init__(self._kinds)
+        self._clock = clock
+        self._placements: dict[str, Placement] = {}
+        self._gangs_on: dict[GpuId, int] = {}
+        self._replanning: str | None = None
+        self._on_busy_change = on_busy_change
+        self.checkpoints: dict[str, float] = {}
+
+    @property
+    def busy_gpus(self) -> int:
+        return len(self._gangs_on)
+
+    def start(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> None:
+        if self._replanning is not None:
+            self._kinds.kind = self._replanning
+        else:
+            self._kinds.kind = "resume" if job.iterations_done > 0 else "launch"
+        super().start(job, placement, plan)
+        self._placements[job.id] = placement
+        for gpu in set(placement):
+            self._gangs_on[gpu] = self._gangs_on.get(gpu, 0) + 1
+        self._busy_changed()
+
+    def stop(self, job_id: str, *, checkpoint: bool) -> None:
+        placement = self._placements.pop(job_id, None)
+        if placement is None:
+            return
+        if checkpoint:
+            self.checkpoints[job_id] = self.progress(job_id, self._clock.now())
+        super().stop(job_id, checkpoint=checkpoint)
+        for gpu in set(placement):
+            left = self._gangs_on[gpu] - 1
+            if left:
+                self._gangs_on[gpu] = left
+            else:
+                del self._gangs_on[gpu]
+        self._busy_changed()
+
+    def replan(self, job_id: str, placement: Placement, plan: tuple[int, ...]) -> None:
+        self._replanning = "replan" if self._placements.get(job_id) == placement else "migrate"
+        try:
+            super().replan(job_id, placement, plan)
+        finally:
+            self._replanning = None
+            self.checkpoints.pop(job_id, None)
+
+    def _busy_changed(self) -> None:
+        if self._on_busy_change is not None:
+            self._on_busy_change(self._clock.now(), len(self._gangs_on))

@@ -1,0 +1,152 @@
+"""Rate models for the simulated executor, backed by the oracle (or by Gavel's table).
+
+``rate`` is goodput: iterations per second times eta of the plan, slowed by whatever other
+jobs load the same GPUs (``other_load``). ``reference_rate`` is the speed the same job would
+have alone, full backprop, on a compact placement: the yardstick for "useful" work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from jigsaw.cluster import GpuId, Placement
+from jigsaw.domain import Job
+from jigsaw.efficiency import EfficiencyTable, EtaEstimate
+from jigsaw.errors import InvalidSpecError
+from jigsaw.oracle import Oracle
+from jigsaw.plan import SPBPlan, full_backprop
+from jigsaw.simexec import RateModel
+from jigsaw.traces import GavelThroughputs
+
+
+class ReferenceRate(RateModel, Protocol):
+    def reference_rate(self, job: Job) -> float:
+        """Iterations per second alone, full backprop, compact: what 'useful' is measured in."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class OverheadModel:
+    """Seconds a gang is booked on its GPUs without making progress."""
+
+    launch_s: float = 0.0
+    """First start: the trace's run times already include it."""
+    restart_s: float = 30.0
+    """Resume after preemption, or migration: save a checkpoint, relaunch, restore."""
+    replan_s: float = 1.0
+    """New SPB plan on the same GPUs: taken at a lease boundary, no relaunch."""
+
+    def __post_init__(self) -> None:
+        if min(self.launch_s, self.restart_s, self.replan_s) < 0:
+            raise ValueError("overheads must be >= 0 seconds")
+
+
+class OracleRate:
+    """Gangs progress at the oracle's goodput, with co-location slow-down."""
+
+    def __init__(self, oracle: Oracle, gpus_per_node: int) -> None:
+        self.oracle = oracle
+        self.gpus_per_node = gpus_per_node
+        self._blocks: dict[str, int] = {}
+        self._reference: dict[tuple[str, int, int], float] = {}
+
+    def plan_of(self, job: Job, plan: tuple[int, ...]) -> SPBPlan:
+        blocks = self._blocks.get(job.spec.model)
+        if blocks is None:
+            blocks = self._blocks[job.spec.model] = self.oracle.num_blocks(job.spec.model)
+        return SPBPlan(plan, blocks)
+
+    def rate(
+        self,
+        job: Job,
+        placement: Placement,
+        plan: tuple[int, ...],
+        other_load: Mapping[GpuId, float],
+    ) -> float:
+        contended = {gpu: load for gpu, load in other_load.items() if load > 1e-12}
+        return self.oracle.goodput(
+            job.spec.model,
+            job.spec.batch_size,
+            self.plan_of(job, plan),
+            placement,
+            gpu_load=contended or None,
+        )
+
+    def load(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> dict[GpuId, float]:
+        return self.oracle.gpu_loads(
+            job.spec.model, job.spec.batch_size, self.plan_of(job, plan), placement
+        )
+
+    def startup_s(self, job: Job) -> float:
+        del job
+        return 0.0
+
+    def reference_rate(self, job: Job) -> float:
+        key = (job.spec.model, job.spec.batch_size, job.spec.workers)
+        rate = self._reference.get(key)
+        if rate is None:
+            rate = self._reference[key] = self.oracle.full_rate(*key, self.gpus_per_node)
+        return rate
+
+
+class GavelRate:
+    """Gavel's measured steps/s for the job type alone, scaled by the oracle's relative
+    effects (eta of the plan, co-location and placement slow-down)."""
+
+    def __init__(
+        self,
+        throughputs: GavelThroughputs,
+        worker_type: str,
+        job_types: Mapping[str, str],
+        oracle_rate: OracleRate,
+    ) -> None:
+        if worker_type not in throughputs.worker_types():
+            raise InvalidSpecError(
+                f"worker type {worker_type!r} is not in the throughputs file; "
+                f"choose one of: {', '.join(throughputs.worker_types())}",
+                field="worker_type",
+            )
+        self.throughputs = throughputs
+        self.worker_type = worker_type
+        self.job_types = dict(job_types)
+        self.oracle_rate = oracle_rate
+
+    def reference_rate(self, job: Job) -> float:
+        job_type = self.job_types[job.id]
+        return self.throughputs.steps_per_second(self.worker_type, job_type, job.spec.workers)
+
+    def rate(
+        self,
+        job: Job,
+        placement: Placement,
+        plan: tuple[int, ...],
+        other_load: Mapping[GpuId, float],
+    ) -> float:
+        relative = self.oracle_rate.rate(job, placement, plan, other_load) / (
+            self.oracle_rate.reference_rate(job)
+        )
+        return self.reference_rate(job) * relative
+
+    def load(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> dict[GpuId, float]:
+        return self.oracle_rate.load(job, placement, plan)
+
+    def startup_s(self, job: Job) -> float:
+        del job
+        return 0.0
+
+
+class UnitEfficiency(EfficiencyTable):
+    """Ablation: every SPB plan makes as much progress per iteration as full backprop."""
+
+    def __init__(self) -> None:
+        super().__init__(origin="ablation: eta = 1 for every plan")
+
+    def lookup(self, model: str, plan: SPBPlan) -> EtaEstimate:
+        del model, plan
+        return EtaEstimate(1.0, "ablation: eta = 1")
+
+
+def full_plan(oracle: Oracle, job: Job) -> tuple[int, ...]:
+    return full_backprop(job.spec.workers, oracle.num_blocks(job.spec.model)).depths

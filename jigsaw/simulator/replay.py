@@ -1,0 +1,249 @@
+"""The trace replay: the real scheduling cycle on an in-memory store, the simulated executor
+and a virtual clock, driven event by event.
+
+The clock jumps to the next of: a job arrival, an executor event (a gang starts or
+finishes), or a round boundary. Policies that decide in rounds (``policy.periodic``) are
+asked only at round boundaries, and only when something changed or some job is waiting;
+others (FIFO) are asked whenever a job arrives or a gang finishes. ``admit_in_rounds`` makes
+every policy decide at round boundaries only (Gavel's semantics).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from jigsaw.clock import VirtualClock
+from jigsaw.cluster import Cluster
+from jigsaw.cycle import SchedulingCycle
+from jigsaw.decisions import Decision, Preempt, Start
+from jigsaw.domain import Job, submitted_event
+from jigsaw.executor_events import Finished, Started
+from jigsaw.lifecycle import JobState
+from jigsaw.memstore import InMemoryStore
+from jigsaw.policies.base import Policy
+from jigsaw.simulator.decisionlog import DecisionLog
+from jigsaw.simulator.executor import SimulatorExecutor
+from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds
+from jigsaw.simulator.rates import OverheadModel, ReferenceRate
+from jigsaw.simulator.workload import Arrival
+
+ProgressHook = Callable[[int, int, float], None]
+"""(jobs finished, jobs in total, virtual time) after each step."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOptions:
+    round_s: float = 60.0
+    overheads: OverheadModel = field(default_factory=OverheadModel)
+    admit_in_rounds: bool = False
+    keep_log: bool = False
+    max_idle_rounds: int = 3
+    """Stop (``stalled``) after this many rounds with waiting jobs, nothing running and no
+    decision: such jobs can never start (a gang larger than the cluster, say)."""
+
+    def __post_init__(self) -> None:
+        if not self.round_s > 0:
+            raise ValueError("round length must be positive")
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    policy: str
+    store: InMemoryStore
+    log: DecisionLog
+    timeline: BusyTimeline
+    num_gpus: int
+    rounds: int
+    cycles: int
+    wall_s: float
+    stalled: bool
+    useful_gpu_s: float
+    first_submit: float
+    last_finish: float
+    summary: dict[str, Any]
+
+
+class Replay:
+    def __init__(
+        self,
+        arrivals: Sequence[Arrival],
+        policy: Policy,
+        rates: ReferenceRate,
+        cluster: Cluster,
+        options: ReplayOptions | None = None,
+    ) -> None:
+        fits = [a for a in arrivals if a.spec.workers <= cluster.num_gpus]
+        self.too_large = len(arrivals) - len(fits)
+        """Jobs whose gang is larger than the cluster: never submitted, reported."""
+        self.arrivals = sorted(fits, key=lambda a: a.at)
+        self.policy = policy
+        self.rates = rates
+        self.cluster = cluster
+        self.options = options if options is not None else ReplayOptions()
+        self.clock = VirtualClock(self.arrivals[0].at if self.arrivals else 0.0)
+        self.store = InMemoryStore(keep_events=False)
+        self.timeline = BusyTimeline()
+        self.executor = SimulatorExecutor(
+            rates, self.options.overheads, self.clock, on_busy_change=self.timeline.change
+        )
+        self.log = DecisionLog(keep_lines=self.options.keep_log)
+        self.cycle = SchedulingCycle(
+            self.store,
+            self.executor,
+            policy,
+            self.clock,
+            lambda: self.cluster,
+            on_decision=self._on_decision,
+        )
+        self._finished = 0
+        self._prefix_only = bool(getattr(policy, "serves_arrival_prefix", False))
+        self._backlog: deque[Arrival] = deque()
+        self._fed = 0
+        self._started: set[str] = set()
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self, progress: ProgressHook | None = None) -> ReplayResult:
+        started = time.perf_counter()
+        options = self.options
+        in_rounds = bool(getattr(self.policy, "periodic", False)) or options.admit_in_rounds
+        pending = list(reversed(self.arrivals))
+        next_round = self.clock.now()
+        dirty = False
+        rounds = cycles = idle_rounds = 0
+        stalled = False
+        while True:
+            waiting = bool(self._backlog) or (
+                len(self.store.active_jobs()) > len(self.executor.running_jobs())
+            )
+            upcoming = [pending[-1].at] if pending else []
+            executor_at = self.executor.next_event_time()
+            if executor_at is not None:
+                upcoming.append(executor_at)
+            if in_rounds and (dirty or waiting):
+                upcoming.append(next_round)
+            elif not in_rounds and dirty:
+                upcoming.append(self.clock.now())
+            if not upcoming:
+                break
+            now = max(min(upcoming), self.clock.now())
+            self.clock.advance_to(now)
+            while pending and pending[-1].at <= now:
+                # Behind a waiting job, an arrival-order policy cannot start a newcomer.
+                dirty = dirty or not (self._prefix_only and waiting)
+                self._arrive(pending.pop())
+            events = self.executor.poll(now)
+            self.cycle.observe(events)
+            if any(not isinstance(event, Started) for event in events):
+                dirty = True
+                self._finished += sum(isinstance(event, Finished) for event in events)
+            if in_rounds:
+                if now + 1e-9 < next_round:
+                    continue
+                next_round = (math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
+                if not (dirty or waiting):
+                    continue
+                rounds += 1
+            elif not dirty:
+                continue
+            self._feed()
+            report = self.cycle.run_once()
+            cycles += 1
+            dirty = False
+            idle = not report.decisions and not self.executor.running_jobs() and not pending
+            waiting = idle and (bool(self.store.active_jobs()) or bool(self._backlog))
+            idle_rounds = idle_rounds + 1 if waiting else 0
+            if idle_rounds > options.max_idle_rounds or (waiting and not in_rounds):
+                stalled = True
+                break
+            if progress is not None:
+                progress(self._finished, len(self.arrivals), now)
+        wall = time.perf_counter() - started
+        return self._result(rounds, cycles, wall, stalled)
+
+    # -- arrivals -------------------------------------------------------------------------------
+    def _arrive(self, arrival: Arrival) -> None:
+        if self._prefix_only:
+            self._backlog.append(arrival)
+        else:
+            self._submit(arrival)
+
+    def _feed(self) -> None:
+        """For a policy that serves an arrival-order prefix (FIFO), keep just enough of the
+        queue in the store: free GPUs + 1 waiting jobs. Decisions are the same as with the
+        whole queue there, and a cycle costs O(running + free GPUs), not O(queue)."""
+        if not self._backlog:
+            return
+        want = self.cluster.num_gpus - self.executor.busy_gpus + 1
+        while self._backlog and self._fed - len(self._started) < want:
+            self._submit(self._backlog.popleft())
+
+    def _submit(self, arrival: Arrival) -> None:
+        job = Job(id=arrival.job_id, spec=arrival.spec, submitted_at=arrival.at)
+        self.store.add(job, submitted_event(job, "trace"))
+        self._fed += 1
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def _on_decision(self, at: float, decision: Decision) -> None:
+        self.log.record(at, decision)
+        if isinstance(decision, Start):
+            self._started.add(decision.job_id)
+        if isinstance(decision, Preempt):
+            # The executor checkpointed exactly where the gang stopped; resume from there.
+            done = self.executor.checkpoints.pop(decision.job_id, None)
+            if done is not None:
+                job = self.store.get(decision.job_id)
+                self.store.save(replace(job, iterations_done=done), expected_version=job.version)
+
+    # -- results --------------------------------------------------------------------------------
+    def _result(self, rounds: int, cycles: int, wall: float, stalled: bool) -> ReplayResult:
+        jobs = self.store.all_jobs()
+        first = min((j.submitted_at for j in jobs), default=0.0)
+        done = [j for j in jobs if j.state == JobState.SUCCEEDED and j.finished_at is not None]
+        last = max((j.finished_at or first for j in done), default=first)
+        jcts = [(j.finished_at or 0.0) - j.submitted_at for j in done]
+        useful = math.fsum(
+            min(j.iterations_done, j.spec.iterations) / self.rates.reference_rate(j)
+            * j.spec.workers
+            for j in jobs
+            if j.iterations_done > 0
+        )
+        num_gpus = self.cluster.num_gpus
+        makespan = last - first
+        busy = self.timeline.area_until(last)
+        wanted = wanted_gpu_seconds(
+            [(j.submitted_at, j.finished_at if j.finished_at is not None else last,
+              min(j.spec.workers, num_gpus)) for j in jobs],
+            num_gpus,
+        )
+        summary: dict[str, Any] = {
+            "policy": getattr(self.policy, "name", type(self.policy).__name__),
+            "jobs": len(jobs),
+            "completed": len(done),
+            "avg_jct_s": math.fsum(jcts) / len(jcts) if jcts else math.nan,
+            "p50_jct_s": percentile(jcts, 50),
+            "p99_jct_s": percentile(jcts, 99),
+            "makespan_s": makespan,
+            "utilization": busy / (num_gpus * makespan) if makespan > 0 else math.nan,
+            "cluster_efficiency": useful / wanted if wanted > 0 else math.nan,
+            "busy_efficiency": useful / busy if busy > 0 else math.nan,
+            "preemptions": sum(j.preemptions for j in jobs),
+            "replans": self.log.counts["replan"],
+            "packed_starts": self.log.packed_starts,
+            "starts": self.log.counts["start"],
+            "rounds": rounds,
+            "cycles": cycles,
+            "stalled": stalled,
+            "skipped_too_large": self.too_large,
+            "decision_log_sha256": self.log.sha256,
+            "wall_s": wall,
+        }
+        return ReplayResult(
+            summary["policy"], self.store, self.log, self.timeline, num_gpus, rounds, cycles,
+            wall, stalled, useful, first, last, summary,
+        )
