@@ -1,0 +1,70 @@
+"""Why a gang stopped, and whether restarting it from its checkpoint may help.
+
+When a rank dies its peers fail too (their collectives lose a partner), often before Ray
+reports the death; :func:`diagnose` gives the other ranks a moment and prefers a death over
+its symptoms. Bad specs and unreadable checkpoints are the user's to fix (no retry); anything
+else (a lost peer, an OOM, a flaky node) may go away on a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from jigsaw.errors import InvalidSpecError
+from worker.spb import CheckpointError
+
+
+class GangFailure(Exception):
+    """The gang cannot go on; ``retryable`` says whether a restart from checkpoint may help."""
+
+    def __init__(self, reason: str, *, retryable: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retryable = retryable
+
+
+def diagnose(exc: BaseException, refs: Sequence[ray.ObjectRef[Any]]) -> GangFailure:
+    """The root cause among ``exc`` and whatever the other ranks' ``refs`` raise."""
+    if refs:
+        ray.wait(list(refs), num_returns=len(refs), timeout=3.0)
+    causes = [exc]
+    for ref in refs:
+        try:
+            ray.get(ref, timeout=0)
+        except Exception as other:
+            causes.append(other)
+    deaths = [c for c in causes if isinstance(c, RayActorError)]
+    if deaths:
+        return GangFailure(f"a worker died: {first_line(deaths[0])}", retryable=True)
+    return classify(causes[0])
+
+
+def classify(exc: BaseException) -> GangFailure:
+    """Bad specs and unreadable checkpoints are the user's to fix (no retry); anything else
+    (a lost peer, an OOM, a flaky node) may go away on a restart from checkpoint."""
+    if isinstance(exc, RayActorError):
+        return GangFailure(f"a worker died: {first_line(exc)}", retryable=True)
+    if isinstance(exc, GetTimeoutError):
+        return GangFailure(f"a worker did not answer: {exc}", retryable=True)
+    cause: BaseException = exc
+    if isinstance(exc, RayTaskError):
+        inner = exc.cause
+        cause = inner if isinstance(inner, BaseException) else exc
+    if isinstance(cause, InvalidSpecError | CheckpointError):
+        return GangFailure(str(cause), retryable=False)
+    return GangFailure(
+        f"training raised {type(cause).__name__}: {first_line(cause)}", retryable=True
+    )
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    # Ray prefixes task errors with a traceback; the last line holds the message itself.
+    return lines[-1].strip()[:300]

@@ -1,0 +1,390 @@
+"""The driver side of one gang: reserve, launch, rendezvous, then run leases until done.
+
+Each gang runs on its own daemon thread in the service process, so the executor's seam calls
+return at once. The thread:
+
+1. waits for the job's previous gang (a preempted or migrating one) to finish checkpointing;
+2. reserves a placement group: one bundle per worker with a GPU fraction, pinned to the Ray
+   node the scheduler chose (``ray.io/node-id`` label selector) - all or nothing;
+3. starts one :class:`~worker.runtime.gang_worker.GangWorker` per bundle, has rank 0 pick the
+   rendezvous address, and sets every rank up (process group, trainer, restore);
+4. runs leases, keeping two queued on every actor so no rank idles between leases, and
+   reports each finished lease; watches heartbeats for hung ranks;
+5. tears the gang down (kills the actors, removes the placement group) whatever happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from jigsaw.cluster import Placement
+from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from worker.runtime.checkpoints import CheckpointStore
+from worker.runtime.failures import GangFailure, diagnose
+from worker.runtime.gang_worker import RemoteGangWorker
+from worker.runtime.heartbeats import HeartbeatWatch
+from worker.runtime.inventory import RayInventory
+from worker.runtime.messages import GangConfig, Heartbeat, LeaseOrder, LeaseReport, PlanOffer
+from worker.runtime.settings import RuntimeSettings
+from worker.runtime.summary import summarize
+
+log = logging.getLogger(__name__)
+
+PIPELINE_DEPTH = 2
+"""Leases queued per actor: the next lease starts the moment the previous one reports."""
+
+REPORTS_KEPT = 2000
+
+Emit = Callable[["Gang", ExecutorEvent], None]
+
+
+class _Halted(Exception):
+    """The gang was told to stop (killed, or stopped after its checkpoint)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GangRequest:
+    """What the executor asks a gang to run."""
+
+    job_id: str
+    attempt: int
+    model: str
+    placement: Placement
+    plan: tuple[int, ...]
+    batch_size: int
+    learning_rate: float
+    seed: int
+    iterations: int
+
+
+class Gang:
+    def __init__(
+        self,
+        request: GangRequest,
+        settings: RuntimeSettings,
+        inventory: RayInventory,
+        emit: Emit,
+        *,
+        predecessor: Gang | None = None,
+    ) -> None:
+        self.request = request
+        self.settings = settings
+        self.job_id = request.job_id
+        self.attempt = request.attempt
+        self.placement = request.placement
+        self._inventory = inventory
+        self._emit = emit
+        self._predecessor = predecessor
+        self._lock = threading.Lock()
+        self._plan = PlanOffer(0, request.plan)
+        self._actors: list[Any] = []
+        self._pg: PlacementGroup | None = None
+        self._killed = False
+        self._stop_requested = False
+        self._thread = threading.Thread(target=self._run, name=f"gang-{self.job_id}", daemon=True)
+        self.started_at: float | None = None
+        self._iteration = 0
+        self._heartbeats = HeartbeatWatch(settings.hang_timeout_s)
+        self.reports: deque[dict[str, Any]] = deque(maxlen=REPORTS_KEPT)
+        """Summaries of the latest leases, newest last (benchmarks and tests read them)."""
+
+    # -- called by the executor (any thread) --------------------------------------------
+    def launch(self) -> None:
+        self._thread.start()
+
+    @property
+    def plan(self) -> tuple[int, ...]:
+        with self._lock:
+            return self._plan.depths
+
+    def offer_plan(self, depths: tuple[int, ...]) -> PlanOffer:
+        """A new plan version; ranks install it together at their next control point."""
+        with self._lock:
+            self._plan = PlanOffer(self._plan.version + 1, tuple(depths))
+            offer, actors = self._plan, list(self._actors)
+        for actor in actors:
+            actor.offer_plan.remote(offer)
+        return offer
+
+    def stop_after_checkpoint(self) -> None:
+        with self._lock:
+            self._stop_requested = True
+            actors = list(self._actors)
+        for actor in actors:
+            actor.request_stop.remote()
+
+    def kill(self) -> None:
+        """Stop at once, no checkpoint. Safe to call more than once and from any thread."""
+        with self._lock:
+            self._killed = True
+        self._teardown()
+
+    def join(self, timeout: float | None = None) -> bool:
+        if self._thread.ident is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def pids(self) -> list[Heartbeat]:
+        """Heartbeats of every rank (tests use the pids to kill a worker process)."""
+        with self._lock:
+            actors = list(self._actors)
+        return list(ray.get([a.heartbeat.remote() for a in actors], timeout=30))
+
+    # -- the gang thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._await_predecessor()
+            start_iteration = self._start_gang()
+            self._started(start_iteration)
+            self._lease_loop()
+        except _Halted:
+            pass
+        except GangFailure as failure:
+            if not self._halted():
+                self._emit(
+                    self,
+                    Failed(
+                        self.job_id,
+                        time.time(),
+                        failure.reason,
+                        retryable=failure.retryable,
+                        attempt=self.attempt,
+                    ),
+                )
+        except Exception as exc:  # the thread must never die silently
+            log.exception("gang %s crashed", self.job_id)
+            if not self._halted():
+                self._emit(
+                    self,
+                    Failed(
+                        self.job_id,
+                        time.time(),
+                        f"runtime error: {exc}",
+                        retryable=True,
+                        attempt=self.attempt,
+                    ),
+                )
+        finally:
+            self._teardown()
+
+    def _halted(self) -> bool:
+        with self._lock:
+            return self._killed
+
+    def _check_killed(self) -> None:
+        if self._halted():
+            raise _Halted
+
+    def _await_predecessor(self) -> None:
+        previous = self._predecessor
+        if previous is None:
+            return
+        if not previous.join(self.settings.checkpoint_timeout_s):
+            log.warning("previous gang of %s did not stop in time; killing it", self.job_id)
+            previous.kill()
+            previous.join(30)
+        self._predecessor = None
+
+    def _start_gang(self) -> int:
+        settings, request = self.settings, self.request
+        deadline = time.monotonic() + settings.startup_timeout_s
+        with self._lock:
+            if self._stop_requested:
+                raise _Halted
+        nodes = [self._inventory.node(gpu[0]) for gpu in request.placement]
+        bundle: dict[str, float] = {"GPU": settings.gpu_per_worker}
+        if settings.cpus_per_worker > 0:
+            bundle["CPU"] = settings.cpus_per_worker
+        pg = placement_group(
+            [dict(bundle) for _ in nodes],
+            strategy="PACK",
+            name=f"jigsaw-{request.job_id}-a{request.attempt}",
+            bundle_label_selector=[{"ray.io/node-id": node.node_id} for node in nodes],
+        )
+        with self._lock:
+            self._pg = pg
+        self._wait_ready(pg, deadline)
+        actors = [
+            RemoteGangWorker.options(
+                num_cpus=settings.cpus_per_worker,
+                num_gpus=settings.gpu_per_worker,
+                max_restarts=0,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=pg, placement_group_bundle_index=rank
+                ),
+                name=None,
+            ).remote(rank, gpu[1])
+            for rank, gpu in enumerate(request.placement)
+        ]
+        with self._lock:
+            self._actors = actors
+            stop = self._stop_requested
+        self._check_killed()
+        if stop:
+            raise _Halted
+        address = self._get(actors[0].rendezvous_address.remote(), deadline, "rendezvous")
+        latest = CheckpointStore(settings.checkpoint_dir, request.job_id).latest()
+        config = GangConfig(
+            job_id=request.job_id,
+            attempt=request.attempt,
+            model=request.model,
+            world_size=len(request.placement),
+            plan=self.plan,
+            batch_size=request.batch_size,
+            learning_rate=request.learning_rate,
+            seed=request.seed,
+            iterations=request.iterations,
+            checkpoint_root=str(settings.checkpoint_dir),
+            restore_from=str(latest[1]) if latest else None,
+            device=settings.device,
+            threads=settings.threads_per_worker,
+            control_every=settings.control_every,
+            eval_samples=settings.eval_samples,
+            checkpoints_kept=settings.checkpoints_kept,
+        )
+        starts = self._get_all([a.setup.remote(config, address) for a in actors], deadline, "setup")
+        if len(set(starts)) != 1:
+            raise GangFailure(f"ranks restored different iterations {starts}", retryable=True)
+        return int(starts[0])
+
+    def _wait_ready(self, pg: PlacementGroup, deadline: float) -> None:
+        while True:
+            self._check_killed()
+            ready, _ = ray.wait([pg.ready()], timeout=1.0)
+            if ready:
+                return
+            if time.monotonic() > deadline:
+                raise GangFailure(
+                    f"could not reserve {len(self.placement)} workers on nodes "
+                    f"{sorted({g[0] for g in self.placement})} within "
+                    f"{self.settings.startup_timeout_s:.0f}s (node gone or GPUs busy)",
+                    retryable=True,
+                )
+
+    def _started(self, iteration: int) -> None:
+        self._check_killed()
+        self.started_at = time.time()
+        log.info("gang %s attempt %s up at iteration %s", self.job_id, self.attempt, iteration)
+        self._emit(self, Started(self.job_id, self.started_at, attempt=self.attempt))
+        self._iteration = iteration
+
+    def _order(self, index: int) -> LeaseOrder:
+        with self._lock:
+            plan = self._plan
+        return LeaseOrder(
+            index=index,
+            iterations=self.settings.lease_iterations,
+            plan=plan,
+            checkpoint_after=(index + 1) % self.settings.checkpoint_every_leases == 0,
+        )
+
+    def _lease_loop(self) -> None:
+        in_flight: deque[list[ray.ObjectRef[Any]]] = deque()
+        next_index = 0
+        while True:
+            while len(in_flight) < PIPELINE_DEPTH:
+                order = self._order(next_index)
+                next_index += 1
+                in_flight.append([a.run_lease.remote(order) for a in self._actors])
+            reports = self._await_lease(in_flight[0])
+            in_flight.popleft()
+            summary = summarize(reports)
+            self.reports.append(summary)
+            head = reports[0]
+            self._check_killed()
+            if head.end_iteration > self._iteration or summary.get("accuracy") is not None:
+                self._iteration = head.end_iteration
+                self._emit(
+                    self,
+                    Progressed(
+                        self.job_id,
+                        time.time(),
+                        float(head.end_iteration),
+                        summary,
+                        attempt=self.attempt,
+                    ),
+                )
+            if head.stopped:
+                raise _Halted
+            if head.end_iteration >= self.request.iterations:
+                # Before the report, so whoever sees SUCCEEDED finds the checkpoints gone.
+                # No rank writes one after its last lease (only a stop would, and a stopped
+                # lease reports ``stopped`` instead of reaching here).
+                CheckpointStore(self.settings.checkpoint_dir, self.job_id).remove_all()
+                self._emit(
+                    self,
+                    Finished(
+                        self.job_id,
+                        time.time(),
+                        float(head.end_iteration),
+                        summary,
+                        attempt=self.attempt,
+                    ),
+                )
+                return
+
+    def _await_lease(self, refs: list[ray.ObjectRef[Any]]) -> list[LeaseReport]:
+        """Wait for every rank's report, checking heartbeats while the lease runs."""
+        pending = list(refs)
+        while pending:
+            self._check_killed()
+            ready, pending = ray.wait(
+                pending, num_returns=len(pending), timeout=self.settings.heartbeat_interval_s
+            )
+            for ref in ready:
+                try:
+                    ray.get(ref, timeout=0)
+                except Exception as exc:
+                    self._check_killed()
+                    raise diagnose(exc, refs) from exc
+            if pending:
+                self._heartbeats.check(self._actors)
+        return list(ray.get(refs))
+
+    def _get(self, ref: ray.ObjectRef[Any], deadline: float, what: str) -> Any:
+        return self._get_all([ref], deadline, what)[0]
+
+    def _get_all(self, refs: list[ray.ObjectRef[Any]], deadline: float, what: str) -> list[Any]:
+        pending = list(refs)
+        while pending:
+            self._check_killed()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise GangFailure(
+                    f"gang {what} did not finish within {self.settings.startup_timeout_s:.0f}s",
+                    retryable=True,
+                )
+            ready, pending = ray.wait(pending, num_returns=len(pending), timeout=min(remaining, 1))
+            for ref in ready:
+                try:
+                    ray.get(ref, timeout=0)
+                except Exception as exc:
+                    self._check_killed()
+                    raise diagnose(exc, refs) from exc
+        return list(ray.get(refs))
+
+    def _teardown(self) -> None:
+        with self._lock:
+            actors, self._actors = self._actors, []
+            pg, self._pg = self._pg, None
+        for actor in actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception as exc:  # already dead: nothing to release
+                log.debug("kill of a gang actor failed: %s", exc)
+        if pg is not None:
+            try:
+                remove_placement_group(pg)
+            except Exception as exc:
+                log.debug("removing placement group failed: %s", exc)

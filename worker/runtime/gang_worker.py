@@ -1,0 +1,257 @@
+"""The gang actor: one SPB rank that runs leases of iterations for the driver.
+
+Two concurrency groups: the default group (one thread) runs ``setup`` and ``run_lease`` in the
+order the driver sent them, so leases can be queued back to back; the ``control`` group answers
+``heartbeat``, ``request_stop`` and ``offer_plan`` while a lease is running.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import ray
+import torch
+import torch.distributed as dist
+
+from worker.runtime.checkpoints import CheckpointStore
+from worker.runtime.control import ControlChannel, is_control_point
+from worker.runtime.messages import GangConfig, Heartbeat, LeaseOrder, LeaseReport, PlanOffer
+from worker.spb import (
+    IterationMetrics,
+    SPBTrainer,
+    TrainerConfig,
+    init_distributed,
+    shutdown_distributed,
+)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def choose_device(requested: str, gpu_index: int) -> str:
+    """``auto``: the scheduler's GPU when this process can see CUDA, else the CPU.
+
+    Ray reserved a (fractional) GPU on this node for the bundle; *which* GPU the worker uses is
+    the scheduler's placement, so packed workers of different jobs share the GPU it chose.
+    """
+    if requested != "auto":
+        return requested
+    if ray.get_gpu_ids():
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+class GangWorker:
+    def __init__(self, rank: int, gpu_index: int) -> None:
+        self.rank = rank
+        self.gpu_index = gpu_index
+        self.node_ip = ray.util.get_node_ip_address()
+        self._trainer: SPBTrainer | None = None
+        self._config: GangConfig | None = None
+        self._channel: ControlChannel | None = None
+        self._halted = False
+        self._stop_before_setup = False
+        self._offers_before_setup: list[PlanOffer] = []
+        self._busy = False
+        self._last_progress = time.monotonic()
+        self._iteration = 0
+        self._lock = threading.Lock()
+        self._last_report_at: float | None = None
+        self._checkpointed_at: int | None = None
+        self._evaluated = False
+
+    # -- setup -------------------------------------------------------------------------
+    def rendezvous_address(self) -> str:
+        """Rank 0 hosts the torch.distributed TCP store on its node's IP and a free port."""
+        return f"{self.node_ip}:{_free_port(self.node_ip)}"
+
+    def setup(self, config: GangConfig, store_addr: str) -> int:
+        """Join the process group, build the trainer, restore; return the start iteration."""
+        torch.set_num_threads(config.threads)
+        device = choose_device(config.device, self.gpu_index)
+        collectives = init_distributed(self.rank, config.world_size, store_addr, device=device)
+        trainer = SPBTrainer(
+            TrainerConfig(
+                model=config.model,
+                plan=config.plan,
+                batch_size=config.batch_size,
+                lr=config.learning_rate,
+                seed=config.seed,
+                device=device,
+                history_limit=1,
+            ),
+            collectives,
+        )
+        if config.restore_from is not None:
+            # The plan may differ from the saved one (the scheduler re-planned, or the world
+            # size changed), so it is passed explicitly.
+            trainer.load_checkpoint(config.restore_from, plan=config.plan)
+        channel = ControlChannel(PlanOffer(0, tuple(config.plan)))
+        with self._lock:
+            # Requests that raced ahead of setup (a preemption right after the start).
+            if self._stop_before_setup:
+                channel.request_stop()
+            for offer in self._offers_before_setup:
+                channel.offer(offer)
+            self._channel = channel
+        self._trainer = trainer
+        self._config = config
+        self._iteration = trainer.iteration
+        self._checkpointed_at = trainer.iteration if config.restore_from is not None else None
+        self._last_progress = time.monotonic()
+        return trainer.iteration
+
+    # -- control group ------------------------------------------------------------------
+    @ray.method(concurrency_group="control")
+    def heartbeat(self) -> Heartbeat:
+        with self._lock:
+            return Heartbeat(
+                rank=self.rank,
+                iteration=self._iteration,
+                busy=self._busy,
+                seconds_since_progress=time.monotonic() - self._last_progress,
+                pid=os.getpid(),
+                node_ip=self.node_ip,
+            )
+
+    @ray.method(concurrency_group="control")
+    def request_stop(self) -> None:
+        with self._lock:
+            self._stop_before_setup = True
+            channel = self._channel
+        if channel is not None:
+            channel.request_stop()
+
+    @ray.method(concurrency_group="control")
+    def offer_plan(self, offer: PlanOffer) -> None:
+        with self._lock:
+            self._offers_before_setup.append(offer)
+            channel = self._channel
+        if channel is not None:
+            channel.offer(offer)
+
+    # -- leases -------------------------------------------------------------------------
+    def _reduce_max(self, values: list[int]) -> list[int]:
+        assert self._trainer is not None
+        tensor = torch.tensor(values, dtype=torch.int64, device=self._trainer.device)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return [int(v) for v in tensor.tolist()]
+
+    def _mark_progress(self, iteration: int, busy: bool) -> None:
+        with self._lock:
+            self._iteration = iteration
+            self._busy = busy
+            self._last_progress = time.monotonic()
+
+    def run_lease(self, order: LeaseOrder) -> LeaseReport:
+        trainer, config, channel = self._trainer, self._config, self._channel
+        if trainer is None or config is None or channel is None:
+            raise RuntimeError("run_lease before setup: the driver must call setup first")
+        began = time.perf_counter()
+        idle_before = began - self._last_report_at if self._last_report_at is not None else 0.0
+        start = trainer.iteration
+        target = min(start + order.iterations, config.iterations)
+        if self._halted:
+            target = start
+        channel.offer(order.plan)
+        self._mark_progress(start, busy=True)
+        switches: list[tuple[int, int]] = []
+        stopped = self._halted
+        control_s = steps_wall = 0.0
+        steps: list[IterationMetrics] = []
+        try:
+            while trainer.iteration < target:
+                if is_control_point(trainer.iteration, start, config.control_every):
+                    tick = time.perf_counter()
+                    agreement = channel.agree(self._reduce_max)
+                    if agreement.plan is not None:
+                        trainer.schedule_plan(agreement.plan.depths, apply_at=trainer.iteration)
+                        switches.append((agreement.plan.version, trainer.iteration))
+                    control_s += time.perf_counter() - tick
+                    if agreement.stop:
+                        stopped = True
+                        break
+                tick = time.perf_counter()
+                steps.append(trainer.step())
+                steps_wall += time.perf_counter() - tick
+                self._mark_progress(trainer.iteration, busy=True)
+            finished = trainer.iteration >= config.iterations
+            if finished and steps and not stopped:
+                # A stop that arrived after the last control point: the scheduler already
+                # recorded the preemption, so agree once more and checkpoint where the job
+                # ends (every rank reaches this point: they share start and target).
+                tick = time.perf_counter()
+                stopped = channel.agree(self._reduce_max).stop
+                control_s += time.perf_counter() - tick
+            checkpoint, checkpoint_s = None, 0.0
+            wanted = stopped or (order.checkpoint_after and not finished)
+            if wanted and not self._halted and trainer.iteration != self._checkpointed_at:
+                checkpoint, checkpoint_s = self._checkpoint(config)
+                self._checkpointed_at = trainer.iteration
+            metrics: dict[str, float] = {}
+            eval_s = 0.0
+            if finished and not stopped and not self._evaluated and self.rank == 0:
+                tick = time.perf_counter()
+                score = trainer.evaluate(config.eval_samples)
+                metric = "accuracy" if trainer.workload.metric == "accuracy" else "eval_loss"
+                metrics[metric] = score
+                eval_s = time.perf_counter() - tick
+                self._evaluated = True
+        finally:
+            self._mark_progress(trainer.iteration, busy=False)
+        if stopped:
+            self._halted = True
+        report = LeaseReport(
+            job_id=config.job_id,
+            attempt=config.attempt,
+            rank=self.rank,
+            lease=order.index,
+            start_iteration=start,
+            end_iteration=trainer.iteration,
+            plan_version=channel.current.version,
+            plan=tuple(trainer.plan.depths),
+            switches=tuple(switches),
+            stopped=stopped,
+            losses=tuple(m.loss for m in steps),
+            samples=sum(m.samples for m in steps),
+            compute_s=sum(m.forward_time_s + m.backward_time_s + m.optimizer_time_s for m in steps),
+            sync_s=sum(m.sync_time_s for m in steps),
+            iteration_s=sum(m.iteration_time_s for m in steps),
+            steps_wall_s=steps_wall,
+            wall_s=time.perf_counter() - began,
+            control_s=control_s,
+            saved_activation_bytes=max((m.saved_activation_bytes for m in steps), default=0),
+            peak_memory_bytes=max((m.peak_memory_bytes for m in steps), default=0),
+            bytes_sent=sum(m.bytes_sent for m in steps),
+            idle_before_s=idle_before,
+            checkpoint=checkpoint,
+            checkpoint_s=checkpoint_s,
+            eval_s=eval_s,
+            metrics=metrics,
+        )
+        self._last_report_at = time.perf_counter()
+        return report
+
+    def _checkpoint(self, config: GangConfig) -> tuple[str, float]:
+        assert self._trainer is not None
+        tick = time.perf_counter()
+        store = CheckpointStore(config.checkpoint_root, config.job_id)
+        path = store.path_for(self._trainer.iteration)
+        self._trainer.save_checkpoint(path)
+        if self.rank == 0:
+            store.prune(config.checkpoints_kept)
+        return str(path), time.perf_counter() - tick
+
+    def close(self) -> None:
+        if self._trainer is not None:
+            self._trainer.close()
+        shutdown_distributed()
+
+
+RemoteGangWorker = ray.remote(concurrency_groups={"control": 2})(GangWorker)

@@ -1,0 +1,105 @@
+"""What the driver (the executor's gang thread) and a gang's actors exchange.
+
+Plain frozen dataclasses: Ray pickles them, and every rank of a gang receives identical orders,
+which is what keeps the ranks in lockstep without extra coordination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class GangConfig:
+    """Everything a rank needs to build its trainer; identical on every rank of one attempt."""
+
+    job_id: str
+    attempt: int
+    model: str
+    world_size: int
+    plan: tuple[int, ...]
+    batch_size: int
+    learning_rate: float
+    seed: int
+    iterations: int
+    """The job's iteration target (a lease never runs past it)."""
+    checkpoint_root: str
+    """The job's checkpoint directory; each checkpoint is a subdirectory ``it-<iteration>``."""
+    restore_from: str | None
+    device: str = "auto"
+    threads: int = 1
+    control_every: int = 25
+    eval_samples: int | None = None
+    checkpoints_kept: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOffer:
+    """A versioned plan. Ranks switch to the newest version that every rank holds, at the
+    same iteration boundary (see :mod:`worker.runtime.control`)."""
+
+    version: int
+    depths: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseOrder:
+    index: int
+    """Lease number within this attempt, from 0."""
+    iterations: int
+    plan: PlanOffer
+    checkpoint_after: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseReport:
+    """One rank's account of one lease."""
+
+    job_id: str
+    attempt: int
+    rank: int
+    lease: int
+    start_iteration: int
+    end_iteration: int
+    """Completed iterations after the lease (absolute, survives restarts)."""
+    plan_version: int
+    plan: tuple[int, ...]
+    switches: tuple[tuple[int, int], ...]
+    """(plan version, iteration) of every plan version this lease installed."""
+    stopped: bool
+    """The lease ended early because a stop was agreed."""
+    losses: tuple[float, ...]
+    samples: int
+    compute_s: float
+    """Forward + backward + optimizer time summed over the lease (no sync, no waiting)."""
+    sync_s: float
+    iteration_s: float
+    """Sum of the engine's per-iteration times (its measured phases)."""
+    steps_wall_s: float
+    """Wall time spent inside the engine's ``step`` calls (phases plus its bookkeeping)."""
+    wall_s: float
+    """Wall time of the lease call on the actor, from entry to the report."""
+    control_s: float
+    """Time spent agreeing on stop requests and plan versions."""
+    saved_activation_bytes: int
+    peak_memory_bytes: int
+    bytes_sent: int
+    idle_before_s: float = 0.0
+    """Time this rank sat idle between the previous lease's report and this lease's start."""
+    checkpoint: str | None = None
+    checkpoint_s: float = 0.0
+    eval_s: float = 0.0
+    metrics: dict[str, Any] = field(default_factory=dict)
+    """Evaluation results (``accuracy`` or ``eval_loss``) when the order asked for them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    rank: int
+    iteration: int
+    busy: bool
+    """Inside a lease (a rank idle between leases is not hung)."""
+    seconds_since_progress: float
+    pid: int
+    node_ip: str

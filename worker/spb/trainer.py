@@ -1,0 +1,370 @@
+"""The SPB trainer: one instance per rank, driven iteration by iteration.
+
+A step on rank ``r`` with stop depth ``d``:
+
+1. blocks ``1..d`` run forward under ``torch.no_grad()`` (no graph, nothing saved);
+2. blocks ``d+1..K`` and the loss run with autograd, then ``loss.backward()``;
+3. each block's gradient becomes the mean over its contributors (``GradientSynchronizer``),
+   BatchNorm running statistics are averaged over all ranks (``BufferAverager``);
+4. every rank applies the same optimizer step to every block, so replicas stay bit-identical.
+
+Plans change only at iteration boundaries (:meth:`SPBTrainer.schedule_plan`), which is how the
+scheduler's "apply at iteration t" leases map onto a running process group.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from jigsaw.errors import InvalidSpecError, JigsawError
+from jigsaw.plan import SPBPlan, resolve_plan
+from worker.spb import checkpoint as ckpt
+from worker.spb.collectives import Collectives
+from worker.spb.gradient_sync import BufferAverager, GradientSynchronizer
+from worker.spb.instrumentation import (
+    IterationMetrics,
+    PhaseClock,
+    SavedActivationMeter,
+    optimizer_state_bytes,
+    peak_rss_bytes,
+    tensor_bytes,
+)
+from worker.spb.sampler import GlobalBatchSampler
+from worker.spb.schedule import CommSchedule
+from worker.zoo import DataSplits, Workload, load_workload
+from worker.zoo.workload import GLOBAL_RNG_LOCK
+
+EVAL_BATCH = 256
+
+
+class PlanSwitchError(JigsawError):
+    """A plan switch was scheduled for an iteration that has already started."""
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """Everything a rank needs to build its trainer; identical on every rank of a job."""
+
+    model: str
+    plan: str | Sequence[int] = "none"
+    batch_size: int = 32  # per rank
+    optimizer: Literal["sgd", "adamw"] = "sgd"
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    seed: int = 0
+    device: str = "cpu"
+    model_options: Mapping[str, Any] = field(default_factory=dict)
+    measure_activations: bool = True
+    average_buffers: bool = True
+    history_limit: int = 10_000
+
+
+def build_optimizer(config: TrainerConfig, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(
+            params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+        )
+    if config.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    raise InvalidSpecError(
+        f"unknown optimizer {config.optimizer!r}: use 'sgd' or 'adamw'", field="optimizer"
+    )
+
+
+def _check_blocks_disjoint(blocks: list[nn.Module]) -> None:
+    owner: dict[int, int] = {}
+    for index, block in enumerate(blocks, start=1):
+        for param in block.parameters():
+            if id(param) in owner and owner[id(param)] != index:
+                raise InvalidSpecError(
+                    f"a parameter is shared by blocks {owner[id(param)]} and {index}; SPB needs "
+                    "every parameter to belong to exactly one block (untie shared weights)",
+                    field="model",
+                )
+            owner[id(param)] = index
+
+
+def _seed_rngs(seed: int, rank: int) -> None:
+    per_rank = seed * 7919 + rank
+    # Under the zoo's lock: a thread-simulated peer may be drawing initial weights right now.
+    with GLOBAL_RNG_LOCK:
+        torch.manual_seed(per_rank)
+        np.random.seed(per_rank % 2**32)
+        random.seed(per_rank)
+
+
+class SPBTrainer:
+    def __init__(
+        self,
+        config: TrainerConfig,
+        collectives: Collectives,
+        *,
+        workload: Workload | None = None,
+        data: DataSplits | None = None,
+    ) -> None:
+        self.config = config
+        self.collectives = collectives
+        self.rank = collectives.rank
+        self.world_size = collectives.world_size
+        self.device = torch.device(config.device)
+        self.workload = workload or load_workload(
+            config.model, seed=config.seed, **dict(config.model_options)
+        )
+        self.blocks = [block.to(self.device).train() for block in self.workload.blocks]
+        _check_blocks_disjoint(self.blocks)
+        self.params = [p for block in self.blocks for p in block.parameters()]
+        self.optimizer = build_optimizer(config, self.params)
+        self.data = data or self.workload.make_data()
+        self.sampler = GlobalBatchSampler(
+            len(self.data.train), config.batch_size, self.world_size, config.seed
+        )
+        _seed_rngs(config.seed, self.rank)
+        self.iteration = 0
+        self.history: deque[IterationMetrics] = deque(maxlen=config.history_limit)
+        self._pending: dict[int, SPBPlan] = {}
+        self._meter = SavedActivationMeter(config.measure_activations)
+        self._clock = PhaseClock(self.device)
+        self._buffers = BufferAverager(self.blocks, collectives) if config.average_buffers else None
+        self._sync: GradientSynchronizer | None = None
+        self.plan = self._resolve(config.plan)
+        self._install(self.plan)
+
+    # ----- plans -------------------------------------------------------------------------
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def depth(self) -> int:
+        return self.plan.depths[self.rank]
+
+    def _resolve(self, spec: str | Sequence[int] | SPBPlan) -> SPBPlan:
+        plan = (
+            spec
+            if isinstance(spec, SPBPlan)
+            else resolve_plan(spec, self.world_size, self.num_blocks)
+        )
+        if plan.num_workers != self.world_size or plan.num_blocks != self.num_blocks:
+            raise InvalidSpecError(
+                f"plan is for {plan.num_workers} workers x {plan.num_blocks} blocks but this job "
+                f"has {self.world_size} workers x {self.num_blocks} blocks",
+                field="spb",
+            )
+        return plan
+
+    def _install(self, plan: SPBPlan) -> None:
+        schedule = CommSchedule.from_plan(plan)
+        # Collective on every rank; the group list depends on the plan only.
+        self.collectives.prepare_groups(schedule.reduce_groups())
+        if self._sync is not None:
+            self._sync.close()
+        self._sync = GradientSynchronizer(self.blocks, schedule, self.collectives)
+        self.plan = plan
+
+    def schedule_plan(self, spec: str | Sequence[int] | SPBPlan, apply_at: int) -> SPBPlan:
+        """Switch to ``spec`` at the start of iteration ``apply_at`` (0-based count of completed
+        iterations). Every rank must schedule the same plan for the same iteration."""
+        if apply_at < self.iteration:
+            raise PlanSwitchError(
+                f"cannot apply a plan at iteration {apply_at}: rank {self.rank} is already at "
+                f"iteration {self.iteration}"
+            )
+        plan = self._resolve(spec)
+        self._pending[apply_at] = plan
+        return plan
+
+    def _apply_pending_plan(self) -> None:
+        plan = self._pending.pop(self.iteration, None)
+        if plan is not None and plan != self.plan:
+            self._install(plan)
+
+    # ----- training ----------------------------------------------------------------------
+    def _forward_loss(self, inputs: Tensor, targets: Tensor, depth: int) -> Tensor:
+        hidden = inputs
+        with torch.no_grad():
+            for block in self.blocks[:depth]:
+                hidden = block(hidden)
+        self._meter.exclude(self.params)
+        with self._meter:
+            for block in self.blocks[depth:]:
+                hidden = block(hidden)
+            return self.workload.loss(hidden, targets)
+
+    def step(self) -> IterationMetrics:
+        """Run one iteration; return (and keep in ``history``) its measurements."""
+        self._apply_pending_plan()
+        assert self._sync is not None
+        depth = self.depth
+        cuda = self.device.type == "cuda"
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(self.device)
+        self._clock.start()
+        self.optimizer.zero_grad(set_to_none=True)
+        self._sync.start_iteration()
+        inputs, targets = self.data.train.fetch(self.sampler.next_indices(self.rank))
+        inputs = inputs.to(self.device, non_blocking=True)
+        targets = targets.to(self.device, non_blocking=True)
+        self._clock.mark("data")
+        loss = self._forward_loss(inputs, targets, depth)
+        self._clock.mark("forward")
+        if self._buffers is not None:
+            self._buffers.launch()
+        loss.backward()
+        self._clock.mark("backward")
+        self._sync.finish()
+        if self._buffers is not None:
+            self._buffers.finish()
+        self._clock.mark("sync")
+        self.optimizer.step()
+        self._clock.mark("optimizer")
+        loss_value = float(loss.item())
+        phases = self._clock.durations()
+        saved = self._meter.total_bytes
+        if cuda:
+            peak = int(torch.cuda.max_memory_allocated(self.device))
+        else:
+            model_state = 2 * tensor_bytes(self.params) + optimizer_state_bytes(self.optimizer)
+            peak = model_state + saved
+        metrics = IterationMetrics(
+            iteration=self.iteration,
+            rank=self.rank,
+            depth=depth,
+            plan=self.plan.describe(),
+            loss=loss_value,
+            samples=len(targets),
+            forward_time_s=phases["forward"],
+            backward_time_s=phases["backward"],
+            sync_time_s=phases["sync"],
+            optimizer_time_s=phases["optimizer"],
+            iteration_time_s=sum(phases.values()),
+            saved_activation_bytes=saved,
+            peak_memory_bytes=peak,
+            peak_rss_bytes=peak_rss_bytes(),
+            bytes_sent=self.collectives.traffic.take(),
+        )
+        self.iteration += 1
+        self.history.append(metrics)
+        return metrics
+
+    def run(self, num_iterations: int) -> list[IterationMetrics]:
+        """Run ``num_iterations`` iterations (a lease), applying scheduled plan switches."""
+        return [self.step() for _ in range(num_iterations)]
+
+    @torch.no_grad()
+    def evaluate(self, max_samples: int | None = None) -> float:
+        """Held-out accuracy or mean loss (the workload's metric), with BN in eval mode, on the
+        first ``max_samples`` held-out samples (all by default; a fixed subset stays
+        comparable across evaluations)."""
+        held_out = self.data.eval
+        if held_out is None:
+            raise InvalidSpecError(f"{self.workload.name} has no evaluation split", field="model")
+        size = len(held_out) if max_samples is None else min(max_samples, len(held_out))
+        for block in self.blocks:
+            block.eval()
+        try:
+            total, count = 0.0, 0
+            for start in range(0, size, EVAL_BATCH):
+                indices = torch.arange(start, min(start + EVAL_BATCH, size))
+                inputs, targets = held_out.fetch(indices)
+                outputs = self.workload.forward(inputs.to(self.device))
+                targets = targets.to(self.device)
+                if self.workload.metric == "accuracy":
+                    total += float((outputs.argmax(dim=-1) == targets).sum())
+                    count += targets.numel()
+                else:
+                    total += float(self.workload.loss(outputs, targets)) * len(indices)
+                    count += len(indices)
+            return total / count
+        finally:
+            for block in self.blocks:
+                block.train()
+
+    def state_vector(self) -> Tensor:
+        """All parameters and buffers flattened (for replica-identity checks)."""
+        tensors = [p.detach() for p in self.params]
+        tensors += [b.detach().float() for block in self.blocks for b in block.buffers()]
+        return torch.cat([t.reshape(-1).cpu().float() for t in tensors])
+
+    # ----- checkpoints -------------------------------------------------------------------
+    def save_checkpoint(self, directory: str | Path) -> Path:
+        """Collective: every rank calls it at the same iteration boundary."""
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        if self.rank == 0:
+            shared = {
+                "model": self.workload.name,
+                "config": asdict(self.config),
+                "iteration": self.iteration,
+                "plan": list(self.plan.depths),
+                "pending": {it: list(p.depths) for it, p in self._pending.items()},
+                "blocks": [block.state_dict() for block in self.blocks],
+                "optimizer": self.optimizer.state_dict(),
+                "sampler": self.sampler.state_dict(),
+            }
+            ckpt.atomic_save(shared, path / ckpt.SHARED_FILE)
+        ckpt.atomic_save(
+            {"rank": self.rank, "rng": ckpt.capture_rng()}, path / ckpt.rank_file(self.rank)
+        )
+        self.collectives.barrier()
+        if self.rank == 0:
+            ckpt.write_meta(
+                path,
+                {
+                    "model": self.workload.name,
+                    "iteration": self.iteration,
+                    "world_size": self.world_size,
+                    "num_blocks": self.num_blocks,
+                    "plan": self.plan.describe(),
+                },
+            )
+        self.collectives.barrier()
+        return path
+
+    def load_checkpoint(
+        self, directory: str | Path, *, plan: str | Sequence[int] | None = None
+    ) -> None:
+        """Collective. Restores weights, optimizer, data position, RNG and iteration.
+
+        ``plan`` overrides the saved plan (needed when the world size changed). Ranks without a
+        saved RNG file (a larger world) are reseeded deterministically from seed and rank.
+        """
+        shared, own = ckpt.read_checkpoint(Path(directory), self.rank)
+        if shared["model"] != self.workload.name or len(shared["blocks"]) != self.num_blocks:
+            raise ckpt.CheckpointError(
+                f"checkpoint holds {shared['model']} with {len(shared['blocks'])} blocks, "
+                f"this trainer runs {self.workload.name} with {self.num_blocks}"
+            )
+        for block, state in zip(self.blocks, shared["blocks"], strict=True):
+            block.load_state_dict(state)
+        self.optimizer.load_state_dict(shared["optimizer"])
+        self.sampler.load_state_dict(shared["sampler"])
+        self.iteration = int(shared["iteration"])
+        if plan is None and len(shared["plan"]) != self.world_size:
+            raise ckpt.CheckpointError(
+                f"checkpoint plan has {len(shared['plan'])} workers but this job has "
+                f"{self.world_size}: pass plan= to choose a plan for the new size"
+            )
+        self._install(self._resolve(plan if plan is not None else tuple(shared["plan"])))
+        self._pending = {}
+        if plan is None:
+            self._pending = {
+                int(it): self._resolve(tuple(d)) for it, d in shared["pending"].items()
+            }
+        if own is not None:
+            ckpt.restore_rng(own["rng"])
+        else:
+            _seed_rngs(self.config.seed + self.iteration, self.rank)
+
+    def close(self) -> None:
+        if self._sync is not None:
+            self._sync.close()

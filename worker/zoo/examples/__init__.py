@@ -1,0 +1,1 @@
+"""Example user entrypoints (see docs/MODELS.md)."""
