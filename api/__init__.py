@@ -1,0 +1,1 @@
+"""The JigSaw control plane: REST API, SQL store, auth, and the scheduler loop."""

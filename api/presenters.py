@@ -1,0 +1,64 @@
+"""Domain objects to response schemas (the one place that decides how a job looks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from api.schemas.jobs import JobEventPublic, JobPublic, ProgressSamplePublic
+from api.timefmt import iso
+from jigsaw.domain import Job, JobEvent
+
+
+def job_public(job: Job, last_loss: float | None = None) -> JobPublic:
+    spec = job.spec
+    preempted_by = job.extra.get("preempted_by")
+    return JobPublic(
+        id=job.id,
+        name=spec.name,
+        user=spec.user,
+        queue=spec.queue,
+        state=job.state.value,
+        priority=spec.priority,
+        spec=spec.to_dict(),
+        iterations=spec.iterations,
+        iterations_done=job.iterations_done,
+        progress=min(max(job.iterations_done / spec.iterations, 0.0), 1.0),
+        plan=list(job.plan),
+        placement=[list(gpu) for gpu in job.placement],
+        attempt=job.attempt,
+        preemptions=job.preemptions,
+        failures=job.failures,
+        reason=job.reason,
+        version=job.version,
+        created_at=iso(job.submitted_at),
+        started_at=iso(job.started_at),
+        finished_at=iso(job.finished_at),
+        last_loss=last_loss,
+        preempted_by=str(preempted_by) if preempted_by is not None else None,
+    )
+
+
+def job_json(job: Job, last_loss: float | None = None) -> bytes:
+    return job_public(job, last_loss).model_dump_json().encode()
+
+
+def event_public(event: JobEvent) -> JobEventPublic:
+    return JobEventPublic(
+        from_state=event.from_state.value if event.from_state is not None else None,
+        to_state=event.to_state.value,
+        reason=event.reason,
+        at=iso(event.at),
+        actor=event.actor,
+    )
+
+
+def sample_public(row: Mapping[str, Any]) -> ProgressSamplePublic:
+    return ProgressSamplePublic(
+        iteration=row["iteration"],
+        at=iso(row["at"]),
+        loss=row["loss"],
+        throughput=row["throughput"],
+        plan=list(row["plan"]),
+        metrics=dict(row["metrics"] or {}),
+    )

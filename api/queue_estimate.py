@@ -1,0 +1,59 @@
+"""Queue positions and estimated start times for waiting jobs (an estimate, and labelled so).
+
+The estimate replays the queue in submission order: each running job frees its GPUs when its
+remaining iterations are done at its rate, and each waiting job starts as soon as enough GPUs
+are free and every job ahead of it has started (strict FIFO). Policies that reorder or pack
+(las, maxmin, jigsaw) make this approximate.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from jigsaw.domain import Job
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEstimate:
+    job: Job
+    position: int
+    start_at: float | None
+    """``None``: the job needs more GPUs than the cluster has alive."""
+
+
+def estimate_queue(
+    jobs: Sequence[Job], total_gpus: int, now: float, rate_of: Callable[[Job], float]
+) -> list[QueueEstimate]:
+    running = [job for job in jobs if job.state.holds_resources]
+    waiting = sorted(
+        (job for job in jobs if job.state.is_waiting), key=lambda j: (j.submitted_at, j.id)
+    )
+    releases: list[tuple[float, int]] = []
+    free = total_gpus
+    for job in running:
+        gpus = len(job.placement) or job.spec.workers
+        free -= gpus
+        heapq.heappush(releases, (now + _duration(job, rate_of), gpus))
+    clock = now
+    estimates: list[QueueEstimate] = []
+    for position, job in enumerate(waiting, start=1):
+        need = job.spec.workers
+        if need > total_gpus:
+            estimates.append(QueueEstimate(job, position, None))
+            continue
+        while free < need and releases:
+            moment, gpus = heapq.heappop(releases)
+            clock = max(clock, moment)
+            free += gpus
+        clock = max(clock, float(job.extra.get("retry_after", 0.0)))
+        free -= need
+        heapq.heappush(releases, (clock + _duration(job, rate_of), need))
+        estimates.append(QueueEstimate(job, position, clock))
+    return estimates
+
+
+def _duration(job: Job, rate_of: Callable[[Job], float]) -> float:
+    rate = rate_of(job)
+    return job.remaining_iterations / rate if rate > 0 else float("inf")

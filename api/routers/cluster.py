@@ -1,0 +1,105 @@
+"""/api/v1/cluster: nodes, GPUs, packing and utilization."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+from sqlalchemy import select
+
+from api.cluster_view import list_gpus, list_nodes
+from api.deps import Reader, SessionDep, StateDep, reject_unknown_query
+from api.errors import ApiError
+from api.models import utilization_samples
+from api.schemas.cluster import (
+    ClusterPublic,
+    GpuList,
+    NodeList,
+    UtilizationList,
+    UtilizationSample,
+)
+from api.schemas.common import COMMON_ERRORS
+from api.timefmt import iso, parse_iso
+
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["cluster"],
+    responses=COMMON_ERRORS,
+    dependencies=[Depends(reject_unknown_query)],
+)
+
+DEFAULT_WINDOW_S = 3600.0
+MAX_SAMPLES = 2000
+
+
+@router.get("/cluster", response_model=ClusterPublic, operation_id="get_cluster")
+def get_cluster(_principal: Reader, state: StateDep) -> ClusterPublic:
+    """Nodes, and every GPU with the workers packed on it (predicted load and memory)."""
+    node_list = list_nodes(state.engine)
+    return ClusterPublic(nodes=node_list, gpus=list_gpus(state.engine, state.oracle, node_list))
+
+
+@router.get("/cluster/nodes", response_model=NodeList, operation_id="list_nodes")
+def get_nodes(_principal: Reader, state: StateDep) -> NodeList:
+    return NodeList(items=list_nodes(state.engine))
+
+
+@router.get("/cluster/gpus", response_model=GpuList, operation_id="list_gpus")
+def get_gpus(_principal: Reader, state: StateDep) -> GpuList:
+    return GpuList(items=list_gpus(state.engine, state.oracle, list_nodes(state.engine)))
+
+
+@router.get("/cluster/packing", response_model=GpuList, operation_id="get_packing")
+def get_packing(_principal: Reader, state: StateDep) -> GpuList:
+    """Only GPUs shared by workers of more than one job."""
+    gpus = list_gpus(state.engine, state.oracle, list_nodes(state.engine))
+    return GpuList(items=[gpu for gpu in gpus if len({w.job_id for w in gpu.workers}) > 1])
+
+
+@router.get(
+    "/cluster/utilization",
+    response_model=UtilizationList,
+    operation_id="get_utilization",
+)
+def get_utilization(
+    _principal: Reader,
+    session: SessionDep,
+    since: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="ISO-8601 time; default: the last hour",
+            json_schema_extra={"format": "date-time"},
+        ),
+    ] = None,
+) -> UtilizationList:
+    """Busy and total GPUs over time, as the scheduler sampled them (at most 2000 points)."""
+    start = time.time() - DEFAULT_WINDOW_S
+    if since is not None:
+        try:
+            start = parse_iso(since)
+        except (ValueError, OverflowError):
+            raise ApiError(
+                422,
+                f"since={since!r} is not an ISO-8601 time such as 2026-11-22T07:00:00Z",
+                field="since",
+            ) from None
+    query = (
+        select(utilization_samples)
+        .where(utilization_samples.c.at >= start)
+        .order_by(utilization_samples.c.at)
+    )
+    rows = list(session.execute(query).mappings())
+    step = max(1, -(-len(rows) // MAX_SAMPLES))
+    return UtilizationList(
+        items=[
+            UtilizationSample(
+                at=iso(row["at"]),
+                busy_gpus=row["busy_gpus"],
+                total_gpus=row["total_gpus"],
+                utilization=row["busy_gpus"] / row["total_gpus"] if row["total_gpus"] else 0.0,
+            )
+            for row in rows[::step]
+        ]
+    )

@@ -1,0 +1,147 @@
+"""/api/v1/jobs: submit, validate, list, inspect, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Response
+
+from api import jobs_service
+from api.deps import StateDep, Submitter, reject_unknown_query
+from api.errors import ApiError
+from api.idempotency import MAX_KEY_LENGTH
+from api.presenters import event_public, job_json, job_public
+from api.schemas.common import COMMON_ERRORS, NO_CONTROL_CHARACTERS, NOT_FOUND, ErrorBody
+from api.schemas.jobs import (
+    JobCreate,
+    JobEventList,
+    JobList,
+    JobPublic,
+    JobValidation,
+    PredictionPublic,
+)
+from api.store.telemetry import Telemetry
+from jigsaw.lifecycle import JobState
+
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["jobs"],
+    responses=COMMON_ERRORS,
+    dependencies=[Depends(reject_unknown_query)],
+)
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_KEY_LENGTH,
+        pattern=r"^[\x21-\x7e]+$",
+        description="retries with the same key replay the first response (kept >= 24 h)",
+    ),
+]
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=JobPublic,
+    operation_id="submit_job",
+    responses={409: {"model": ErrorBody, "description": "same key in flight"}},
+)
+def submit_job(
+    body: JobCreate, principal: Submitter, state: StateDep, idempotency_key: IdempotencyKey = None
+) -> Response:
+    """Submit a job. The user is the token's; `Idempotency-Key` makes retries safe."""
+    return jobs_service.submit(state, principal, body, idempotency_key)
+
+
+@router.post(
+    "/jobs:validate",
+    response_model=JobValidation,
+    operation_id="validate_job",
+)
+def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobValidation:
+    """Check a spec and show its resolved plan and the oracle's prediction; stores nothing."""
+    spec = jobs_service.build_spec(body, principal)
+    jobs_service.check_quota_of(state, spec)
+    plan = state.oracle.plan_for(spec)
+    prediction = state.oracle.predict(spec, plan)
+    return JobValidation(
+        spec=spec.to_dict(),
+        plan=list(plan.depths),
+        num_blocks=plan.num_blocks,
+        prediction=PredictionPublic(
+            iteration_time_s=prediction.iteration_time_s,
+            per_worker_memory_bytes=prediction.per_worker_memory_bytes,
+            per_worker_compute_s=prediction.per_worker_compute_s,
+            per_worker_bytes_sent=prediction.per_worker_bytes_sent,
+            source=prediction.source
+            + ("" if spec.spb != "auto" else "; spb=auto: the policy picks the plan at start"),
+        ),
+    )
+
+
+@router.get("/jobs", response_model=JobList, operation_id="list_jobs")
+def list_jobs(
+    principal: Submitter,
+    state: StateDep,
+    states: Annotated[list[JobState] | None, Query(alias="state")] = None,
+    user: Annotated[str | None, Query(max_length=128, pattern=NO_CONTROL_CHARACTERS)] = None,
+    queue: Annotated[str | None, Query(max_length=128, pattern=NO_CONTROL_CHARACTERS)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> JobList:
+    """Jobs, oldest first. Users see their own; admins everyone's (filter with `user`)."""
+    if not principal.is_admin:
+        if user is not None and user != principal.user:
+            raise ApiError(403, "users can list only their own jobs; drop the user filter")
+        user = principal.user
+    found = state.store.list_jobs(states=states, user=user, queue=queue, limit=limit, offset=offset)
+    total = state.store.count_jobs(states=states, user=user, queue=queue)
+    losses = Telemetry(state.engine).last_losses([job.id for job in found])
+    return JobList(
+        items=[job_public(job, losses.get(job.id)) for job in found],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get(
+    "/jobs/{job_id}",
+    response_model=JobPublic,
+    operation_id="get_job",
+    responses=NOT_FOUND,
+)
+def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
+    job = jobs_service.visible_job(state, principal, job_id)
+    # Serialized once here; returning a Response skips FastAPI's second validation pass.
+    return jobs_service.json_response(job_json(job, jobs_service.last_loss(state, job)), 200)
+
+
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=JobPublic,
+    operation_id="cancel_job",
+    responses={
+        **NOT_FOUND,
+        409: {"model": ErrorBody, "description": "already finished; `state` says how"},
+    },
+)
+def cancel_job(job_id: str, principal: Submitter, state: StateDep) -> JobPublic:
+    """Cancel a job that has not finished. Its gang stops at the next scheduling round."""
+    job = jobs_service.cancel(state, principal, job_id)
+    return job_public(job, jobs_service.last_loss(state, job))
+
+
+@router.get(
+    "/jobs/{job_id}/events",
+    response_model=JobEventList,
+    operation_id="list_job_events",
+    responses=NOT_FOUND,
+)
+def list_job_events(job_id: str, principal: Submitter, state: StateDep) -> JobEventList:
+    """Every state transition, with its reason, time and actor."""
+    jobs_service.visible_job(state, principal, job_id)
+    return JobEventList(items=[event_public(e) for e in state.store.events(job_id)])

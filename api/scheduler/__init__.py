@@ -1,0 +1,1 @@
+"""The scheduler loop as the service runs it: leader election, executor, recorders."""

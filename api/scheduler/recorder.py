@@ -1,0 +1,224 @@
+"""What the scheduler writes besides job state: progress samples and log lines (from executor
+reports), its own round state and heartbeat, utilization samples, and the cluster inventory."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections import deque
+from typing import Any
+
+from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from api.db import writer
+from api.metrics import Metrics
+from api.models import allocations, jobs, nodes, scheduler_leader, utilization_samples
+from api.store import SqlStore
+from api.store.telemetry import ProgressSample, Telemetry
+from api.timefmt import iso
+from jigsaw.cluster import Cluster
+from jigsaw.cycle import CycleReport
+from jigsaw.decisions import Decision, Preempt, Replan, Start
+from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
+from jigsaw.lifecycle import JobState
+
+log = logging.getLogger(__name__)
+
+RECENT_DECISIONS = 20
+UTILIZATION_EVERY_S = 5.0
+UTILIZATION_KEEP_S = 7 * 24 * 3600.0
+HOLDING = [JobState.ADMITTED.value, JobState.RUNNING.value]
+
+
+class LeadershipLostError(RuntimeError):
+    """The round-state write found another epoch: a newer leader exists."""
+
+
+class ProgressRecorder:
+    """The cycle's ``on_event`` hook: one progress sample per new report, log lines at lease
+    boundaries and at the end. Never raises into the cycle (telemetry is best effort)."""
+
+    def __init__(self, store: SqlStore, telemetry: Telemetry, lease_iterations: int) -> None:
+        self._store = store
+        self._telemetry = telemetry
+        self._lease = lease_iterations
+        self._last: dict[str, tuple[float, float]] = {}
+
+    def __call__(self, event: ExecutorEvent) -> None:
+        try:
+            self._record(event)
+        except SQLAlchemyError as error:
+            log.warning("could not record %s: %s", type(event).__name__, error)
+
+    def _record(self, event: ExecutorEvent) -> None:
+        match event:
+            case Progressed(job_id=job_id, at=at, iterations_done=done, metrics=metrics):
+                self._sample(job_id, at, done, dict(metrics), final=False)
+            case Finished(job_id=job_id, at=at, iterations_done=done, metrics=metrics):
+                self._sample(job_id, at, done, dict(metrics), final=True)
+                self._last.pop(job_id, None)
+            case Failed(job_id=job_id, at=at, reason=reason):
+                self._telemetry.add_log_lines(job_id, at, [f"gang failed: {reason}"])
+                self._last.pop(job_id, None)
+            case _:
+                pass
+
+    def _sample(
+        self, job_id: str, at: float, done: float, metrics: dict[str, Any], *, final: bool
+    ) -> None:
+        previous = self._last.get(job_id)
+        if previous is not None and done <= previous[0] and not final:
+            return
+        job = self._store.get(job_id)
+        if previous is None and done <= job.iterations_done and not final:
+            return
+        start_iteration, start_at = previous or (job.iterations_done, job.run_started_at or at)
+        rate = metrics.get("iterations_per_s")
+        if not isinstance(rate, int | float) and at > start_at:
+            rate = (done - start_iteration) / (at - start_at)
+            metrics["iterations_per_s"] = rate
+        throughput = metrics.get("throughput")
+        if not isinstance(throughput, int | float) and isinstance(rate, int | float):
+            throughput = rate * job.spec.batch_size * job.spec.workers
+        loss = metrics.get("loss", metrics.get("last_loss"))
+        boundary = final or "lease" in metrics or _crosses(start_iteration, done, self._lease)
+        sample = ProgressSample(
+            job_id=job_id,
+            attempt=job.attempt,
+            iteration=done,
+            at=at,
+            loss=loss if isinstance(loss, int | float) else None,
+            throughput=throughput if isinstance(throughput, int | float) else None,
+            plan=job.plan,
+            metrics=metrics,
+            lease_boundary=boundary,
+        )
+        line = _progress_line(sample, job.spec.iterations, final) if boundary else None
+        self._telemetry.record(sample, line)
+        worker_lines = metrics.get("log_lines")
+        if isinstance(worker_lines, list):
+            self._telemetry.add_log_lines(job_id, at, [str(entry) for entry in worker_lines])
+        self._last[job_id] = (done, at)
+
+
+def _crosses(before: float, after: float, lease: int) -> bool:
+    return math.floor(after / lease) > math.floor(before / lease)
+
+
+def _progress_line(sample: ProgressSample, iterations: int, final: bool) -> str:
+    parts = [f"{'finished at' if final else 'iteration'} {sample.iteration:.0f}/{iterations}"]
+    if sample.loss is not None:
+        parts.append(f"loss {sample.loss:.4g}")
+    if sample.throughput is not None:
+        parts.append(f"{sample.throughput:.1f} samples/s")
+    if sample.plan:
+        parts.append("plan " + ",".join(str(d) for d in sample.plan))
+    if final:
+        extra = {
+            k: v for k, v in sample.metrics.items() if k in ("accuracy", "val_accuracy", "val_loss")
+        }
+        if extra:
+            parts.append(json.dumps(extra))
+    return " ".join(parts)
+
+
+class RoundRecorder:
+    """After each round: heartbeat and round state (fenced by epoch), metrics, utilization."""
+
+    def __init__(self, engine: Engine, metrics: Metrics, epoch: int, policy: str) -> None:
+        self._engine = engine
+        self._writer = writer(engine)
+        self._metrics = metrics
+        self._epoch = epoch
+        self._policy = policy
+        self._recent: deque[dict[str, Any]] = deque(maxlen=RECENT_DECISIONS)
+        self._last_utilization: tuple[float, int, int] | None = None
+        self._last_cluster: Cluster | None = None
+        self._last_purge = 0.0
+
+    def on_decision(self, store: SqlStore, now: float, decision: Decision) -> None:
+        kind = {Start: "start", Preempt: "preempt", Replan: "replan"}[type(decision)]
+        self._recent.append(
+            {"kind": kind, "job_id": decision.job_id, "reason": decision.reason, "at": now}
+        )
+        if isinstance(decision, Preempt):
+            self._metrics.preemptions.inc()
+        elif isinstance(decision, Start):
+            try:
+                job = store.get(decision.job_id)
+            except SQLAlchemyError:
+                return
+            if job.attempt == 1:
+                self._metrics.wait_time.observe(max(now - job.submitted_at, 0.0))
+
+    def after_round(self, report: CycleReport, cluster: Cluster) -> None:
+        self._metrics.round_latency.observe(report.latency_s)
+        decisions = [{**entry, "at": iso(entry["at"])} for entry in self._recent]
+        with self._writer.begin() as conn:
+            written = conn.execute(
+                update(scheduler_leader)
+                .where(scheduler_leader.c.id == 1, scheduler_leader.c.epoch == self._epoch)
+                .values(
+                    round=scheduler_leader.c.round + 1,
+                    heartbeat_at=time.time(),
+                    policy=self._policy,
+                    last_round_at=report.at,
+                    last_round_latency_s=report.latency_s,
+                    last_decisions=decisions,
+                )
+            ).rowcount
+        if written != 1:
+            raise LeadershipLostError(f"epoch {self._epoch} is no longer the leader's")
+        self._write_cluster(cluster)
+        self._sample_utilization(report.at, cluster.num_gpus)
+
+    def _write_cluster(self, cluster: Cluster) -> None:
+        if cluster == self._last_cluster:
+            return
+        now = time.time()
+        rows = [
+            {
+                "index": node.index,
+                "name": node.name,
+                "num_gpus": node.num_gpus,
+                "gpu_type": node.gpu_type,
+                "gpu_memory_bytes": node.gpu_memory_bytes,
+                "alive": node.alive,
+                "updated_at": now,
+            }
+            for node in cluster.nodes
+        ]
+        with self._writer.begin() as conn:
+            conn.execute(delete(nodes))
+            if rows:
+                conn.execute(insert(nodes), rows)
+        self._last_cluster = cluster
+
+    def _sample_utilization(self, now: float, total: int) -> None:
+        busy_query = select(func.count()).select_from(
+            select(allocations.c.node, allocations.c.gpu)
+            .join(jobs, jobs.c.id == allocations.c.job_id)
+            .where(jobs.c.state.in_(HOLDING))
+            .distinct()
+            .subquery()
+        )
+        with self._engine.connect() as conn:
+            busy = int(conn.execute(busy_query).scalar_one())
+        last = self._last_utilization
+        if last is not None and (busy, total) == last[1:] and now - last[0] < UTILIZATION_EVERY_S:
+            return
+        with self._writer.begin() as conn:
+            conn.execute(
+                insert(utilization_samples).values(at=now, busy_gpus=busy, total_gpus=total)
+            )
+            if now - self._last_purge > 3600:
+                self._last_purge = now
+                conn.execute(
+                    delete(utilization_samples).where(
+                        utilization_samples.c.at < now - UTILIZATION_KEEP_S
+                    )
+                )
+        self._last_utilization = (now, busy, total)

@@ -1,0 +1,200 @@
+"""The scheduler loop in the service: lead, then run one scheduling round every
+``ROUND_SECONDS`` until stopped or no longer leader.
+
+The rounds are the core's :class:`~jigsaw.cycle.SchedulingCycle` over the SQL store (fenced
+with this leader's epoch), the selected executor and the wall clock. A standby (Postgres only)
+polls for leadership. Losing leadership drops the executor's gangs and returns to standby.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from api.estimates import OracleView
+from api.idempotency import IdempotencyKeys
+from api.metrics import Metrics
+from api.quotas import QuotaPolicy, Quotas
+from api.scheduler.leader import Leadership, SchedulerAlreadyRunningError, leadership_for
+from api.scheduler.recorder import LeadershipLostError, ProgressRecorder, RoundRecorder
+from api.settings import Settings
+from api.store import SqlStore, StaleEpochError
+from api.store.telemetry import Telemetry
+from jigsaw.clock import WallClock
+from jigsaw.cluster import Cluster
+from jigsaw.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.policies import create_policy
+from jigsaw.policies.base import Policy
+from jigsaw.seams import Executor
+from jigsaw.simexec import ConstantRate, SimulatedExecutor
+
+log = logging.getLogger(__name__)
+
+STANDBY_POLL_S = 2.0
+PURGE_EVERY_S = 3600.0
+
+
+@dataclass
+class ExecutorHandle:
+    executor: Executor
+    cluster: Callable[[], Cluster]
+
+    def shutdown(self) -> None:
+        stop = getattr(self.executor, "shutdown", None)
+        if callable(stop):
+            stop()
+
+
+def build_executor(settings: Settings) -> ExecutorHandle:
+    if settings.executor == "ray":
+        # Lazy: the API and the simulated mode work without Ray installed.
+        from worker.ray_executor import create_executor
+
+        ray = create_executor()
+        return ExecutorHandle(ray, ray.cluster)
+    rates = ConstantRate(settings.sim_iterations_per_second, settings.sim_startup_seconds)
+    cluster = Cluster.uniform(settings.gpus, settings.gpus_per_node, gpu_type=settings.gpu_type)
+    return ExecutorHandle(SimulatedExecutor(rates, report_progress=True), lambda: cluster)
+
+
+def build_policy(settings: Settings, oracle: OracleView) -> Policy:
+    """The named policy with ``JIGSAW_POLICY_OPTIONS``, given what it can use of the oracle
+    (``blocks_of`` for the gang policies, ``oracle`` for jigsaw), wrapped in quotas."""
+    options = dict(settings.policy_options)
+    attempts: list[dict[str, Any]] = [
+        {"blocks_of": oracle.num_blocks},
+        {"oracle": oracle.oracle},
+        {},
+    ]
+    policy: Policy | None = None
+    for extra in attempts:
+        try:
+            policy = create_policy(settings.policy, **extra, **options)
+            break
+        except TypeError:
+            if not extra:
+                raise
+    assert policy is not None
+    quotas = Quotas(settings.queue_quotas, settings.user_quotas)
+    return policy if quotas.empty else QuotaPolicy(policy, quotas)
+
+
+class SchedulerService:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        metrics: Metrics,
+        oracle: OracleView,
+        *,
+        executor_factory: Callable[[Settings], ExecutorHandle] = build_executor,
+        leadership: Leadership | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.metrics = metrics
+        self._oracle = oracle
+        self._executor_factory = executor_factory
+        self.leadership = leadership if leadership is not None else leadership_for(engine)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.rounds = 0
+        self.epoch: int | None = None
+        self.error: str | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start_in_thread(self) -> threading.Thread:
+        self._thread = threading.Thread(target=self._run_guarded, name="scheduler", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run_guarded(self) -> None:
+        try:
+            self.run()
+        except SchedulerAlreadyRunningError as error:
+            self.error = str(error)
+            log.warning("embedded scheduler not started: %s", error)
+
+    def run(self) -> None:
+        """Lead and schedule until :meth:`stop`. Raises SchedulerAlreadyRunningError on a
+        SQLite database another scheduler process holds."""
+        try:
+            while not self._stop.is_set():
+                try:
+                    epoch = self.leadership.try_acquire()
+                except SQLAlchemyError as error:
+                    log.warning("cannot reach the database to elect a leader: %s", error)
+                    self._stop.wait(STANDBY_POLL_S)
+                    continue
+                if epoch is None:
+                    self._stop.wait(STANDBY_POLL_S)
+                    continue
+                self.epoch = epoch
+                try:
+                    self._lead(epoch)
+                except Exception:  # the loop outlives any one leadership term
+                    log.exception("scheduler term of epoch %s ended by an error", epoch)
+                    self._stop.wait(STANDBY_POLL_S)
+                finally:
+                    self.epoch = None
+                    self.leadership.release()
+        finally:
+            self.leadership.release()
+
+    # -- one leadership term --------------------------------------------------------------
+    def _lead(self, epoch: int) -> None:
+        handle = self._executor_factory(self.settings)
+        store = SqlStore(self.engine, epoch=epoch)
+        recorder = RoundRecorder(self.engine, self.metrics, epoch, self.settings.policy)
+        telemetry = Telemetry(self.engine, cap_per_job=self.settings.progress_samples_per_job)
+        cycle = SchedulingCycle(
+            store,
+            handle.executor,
+            build_policy(self.settings, self._oracle),
+            WallClock(),
+            handle.cluster,
+            actor=f"scheduler@{epoch}",
+            retry=RetryPolicy(
+                max_failures=self.settings.max_failures,
+                base_backoff_s=self.settings.retry_backoff_s,
+            ),
+            on_decision=lambda now, decision: recorder.on_decision(store, now, decision),
+            on_event=ProgressRecorder(store, telemetry, self.settings.lease_iterations),
+        )
+        keys = IdempotencyKeys(self.engine, ttl_s=self.settings.idempotency_ttl_s)
+        last_purge = 0.0
+        try:
+            while not self._stop.is_set():
+                tick = time.monotonic()
+                if not self.leadership.still_leader():
+                    log.warning("scheduler epoch %s lost leadership; standing by", epoch)
+                    return
+                try:
+                    report = cycle.run_once()
+                    recorder.after_round(report, handle.cluster())
+                    self.rounds += 1
+                    if time.time() - last_purge > PURGE_EVERY_S:
+                        keys.purge()
+                        last_purge = time.time()
+                except (LeadershipLostError, StaleEpochError) as error:
+                    log.warning("%s; standing by", error)
+                    return
+                except Exception:
+                    log.exception("scheduling round failed; retrying next round")
+                elapsed = time.monotonic() - tick
+                self._stop.wait(max(self.settings.round_seconds - elapsed, 0.0))
+        finally:
+            handle.shutdown()
+            self.epoch = None

@@ -1,0 +1,131 @@
+"""Job bodies: what a user submits and what the API shows."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field
+
+from api.schemas.common import Forbidding, Public, Text, Timestamp
+from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
+
+JOB_EXAMPLE: dict[str, Any] = {
+    "name": "digits-demo",
+    "model": "digits_cnn",
+    "workers": 4,
+    "iterations": 300,
+    "priority": 0,
+    "spb": "staircase",
+    "batch_size": 32,
+    "learning_rate": 0.05,
+    "seed": 0,
+    "queue": "default",
+}
+
+
+class JobCreate(Forbidding):
+    """A job spec. The user comes from the token, never from the body."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra={"examples": [JOB_EXAMPLE]}
+    )
+
+    name: Text = Field(min_length=1, max_length=NAME_MAX_LENGTH)
+    model: Text = Field(min_length=1, max_length=200, description="zoo model or package.mod:fn")
+    workers: int = Field(ge=1, le=MAX_WORKERS)
+    iterations: int = Field(ge=1, le=MAX_ITERATIONS)
+    priority: int = Field(default=0, ge=-1000, le=1000)
+    spb: (
+        Annotated[Text, Field(max_length=8192)]
+        | Annotated[list[Annotated[int, Field(ge=0, le=1_000_000)]], Field(max_length=MAX_WORKERS)]
+    ) = Field(
+        default="auto",
+        description="none | staircase | uniform:k | auto | depths such as 0,1,2,3",
+    )
+    batch_size: int = Field(default=32, ge=1, le=2**31 - 1)
+    learning_rate: float = Field(default=0.05, gt=0, le=1e6, allow_inf_nan=False)
+    seed: int = Field(default=0, ge=0, le=2**53)
+    queue: Text = Field(default="default", min_length=1, max_length=128)
+
+
+class JobPublic(Public):
+    id: str = Field(examples=["j-3f2a9c01b7de"])
+    name: str
+    user: str
+    queue: str
+    state: str = Field(examples=["RUNNING"])
+    priority: int
+    spec: dict[str, Any] = Field(examples=[{**JOB_EXAMPLE, "user": "alice"}])
+    iterations: int
+    iterations_done: float
+    progress: float = Field(ge=0, le=1, description="iterations_done / iterations")
+    plan: list[int] = Field(examples=[[0, 1, 2, 3]])
+    placement: list[list[int]] = Field(examples=[[[0, 0], [0, 1], [0, 2], [0, 3]]])
+    attempt: int
+    preemptions: int
+    failures: int
+    reason: str
+    version: int
+    created_at: Timestamp
+    started_at: Timestamp
+    finished_at: Timestamp
+    last_loss: float | None
+    preempted_by: str | None
+
+
+class JobList(Public):
+    items: list[JobPublic]
+    total: int
+    limit: int
+    offset: int
+
+
+class JobEventPublic(Public):
+    from_state: str | None = Field(examples=["PENDING"])
+    to_state: str = Field(examples=["ADMITTED"])
+    reason: str = Field(examples=["fifo: head fits"])
+    at: Timestamp
+    actor: str = Field(examples=["scheduler"])
+
+
+class JobEventList(Public):
+    items: list[JobEventPublic]
+
+
+class ProgressSamplePublic(Public):
+    iteration: float
+    at: Timestamp
+    loss: float | None
+    throughput: float | None = Field(description="samples per second over the last interval")
+    plan: list[int]
+    metrics: dict[str, Any]
+
+
+class ProgressList(Public):
+    items: list[ProgressSamplePublic]
+
+
+class LogLinePublic(Public):
+    seq: int
+    at: Timestamp
+    line: str
+
+
+class LogList(Public):
+    items: list[LogLinePublic]
+    next: int = Field(description="pass as ?after= to get only newer lines")
+
+
+class PredictionPublic(Public):
+    iteration_time_s: float | None
+    per_worker_memory_bytes: list[int]
+    per_worker_compute_s: list[float]
+    per_worker_bytes_sent: list[int]
+    source: str = Field(description="where the numbers come from (oracle profile or a fallback)")
+
+
+class JobValidation(Public):
+    spec: dict[str, Any]
+    plan: list[int]
+    num_blocks: int
+    prediction: PredictionPublic

@@ -1,0 +1,46 @@
+"""The scheduler's state and the queue of waiting jobs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from api.schemas.common import Public, Timestamp
+
+
+class DecisionPublic(Public):
+    kind: Literal["start", "preempt", "replan"]
+    job_id: str
+    reason: str
+    at: Timestamp
+
+
+class SchedulerPublic(Public):
+    policy: str | None = Field(examples=["fifo"])
+    round: int
+    epoch: int
+    leader: bool = Field(description="a scheduler holds leadership and sent a recent heartbeat")
+    last_round_at: Timestamp
+    last_round_latency_s: float | None
+    last_decisions: list[DecisionPublic]
+
+
+class QueueEntry(Public):
+    job_id: str
+    name: str
+    user: str
+    position: int = Field(ge=1)
+    estimated_start_at: Timestamp
+    estimated_wait_s: float | None = Field(
+        description="an estimate from running jobs' remaining iterations and rates; null when "
+        "the job cannot start on this cluster as it is"
+    )
+
+
+class QueuePublic(Public):
+    items: list[QueueEntry]
+    note: str = Field(
+        default="estimated_start_at and estimated_wait_s are estimates, assuming jobs start in "
+        "queue order as running jobs finish at their current rates"
+    )

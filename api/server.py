@@ -1,0 +1,117 @@
+"""Entry points: ``serve`` (API + embedded scheduler) and ``run_scheduler`` (scheduler only).
+
+Start-up is the same for both: wait for the database, ``alembic upgrade head`` (never
+``create_all``), make sure an admin token exists, then run.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+import uvicorn
+from pydantic import ValidationError
+from sqlalchemy import Engine
+
+from api.app import build_state, create_app
+from api.bootstrap import ensure_admin_token
+from api.db import make_engine, wait_for_database
+from api.estimates import OracleView
+from api.metrics import Metrics
+from api.migrate import upgrade_to_head
+from api.scheduler.leader import SchedulerAlreadyRunningError
+from api.scheduler.service import SchedulerService, build_policy
+from api.settings import Settings
+from jigsaw.errors import InvalidSpecError
+
+log = logging.getLogger("jigsaw.server")
+
+
+def load_settings(**overrides: object) -> Settings:
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        first = error.errors()[0]
+        name = "JIGSAW_" + "_".join(str(part) for part in first["loc"]).upper()
+        raise SystemExit(f"jigsaw: invalid setting {name}: {first['msg']}") from None
+
+
+def check_policy(settings: Settings, oracle: OracleView) -> None:
+    """Fail at start, not in the scheduler thread, on an unknown policy or bad options."""
+    try:
+        build_policy(settings, oracle)
+    except (InvalidSpecError, TypeError, ValueError) as error:
+        raise SystemExit(f"jigsaw: JIGSAW_POLICY={settings.policy!r}: {error}") from None
+
+
+def prepare_database(settings: Settings) -> Engine:
+    engine = make_engine(settings.resolved_database_url)
+    wait_for_database(engine)
+    upgrade_to_head(engine)
+    # /readyz inspects the revision on every probe; alembic would log each time.
+    logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)
+    return engine
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Run the control plane: REST API, and the scheduler loop unless JIGSAW_SCHEDULER=off."""
+    _configure_logging()
+    settings = load_settings(host=host, port=port)
+    engine = prepare_database(settings)
+    log.info(ensure_admin_token(settings, engine))
+    state = build_state(settings, engine)
+    check_policy(settings, state.oracle)
+    if settings.scheduler == "embedded":
+        state.scheduler = SchedulerService(settings, engine, state.metrics, state.oracle)
+        state.scheduler.start_in_thread()
+    app = create_app(state=state)
+    log.info(
+        "JigSaw control plane on %s (database %s, executor %s, policy %s)",
+        settings.public_url,
+        engine.url.render_as_string(hide_password=True),
+        settings.executor,
+        settings.policy,
+    )
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        if state.scheduler is not None:
+            state.scheduler.stop()
+        engine.dispose()
+
+
+def run_scheduler() -> None:
+    """Run only the scheduler loop (``jigsaw-cli scheduler``), until SIGINT/SIGTERM."""
+    _configure_logging()
+    settings = load_settings()
+    engine = prepare_database(settings)
+    oracle = OracleView(
+        settings.gpu_type, settings.gpus_per_node, settings.sim_iterations_per_second
+    )
+    check_policy(settings, oracle)
+    service = SchedulerService(settings, engine, Metrics(engine), oracle)
+    stopping = threading.Event()
+
+    def _stop(_signum: int, _frame: FrameType | None) -> None:
+        stopping.set()
+        service.stop(timeout=0)
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    log.info("JigSaw scheduler (policy %s, executor %s)", settings.policy, settings.executor)
+    try:
+        service.run()
+    except SchedulerAlreadyRunningError as error:
+        print(f"jigsaw scheduler: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+    finally:
+        engine.dispose()

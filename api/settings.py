@@ -1,0 +1,109 @@
+"""Service settings: ``JIGSAW_*`` environment variables, read once by pydantic-settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIB = 2**20
+
+# Secrets nobody should run in production; also anything this short is rejected there.
+PLACEHOLDER_SECRETS = frozenset(
+    {"changeme", "change-me", "changethis", "secret", "password", "admin", "token", "test", "xxx"}
+)
+MIN_SECRET_LENGTH = 16
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "jigsaw"
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "jigsaw" / "config.toml"
+
+
+class Settings(BaseSettings):
+    """Every field is ``JIGSAW_<NAME>`` in the environment (docs/API.md has the table)."""
+
+    model_config = SettingsConfigDict(env_prefix="JIGSAW_", extra="ignore")
+
+    environment: Literal["development", "production"] = "development"
+    database_url: str | None = None
+    """SQLAlchemy URL; default: SQLite at ``DATA_DIR/jigsaw.db`` (the embedded mode)."""
+    data_dir: Path = Field(default_factory=default_data_dir)
+    config_path: Path = Field(default_factory=default_config_path)
+    """Where the embedded server writes the generated admin token (the CLI reads it)."""
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=1, le=65535)
+
+    executor: Literal["simulated", "ray"] = "simulated"
+    policy: str = "fifo"
+    policy_options: dict[str, Any] = Field(default_factory=dict)
+    """JSON keyword arguments for the policy, e.g. ``{"min_run_s": 30}`` for las/maxmin."""
+    scheduler: Literal["embedded", "off"] = "embedded"
+    """``embedded`` runs the scheduler loop inside ``serve``; ``off`` expects a separate
+    ``jigsaw-cli scheduler`` process."""
+    round_seconds: float = Field(default=1.0, gt=0, le=3600)
+    gpus: int = Field(default=4, ge=1, le=100_000)
+    gpus_per_node: int = Field(default=4, ge=1, le=1024)
+    gpu_type: str = "v100"
+    ray_address: str | None = None
+    checkpoint_dir: Path | None = None
+    lease_iterations: int = Field(default=50, ge=1)
+    sim_iterations_per_second: float = Field(default=10.0, gt=0)
+    sim_startup_seconds: float = Field(default=0.0, ge=0)
+    max_failures: int = Field(default=3, ge=0)
+    retry_backoff_s: float = Field(default=5.0, ge=0)
+
+    max_body_bytes: int = Field(default=1 * MIB, ge=1024)
+    idempotency_ttl_s: float = Field(default=24 * 3600.0, ge=24 * 3600.0)
+    """Idempotency keys are kept at least this long (never less than 24 h)."""
+    progress_samples_per_job: int = Field(default=2000, ge=10)
+    queue_quotas: dict[str, int] = Field(default_factory=dict)
+    """JSON ``{"queue": max_gpus}``: GPUs a queue's running jobs may hold together."""
+    user_quotas: dict[str, int] = Field(default_factory=dict)
+    """JSON ``{"user": max_gpus}``: GPUs one user's running jobs may hold together."""
+    admin_token: SecretStr | None = None
+    """Bootstrap admin token (registered at start if no admin token exists yet)."""
+
+    @field_validator("queue_quotas", "user_quotas")
+    @classmethod
+    def _quotas_positive(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, gpus in value.items():
+            if gpus < 0:
+                raise ValueError(f"quota of {name!r} must be >= 0 GPUs, got {gpus}")
+        return value
+
+    @model_validator(mode="after")
+    def _refuse_placeholder_secrets(self) -> Settings:
+        if self.admin_token is None or self.environment == "development":
+            return self
+        secret = self.admin_token.get_secret_value()
+        if secret.lower() in PLACEHOLDER_SECRETS or len(secret) < MIN_SECRET_LENGTH:
+            raise ValueError(
+                "JIGSAW_ADMIN_TOKEN looks like a placeholder: outside development use a random "
+                f"secret of at least {MIN_SECRET_LENGTH} characters "
+                '(python -c "import secrets; print(secrets.token_urlsafe(32))")'
+            )
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'jigsaw.db'}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.resolved_database_url.startswith("sqlite")
+
+    @property
+    def public_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{host}:{self.port}"

@@ -1,0 +1,229 @@
+"""The SQL implementation of the core's ``Store`` seam (Postgres in production, SQLite embedded).
+
+Same semantics as :class:`jigsaw.memstore.InMemoryStore` (``tests/api/test_store_contract.py``
+runs one suite against all three). ``save`` is one guarded UPDATE::
+
+    UPDATE jobs SET ..., version = version + 1
+     WHERE id = :id AND version = :expected
+       AND state IN (sources_of(new_state))                   -- only for a transition
+       AND (SELECT epoch FROM scheduler_leader) = :epoch      -- only for a scheduler's store
+
+and the transition's event is inserted in the same transaction, so the database refuses what
+the lifecycle table refuses even if the code above it is wrong.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Select, bindparam, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from api.db import writer
+from api.models import allocations, job_events, job_log_lines, jobs, scheduler_leader
+from api.store.codec import event_from_row, event_log_line, event_values, job_from_row, job_values
+from api.store.errors import StaleEpochError
+from jigsaw.domain import Job, JobEvent
+from jigsaw.errors import ConflictError, JobNotFoundError
+from jigsaw.lifecycle import TERMINAL_STATES, JobState, sources_of
+
+_TERMINAL = [state.value for state in TERMINAL_STATES]
+
+
+class SqlStore:
+    def __init__(self, engine: Engine, *, epoch: int | None = None) -> None:
+        self._engine = engine
+        self._writer = writer(engine)
+        self._epoch = epoch
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @property
+    def epoch(self) -> int | None:
+        """The leadership epoch this store's writes are fenced with (``None``: not fenced)."""
+        return self._epoch
+
+    def with_epoch(self, epoch: int | None) -> SqlStore:
+        return SqlStore(self._engine, epoch=epoch)
+
+    # -- Store seam ---------------------------------------------------------------------
+    def add(
+        self, job: Job, event: JobEvent, *, then: Callable[[Connection], None] | None = None
+    ) -> Job:
+        """Insert a new job; ``then`` runs in the same transaction (idempotency records)."""
+        row = {
+            "id": job.id,
+            **job_values(job),
+            "version": job.version,
+            "epoch": self._epoch,
+            "updated_at": time.time(),
+        }
+        try:
+            with self._writer.begin() as conn:
+                conn.execute(_INSERT_JOB, row)
+                if job.placement:
+                    self._write_allocations(conn, job, previous=())
+                self._record(conn, event)
+                if then is not None:
+                    then(conn)
+        except IntegrityError:
+            raise ConflictError(f"job {job.id} already exists") from None
+        return job
+
+    def get(self, job_id: str) -> Job:
+        with self._engine.connect() as conn:
+            row = conn.execute(_GET_JOB, {"job_id": job_id}).mappings().first()
+        if row is None:
+            raise JobNotFoundError(job_id)
+        return job_from_row(row)
+
+    def active_jobs(self) -> list[Job]:
+        query = (
+            select(jobs)
+            .where(jobs.c.state.not_in(_TERMINAL))
+            .order_by(jobs.c.submitted_at, jobs.c.id)
+        )
+        with self._engine.connect() as conn:
+            return [job_from_row(row) for row in conn.execute(query).mappings()]
+
+    def list_jobs(
+        self,
+        *,
+        states: Iterable[JobState] | None = None,
+        user: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Job]:
+        query = _filtered(select(jobs), states, user, queue)
+        query = query.order_by(jobs.c.submitted_at, jobs.c.id).limit(limit).offset(offset)
+        with self._engine.connect() as conn:
+            return [job_from_row(row) for row in conn.execute(query).mappings()]
+
+    def count_jobs(
+        self,
+        *,
+        states: Iterable[JobState] | None = None,
+        user: str | None = None,
+        queue: str | None = None,
+    ) -> int:
+        query = _filtered(select(func.count()).select_from(jobs), states, user, queue)
+        with self._engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def save(self, job: Job, *, expected_version: int, event: JobEvent | None = None) -> Job:
+        values = job_values(job)
+        statement = update(jobs).where(jobs.c.id == job.id, jobs.c.version == expected_version)
+        if event is not None:
+            sources = [state.value for state in sources_of(event.to_state)]
+            statement = statement.where(jobs.c.state.in_(sources))
+        if self._epoch is not None:
+            statement = statement.where(_leader_epoch() == self._epoch)
+        statement = statement.values(
+            **values, version=jobs.c.version + 1, epoch=self._epoch, updated_at=time.time()
+        )
+        with self._writer.begin() as conn:
+            if conn.execute(statement).rowcount != 1:
+                raise self._why_refused(conn, job, expected_version, event)
+            self._write_allocations(conn, job)
+            if event is not None:
+                self._record(conn, event)
+        return _with_version(job, expected_version + 1)
+
+    def events(self, job_id: str) -> list[JobEvent]:
+        query = select(job_events).where(job_events.c.job_id == job_id).order_by(job_events.c.id)
+        with self._engine.connect() as conn:
+            rows = list(conn.execute(query).mappings())
+            if not rows and not _exists(conn, job_id):
+                raise JobNotFoundError(job_id)
+        return [event_from_row(row) for row in rows]
+
+    # -- internals ----------------------------------------------------------------------
+    def _record(self, conn: Connection, event: JobEvent) -> None:
+        conn.execute(_INSERT_EVENT, event_values(event, self._epoch))
+        conn.execute(
+            _INSERT_LOG, {"job_id": event.job_id, "at": event.at, "line": event_log_line(event)}
+        )
+
+    def _write_allocations(
+        self, conn: Connection, job: Job, previous: tuple[tuple[int, int], ...] | None = None
+    ) -> None:
+        """Keep ``allocations`` equal to ``jobs.placement`` (rewritten only when it changed)."""
+        if previous is None:
+            previous = tuple(
+                (row.node, row.gpu) for row in conn.execute(_ALLOCATIONS_OF, {"job_id": job.id})
+            )
+        if previous == tuple(job.placement):
+            return
+        conn.execute(allocations.delete().where(allocations.c.job_id == job.id))
+        if job.placement:
+            conn.execute(
+                insert(allocations),
+                [
+                    {"job_id": job.id, "rank": rank, "node": node, "gpu": gpu}
+                    for rank, (node, gpu) in enumerate(job.placement)
+                ],
+            )
+
+    def _why_refused(
+        self, conn: Connection, job: Job, expected_version: int, event: JobEvent | None
+    ) -> Exception:
+        row = conn.execute(select(jobs.c.version, jobs.c.state).where(jobs.c.id == job.id)).first()
+        if row is None:
+            return JobNotFoundError(job.id)
+        if self._epoch is not None:
+            current = conn.execute(select(scheduler_leader.c.epoch)).scalar()
+            if current != self._epoch:
+                return StaleEpochError(self._epoch, current)
+        if row.version != expected_version:
+            return ConflictError(
+                f"job {job.id} changed meanwhile (version {row.version}, "
+                f"expected {expected_version})"
+            )
+        target = event.to_state if event is not None else job.state
+        return ConflictError(f"job {job.id} is {row.state}, not a source of {target}")
+
+
+# Built once: executing a constant statement with a parameter dict skips the per-call
+# statement construction and coercion that ``.values(**row)`` costs (see docs/BENCHMARKS.md).
+_INSERT_JOB = insert(jobs)
+_INSERT_EVENT = insert(job_events)
+_INSERT_LOG = insert(job_log_lines)
+_ALLOCATIONS_OF = (
+    select(allocations.c.node, allocations.c.gpu)
+    .where(allocations.c.job_id == bindparam("job_id"))
+    .order_by(allocations.c.rank)
+)
+_GET_JOB = select(jobs).where(jobs.c.id == bindparam("job_id"))
+
+
+def _exists(conn: Connection, job_id: str) -> bool:
+    return conn.execute(select(jobs.c.id).where(jobs.c.id == job_id)).first() is not None
+
+
+def _leader_epoch() -> Any:
+    return select(scheduler_leader.c.epoch).where(scheduler_leader.c.id == 1).scalar_subquery()
+
+
+def _filtered(
+    query: Select[Any],
+    states: Iterable[JobState] | None,
+    user: str | None,
+    queue: str | None,
+) -> Select[Any]:
+    if states is not None:
+        query = query.where(jobs.c.state.in_([JobState(state).value for state in states]))
+    if user is not None:
+        query = query.where(jobs.c.username == user)
+    if queue is not None:
+        query = query.where(jobs.c.queue == queue)
+    return query
+
+
+def _with_version(job: Job, version: int) -> Job:
+    return replace(job, version=version)

@@ -1,0 +1,1 @@
+"""Alembic migrations for the control plane's schema (see ``api/migrate.py``)."""

@@ -1,0 +1,1 @@
+"""Migration scripts, oldest first (a package so it ships with the wheel)."""

@@ -1,0 +1,196 @@
+"""One contract, three stores: InMemoryStore, the SQL store on SQLite, and on Postgres."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+
+from api.db import make_engine
+from api.store import SqlStore, StaleEpochError
+from jigsaw.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.errors import ConflictError, JobNotFoundError
+from jigsaw.lifecycle import JobState
+from jigsaw.memstore import InMemoryStore
+from jigsaw.seams import Store
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    if request.param == "memory":
+        yield InMemoryStore()
+        return
+    if request.param == "postgres":
+        request.applymarker(pytest.mark.postgres)
+        url = request.getfixturevalue("postgres_url")
+    else:
+        url = request.getfixturevalue("sqlite_url")
+    engine = make_engine(url)
+    yield SqlStore(engine)
+    engine.dispose()
+
+
+def new_job(job_id: str, at: float, **spec: object) -> Job:
+    fields: dict[str, object] = {"name": job_id, "model": "mlp", "workers": 2, "iterations": 100}
+    fields.update(spec)
+    return Job(id=job_id, spec=JobSpec(**fields), submitted_at=at)  # type: ignore[arg-type]
+
+
+def add(store: Store, job: Job) -> Job:
+    return store.add(job, submitted_event(job, "test"))
+
+
+def admit(store: Store, job: Job, at: float = 10.0) -> Job:
+    moved, event = transition(
+        job,
+        JobState.ADMITTED,
+        reason="fits",
+        at=at,
+        actor="scheduler",
+        placement=((0, 0), (0, 1)),
+        plan=(0, 1),
+        attempt=job.attempt + 1,
+    )
+    return store.save(moved, expected_version=job.version, event=event)
+
+
+def test_add_then_get_round_trips_every_field(store: Store) -> None:
+    job = new_job("a", 1.25, priority=7, spb="0,1", queue="q1", user="alice", seed=3)
+    add(store, job)
+    assert store.get("a") == job
+
+
+def test_adding_the_same_id_twice_conflicts(store: Store) -> None:
+    add(store, new_job("a", 1.0))
+    with pytest.raises(ConflictError):
+        add(store, new_job("a", 2.0))
+
+
+def test_get_of_unknown_id_raises_not_found(store: Store) -> None:
+    with pytest.raises(JobNotFoundError):
+        store.get("nope")
+    with pytest.raises(JobNotFoundError):
+        store.events("nope")
+
+
+def test_save_bumps_version_and_records_the_transition(store: Store) -> None:
+    job = add(store, new_job("a", 1.0))
+    saved = admit(store, job)
+    assert saved.version == 1
+    stored = store.get("a")
+    assert stored == saved
+    assert stored.placement == ((0, 0), (0, 1)) and stored.plan == (0, 1)
+    events = store.events("a")
+    assert [(e.from_state, e.to_state) for e in events] == [
+        (None, JobState.PENDING),
+        (JobState.PENDING, JobState.ADMITTED),
+    ]
+    assert events[1].reason == "fits" and events[1].actor == "scheduler" and events[1].at == 10.0
+
+
+def test_save_with_a_stale_version_conflicts_and_changes_nothing(store: Store) -> None:
+    job = add(store, new_job("a", 1.0))
+    admit(store, job)
+    progressed = replace(job, iterations_done=5.0)
+    with pytest.raises(ConflictError):
+        store.save(progressed, expected_version=job.version)
+    assert store.get("a").state == JobState.ADMITTED
+    assert len(store.events("a")) == 2
+
+
+def test_a_transition_from_a_state_that_is_not_its_source_is_refused(store: Store) -> None:
+    job = add(store, new_job("a", 1.0))
+    # Forge a RUNNING -> SUCCEEDED event while the stored job is PENDING (same version).
+    forged, _ = transition(
+        replace(job, state=JobState.RUNNING),
+        JobState.SUCCEEDED,
+        reason="forged",
+        at=2.0,
+        actor="test",
+    )
+    _, event = transition(
+        replace(job, state=JobState.RUNNING), JobState.SUCCEEDED, reason="x", at=2.0, actor="t"
+    )
+    with pytest.raises(ConflictError):
+        store.save(forged, expected_version=job.version, event=event)
+    assert store.get("a").state == JobState.PENDING
+    assert len(store.events("a")) == 1
+
+
+def test_active_jobs_excludes_terminal_ones(store: Store) -> None:
+    a = add(store, new_job("a", 1.0))
+    add(store, new_job("b", 2.0))
+    cancelled, event = transition(a, JobState.CANCELLED, reason="user", at=3.0, actor="alice")
+    store.save(cancelled, expected_version=a.version, event=event)
+    assert [job.id for job in store.active_jobs()] == ["b"]
+    assert store.get("a").finished_at == 3.0
+
+
+def test_list_jobs_filters_orders_and_pages(store: Store) -> None:
+    add(store, new_job("c", 3.0, user="bob", queue="q2"))
+    add(store, new_job("a", 1.0, user="alice"))
+    b = add(store, new_job("b", 2.0, user="alice", queue="q2"))
+    admit(store, b)
+    assert [j.id for j in store.list_jobs()] == ["a", "b", "c"]
+    assert [j.id for j in store.list_jobs(user="alice")] == ["a", "b"]
+    assert [j.id for j in store.list_jobs(queue="q2")] == ["b", "c"]
+    assert [j.id for j in store.list_jobs(states=[JobState.PENDING])] == ["a", "c"]
+    assert [j.id for j in store.list_jobs(states=[])] == []
+    assert [j.id for j in store.list_jobs(limit=1, offset=1)] == ["b"]
+
+
+def test_progress_save_keeps_state_and_events(store: Store) -> None:
+    job = admit(store, add(store, new_job("a", 1.0)))
+    saved = store.save(replace(job, iterations_done=42.5), expected_version=job.version)
+    assert store.get("a").iterations_done == 42.5
+    assert saved.version == job.version + 1
+    assert len(store.events("a")) == 2
+
+
+# -- SQL-only guarantees ---------------------------------------------------------------
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
+    if request.param == "postgres":
+        request.applymarker(pytest.mark.postgres)
+        url = request.getfixturevalue("postgres_url")
+    else:
+        url = request.getfixturevalue("sqlite_url")
+    engine = make_engine(url)
+    yield SqlStore(engine)
+    engine.dispose()
+
+
+def test_allocations_follow_the_placement(sql_store: SqlStore) -> None:
+    job = admit(sql_store, add(sql_store, new_job("a", 1.0)))
+    query = text("SELECT rank, node, gpu FROM allocations WHERE job_id = 'a' ORDER BY rank")
+    with sql_store.engine.connect() as conn:
+        assert [tuple(r) for r in conn.execute(query)] == [(0, 0, 0), (1, 0, 1)]
+    moved, event = transition(job, JobState.PREEMPTED, reason="room", at=11.0, actor="s")
+    sql_store.save(moved, expected_version=job.version, event=event)
+    with sql_store.engine.connect() as conn:
+        assert list(conn.execute(query)) == []
+
+
+def test_the_database_refuses_an_unknown_state(sql_store: SqlStore) -> None:
+    add(sql_store, new_job("a", 1.0))
+    with pytest.raises(IntegrityError, match=r"(?i)check"), sql_store.engine.begin() as conn:
+        conn.execute(text("UPDATE jobs SET state = 'LIMBO' WHERE id = 'a'"))
+    assert sql_store.get("a").state == JobState.PENDING
+
+
+def test_a_stale_epoch_cannot_write(sql_store: SqlStore) -> None:
+    job = add(sql_store, new_job("a", 1.0))
+    with sql_store.engine.begin() as conn:
+        conn.execute(text("UPDATE scheduler_leader SET epoch = 2 WHERE id = 1"))
+    leader, stale = sql_store.with_epoch(2), sql_store.with_epoch(1)
+    with pytest.raises(StaleEpochError, match="epoch 1 is stale"):
+        admit(stale, job)
+    assert sql_store.get("a").state == JobState.PENDING
+    admitted = admit(leader, job)
+    assert admitted.state == JobState.ADMITTED
+    with sql_store.engine.connect() as conn:
+        epochs = list(conn.execute(text("SELECT epoch FROM job_events ORDER BY id")).scalars())
+    assert epochs == [None, 2]
