@@ -1,0 +1,1 @@
+"""jigsaw-cli: submit, watch and inspect JigSaw training jobs from a terminal."""

@@ -1,0 +1,179 @@
+"""A thin httpx client for the JigSaw REST API (/api/v1), mapping failures to CLI errors."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from cli.config import CliConfig
+from cli.errors import ApiError, ServerUnreachableError
+
+API = "/api/v1"
+RETRY_DELAYS_S = (0.2, 0.5)
+"""Transient failures (connection refused, 502/503/504) are retried this many times."""
+RETRYABLE_STATUS = frozenset({502, 503, 504})
+
+Params = Mapping[str, str | int | Sequence[str]]
+
+
+class JigsawClient:
+    def __init__(self, config: CliConfig, *, timeout_s: float = 15.0) -> None:
+        self.config = config
+        headers = {"Accept": "application/json", "User-Agent": "jigsaw-cli"}
+        if config.token:
+            headers["Authorization"] = f"Bearer {config.token}"
+        self._http = httpx.Client(base_url=config.url, headers=headers, timeout=timeout_s)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> JigsawClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def submit(self, spec: Mapping[str, Any], idempotency_key: str) -> dict[str, Any]:
+        return self._request(
+            "POST",
+            f"{API}/jobs",
+            json=dict(spec),
+            headers={"Idempotency-Key": idempotency_key},
+            idempotent=True,
+        )
+
+    def validate(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        return self._request("POST", f"{API}/jobs:validate", json=dict(spec), idempotent=True)
+
+    def list_jobs(
+        self,
+        *,
+        states: Sequence[str] = (),
+        user: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if states:
+            params["state"] = list(states)
+        if user:
+            params["user"] = user
+        if queue:
+            params["queue"] = queue
+        return self._request("GET", f"{API}/jobs", params=params)
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        return self._request("GET", f"{API}/jobs/{job_id}")
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        # Cancelling twice is harmless (the second answers 409 with the state), so retry is safe.
+        return self._request("POST", f"{API}/jobs/{job_id}/cancel", idempotent=True)
+
+    def events(self, job_id: str) -> list[dict[str, Any]]:
+        return list(self._request("GET", f"{API}/jobs/{job_id}/events")["items"])
+
+    def progress(self, job_id: str, after_iteration: int | None = None) -> list[dict[str, Any]]:
+        params = {} if after_iteration is None else {"after_iteration": after_iteration}
+        return list(self._request("GET", f"{API}/jobs/{job_id}/progress", params=params)["items"])
+
+    def logs(self, job_id: str, after: int | None = None) -> dict[str, Any]:
+        params = {} if after is None else {"after": after}
+        return self._request("GET", f"{API}/jobs/{job_id}/logs", params=params)
+
+    # -- cluster, scheduler, tokens -------------------------------------------------------------
+
+    def cluster(self) -> dict[str, Any]:
+        return self._request("GET", f"{API}/cluster")
+
+    def utilization(self, since: str | None = None) -> list[dict[str, Any]]:
+        params = {"since": since} if since else {}
+        return list(self._request("GET", f"{API}/cluster/utilization", params=params)["items"])
+
+    def scheduler(self) -> dict[str, Any]:
+        return self._request("GET", f"{API}/scheduler")
+
+    def queue(self) -> list[dict[str, Any]]:
+        return list(self._request("GET", f"{API}/scheduler/queue")["items"])
+
+    def create_token(self, name: str, user: str, scopes: Sequence[str]) -> dict[str, Any]:
+        body = {"name": name, "user": user, "scopes": list(scopes)}
+        return self._request("POST", f"{API}/tokens", json=body)
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+    ) -> dict[str, Any]:
+        retry_all = method == "GET" or idempotent
+        for attempt in range(len(RETRY_DELAYS_S) + 1):
+            last_try = attempt == len(RETRY_DELAYS_S)
+            try:
+                response = self._http.request(
+                    method, path, params=params, json=json, headers=headers
+                )
+            except httpx.ConnectError as error:
+                # Nothing reached the server, so even a non-idempotent request is safe to resend.
+                if last_try:
+                    raise ServerUnreachableError(self.config.url, _short(error)) from error
+            except httpx.TransportError as error:
+                if last_try or not retry_all:
+                    raise ServerUnreachableError(self.config.url, _short(error)) from error
+            else:
+                if response.status_code not in RETRYABLE_STATUS or last_try or not retry_all:
+                    return self._decode(response)
+            time.sleep(RETRY_DELAYS_S[attempt])
+        raise AssertionError("unreachable: the loop returns or raises on its last try")
+
+    def _decode(self, response: httpx.Response) -> dict[str, Any]:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if response.is_success:
+            if not isinstance(body, dict):
+                raise ApiError(
+                    502,
+                    f"the server at {self.config.url} answered with something other "
+                    "than a JSON object; is JIGSAW_URL pointing at a JigSaw server?",
+                    {},
+                )
+            return body
+        error_body = body if isinstance(body, dict) else {}
+        raw_detail = error_body.get("detail")
+        if isinstance(raw_detail, list):
+            detail = _pydantic_detail(raw_detail)
+        else:
+            detail = str(raw_detail or f"HTTP {response.status_code} from {self.config.url}")
+        if response.status_code == 401 and not self.config.token:
+            detail = (
+                f"{detail.rstrip('.')}: no token configured; set JIGSAW_TOKEN or put "
+                f'token = "..." in {self.config.source}'
+            )
+        raise ApiError(response.status_code, detail, error_body)
+
+
+def _pydantic_detail(items: list[Any]) -> str:
+    """FastAPI's default 422 body lists errors; keep the first one readable."""
+    if not items or not isinstance(items[0], dict):
+        return "the server rejected the request"
+    first = items[0]
+    location = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+    return f"{location}: {first.get('msg', 'invalid')}" if location else str(first.get("msg"))
+
+
+def _short(error: Exception) -> str:
+    text = str(error) or type(error).__name__
+    return text.splitlines()[0][:160]

@@ -1,0 +1,54 @@
+"""Where the CLI finds its server and token: environment first, then the config file.
+
+Never from command-line flags: a token on the command line is visible to every user in ``ps``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from cli.errors import UsageError
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+@dataclass(frozen=True, slots=True)
+class CliConfig:
+    url: str
+    token: str | None
+    source: str
+    """Where the token came from (``JIGSAW_TOKEN`` or the config file path), for messages."""
+
+
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "jigsaw" / "config.toml"
+
+
+def read_config_file(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"cannot read the config file {path}: {error}") from error
+    values: dict[str, str] = {}
+    for key in ("url", "token"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{path}: key {key!r} must be a string")
+        if value:
+            values[key] = value
+    return values
+
+
+def load_config() -> CliConfig:
+    path = config_path()
+    file_values = read_config_file(path)
+    url = os.environ.get("JIGSAW_URL") or file_values.get("url") or DEFAULT_URL
+    if os.environ.get("JIGSAW_TOKEN"):
+        return CliConfig(url.rstrip("/"), os.environ["JIGSAW_TOKEN"], "JIGSAW_TOKEN")
+    return CliConfig(url.rstrip("/"), file_values.get("token"), str(path))

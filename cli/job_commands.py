@@ -1,0 +1,208 @@
+"""Verbs on jobs: submit, list, status, describe, logs, cancel."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.text import Text
+
+from cli.context import make_client
+from cli.errors import EXIT_INTERRUPTED, EXIT_OK, ApiError, CliError
+from cli.formatting import TERMINAL_STATES, format_time
+from cli.jobfile import read_job_file, resolve_spec
+from cli.output import OutputFormat, emit, note, stdout
+from cli.views import (
+    job_description,
+    job_summary,
+    jobs_table,
+    plan_changes,
+    validation_view,
+)
+from cli.watch import watch_jobs
+
+OutputOption = Annotated[
+    OutputFormat,
+    typer.Option("--output", "-o", help="table for people; json or yaml for scripts."),
+]
+JobArgument = Annotated[str, typer.Argument(help="Job id, as printed by submit and list.")]
+LOG_POLL_S = 1.0
+
+
+def submit(
+    name: Annotated[str | None, typer.Option(help="Job name.")] = None,
+    model: Annotated[str | None, typer.Option(help="Zoo model or package.module:fn.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Data-parallel workers.")] = None,
+    iterations: Annotated[int | None, typer.Option(help="Training iterations.")] = None,
+    priority: Annotated[int | None, typer.Option(help="-1000..1000, higher first.")] = None,
+    spb: Annotated[
+        str | None,
+        typer.Option(help="SPB plan: auto, none, staircase, uniform:k or depths like 0,1,1,2."),
+    ] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Per-worker batch size.")] = None,
+    learning_rate: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Queue name.")] = None,
+    file: Annotated[
+        str | None,
+        typer.Option("--file", "-f", help="YAML/JSON job spec ('-' for stdin); flags override it."),
+    ] = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Follow it to the end.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Validate and predict; submit nothing.")
+    ] = False,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(help="Resubmitting with the same key returns the same job. Default: random."),
+    ] = None,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """Submit a training job (or validate it with --dry-run)."""
+    flags = {
+        "name": name,
+        "model": model,
+        "workers": workers,
+        "iterations": iterations,
+        "priority": priority,
+        "spb": spb,
+        "batch_size": batch_size,
+        "learning_rate": learning_rate,
+        "seed": seed,
+        "queue": queue,
+    }
+    spec = resolve_spec(read_job_file(file) if file else {}, flags)
+    with make_client() as client:
+        if dry_run:
+            result = client.validate(spec)
+            emit(result, output, lambda: validation_view(result))
+            return
+        job = client.submit(spec, idempotency_key or str(uuid.uuid4()))
+        emit(job, output, lambda: _submitted_line(job))
+        if watch:
+            raise typer.Exit(watch_jobs(client, [job["id"]]))
+
+
+def list_jobs(
+    state: Annotated[
+        list[str] | None,
+        typer.Option("--state", "-s", help="Only jobs in this state; repeat for several."),
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's jobs (admins).")] = None,
+    queue: Annotated[str | None, typer.Option(help="Only jobs in this queue.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many jobs.")] = 50,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """List jobs, optionally only those in some states, of a user or in a queue."""
+    states = [s.upper() for s in state or []]
+    with make_client() as client:
+        page = client.list_jobs(states=states, user=user, queue=queue, limit=limit)
+    emit(page, output, lambda: jobs_table(page.get("items", []), page.get("total")))
+
+
+def status(
+    job_ids: Annotated[list[str], typer.Argument(metavar="JOB", help="One or more job ids.")],
+    watch: Annotated[
+        bool, typer.Option("--watch", "-w", help="Follow until finished (Ctrl-C detaches).")
+    ] = False,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """Show a job's state and progress; with --watch, follow it live."""
+    with make_client() as client:
+        code = EXIT_OK
+        if watch:
+            code = watch_jobs(client, job_ids)
+            if code == EXIT_INTERRUPTED:
+                raise typer.Exit(code)
+        jobs = [client.get_job(job_id) for job_id in job_ids]
+    data: Any = jobs[0] if len(jobs) == 1 else {"items": jobs}
+    if not watch or output is not OutputFormat.table:
+        emit(data, output, lambda: _summaries(jobs))
+    raise typer.Exit(code)
+
+
+def describe(job_id: JobArgument, output: OutputOption = OutputFormat.table) -> None:
+    """Everything about a job: spec, placement, SPB plan history and events."""
+    with make_client() as client:
+        job = client.get_job(job_id)
+        events = client.events(job_id)
+        progress = client.progress(job_id)
+    data = {"job": job, "events": events, "plan_history": plan_changes(progress)}
+    emit(data, output, lambda: job_description(job, events, progress))
+
+
+def logs(
+    job_id: JobArgument,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing until the job finishes.")
+    ] = False,
+) -> None:
+    """Print a job's log: state changes, progress samples and worker log lines."""
+    after: int | None = None
+    with make_client() as client:
+        try:
+            while True:
+                page = client.logs(job_id, after)
+                for item in page.get("items", []):
+                    stdout.print(
+                        f"[dim]{format_time(item.get('at'))}[/]  {escape(str(item.get('line')))}",
+                        soft_wrap=True,
+                    )
+                after = page.get("next", after)
+                if not follow:
+                    return
+                if not page.get("items") and client.get_job(job_id)["state"] in TERMINAL_STATES:
+                    return
+                time.sleep(LOG_POLL_S)
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def cancel(
+    job_ids: Annotated[list[str], typer.Argument(metavar="JOB", help="Jobs to cancel.")],
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """Cancel jobs. A job that already finished is reported and left alone."""
+    cancelled: list[dict[str, Any]] = []
+    failure: CliError | None = None
+    with make_client() as client:
+        for job_id in job_ids:
+            try:
+                cancelled.append(client.cancel(job_id))
+            except ApiError as error:
+                if len(job_ids) == 1:
+                    raise
+                note(f"{job_id}: {error}")
+                failure = error
+    data: Any = cancelled[0] if len(job_ids) == 1 else {"items": cancelled}
+    emit(data, output, lambda: _cancelled_lines(cancelled))
+    if failure is not None:
+        raise typer.Exit(failure.exit_code)
+
+
+def _submitted_line(job: dict[str, Any]) -> str:
+    spec = job.get("spec", {})
+    return (
+        f"[bold]{job['id']}[/] submitted: {escape(str(job.get('name')))}, "
+        f"{spec.get('workers')} workers, {spec.get('iterations')} iterations, "
+        f"spb {escape(str(spec.get('spb')))} ({job['state']})"
+    )
+
+
+def _summaries(jobs: list[dict[str, Any]]) -> RenderableType:
+    parts: list[RenderableType] = []
+    for job in jobs:
+        if parts:
+            parts.append(Text(""))
+        parts.append(job_summary(job))
+    return Group(*parts)
+
+
+def _cancelled_lines(jobs: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        f"{job['id']} {job['state']}  [dim]{escape(str(job.get('reason') or ''))}[/]"
+        for job in jobs
+    )

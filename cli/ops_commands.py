@@ -1,0 +1,120 @@
+"""Verbs on the cluster and the service: cluster, queue, serve, scheduler, token create."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Annotated, Any
+
+import typer
+
+from cli.context import make_client
+from cli.errors import CliError, UsageError
+from cli.output import OutputFormat, emit, note
+from cli.views import cluster_view, queue_table
+
+OutputOption = Annotated[
+    OutputFormat,
+    typer.Option("--output", "-o", help="table for people; json or yaml for scripts."),
+]
+
+
+def cluster(output: OutputOption = OutputFormat.table) -> None:
+    """Nodes and GPUs, with the workers packed on each GPU and their stop depths."""
+    with make_client() as client:
+        data = client.cluster()
+    emit(data, output, lambda: cluster_view(data))
+
+
+def queue(output: OutputOption = OutputFormat.table) -> None:
+    """Waiting jobs in scheduling order, with their estimated start."""
+    with make_client() as client:
+        items = client.queue()
+    emit({"items": items}, output, lambda: queue_table(items))
+
+
+def serve(
+    host: Annotated[
+        str, typer.Option(envvar="JIGSAW_HOST", help="Interface to bind.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(envvar="JIGSAW_PORT", min=1, max=65535, help="TCP port.")
+    ] = 8765,
+) -> None:
+    """Run the control plane (API, dashboard and scheduler loop) in the foreground."""
+    _server_module().serve(host, port)
+
+
+def scheduler() -> None:
+    """Run only the scheduler loop (for a separate scheduler process next to API replicas)."""
+    _server_module().run_scheduler()
+
+
+token_app = typer.Typer(help="Manage API tokens (needs an admin token).", no_args_is_help=True)
+
+
+@token_app.command("create")
+def token_create(
+    name: Annotated[str, typer.Option(help="A label for the token, e.g. the laptop it is for.")],
+    user: Annotated[str, typer.Option(help="The user the token acts as.")],
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(help="admin, user or worker; repeat for several. Default: user."),
+    ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="Write it straight into the database named by JIGSAW_DATABASE_URL (bootstrap "
+            "on the server machine, when no admin token exists yet).",
+        ),
+    ] = False,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """Create a token. It is printed once; the server keeps only its hash."""
+    scopes = scope or ["user"]
+    if offline:
+        created = _create_token_offline(name, user, scopes)
+    else:
+        with make_client() as client:
+            created = client.create_token(name, user, scopes)
+    emit(created, output, lambda: created["token"])
+    note(
+        f"token {created.get('name')!r} for user {created.get('user')!r} "
+        f"(scopes: {', '.join(created.get('scopes', []))}) created; it is shown only once. "
+        "Give it to its user as JIGSAW_TOKEN or in ~/.config/jigsaw/config.toml."
+    )
+
+
+def _create_token_offline(name: str, user: str, scopes: list[str]) -> dict[str, Any]:
+    tokens = _control_plane_module("api.tokens")
+    from sqlalchemy.exc import SQLAlchemyError  # only the offline path needs the database
+
+    try:
+        issued = tokens.create_token_offline(name=name, user=user, scopes=scopes)
+    except tokens.InvalidScopeError as error:
+        raise UsageError(str(error)) from error
+    except SQLAlchemyError as error:
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CliError(f"cannot write the token to the database: {first_line}") from error
+    return {
+        "token": issued.token,
+        "name": issued.name,
+        "user": issued.user,
+        "scopes": list(issued.scopes),
+    }
+
+
+def _server_module() -> Any:
+    return _control_plane_module("api.server")
+
+
+def _control_plane_module(name: str) -> Any:
+    module: ModuleType
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name is None or not name.startswith(error.name):
+            raise
+        raise CliError(f"the control plane ({name}) is not installed here") from error
+    return module

@@ -1,0 +1,191 @@
+"""`jigsaw-cli simulate`: replay a workload trace under one or several policies.
+
+Registered by cli/main.py as ``app.command("simulate")(simulate)``. Runs the real scheduling
+cycle in virtual time (jigsaw/simulator); prints a table or one JSON object; ``--plot``
+draws the JCT CDF and GPU utilization over time (matplotlib, imported only then).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from jigsaw.errors import JigsawError
+from jigsaw.oracle import Oracle
+from jigsaw.policies import policy_names
+from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
+from jigsaw.simulator.rates import ReferenceRate
+from jigsaw.simulator.replay import ReplayResult
+from jigsaw.simulator.workload import Arrival
+
+PROGRESS_MIN_JOBS = 2_000
+"""Show a progress bar on stderr for replays at least this long."""
+
+TABLE_COLUMNS = (
+    ("policy", "policy", "{}"),
+    ("jobs", "jobs", "{}"),
+    ("completed", "done", "{}"),
+    ("avg_jct_s", "avg JCT (h)", "hours"),
+    ("p50_jct_s", "p50 JCT (h)", "hours"),
+    ("p99_jct_s", "p99 JCT (h)", "hours"),
+    ("makespan_s", "makespan (h)", "hours"),
+    ("utilization", "util", "{:.3f}"),
+    ("cluster_efficiency", "cluster eff", "{:.3f}"),
+    ("preemptions", "preempt", "{}"),
+    ("wall_s", "wall (s)", "{:.1f}"),
+)
+
+
+def simulate(
+    trace: Annotated[Path, typer.Argument(help="Philly/Pollux CSV, Gavel .trace, or job list.")],
+    policy: Annotated[
+        str, typer.Option(help="Policy, or several comma-separated to compare side by side.")
+    ] = "jigsaw",
+    gpus: Annotated[int, typer.Option(help="GPUs in the simulated cluster.")] = 64,
+    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.")] = 8,
+    seed: Annotated[int, typer.Option(help="Seed of the Philly model mix.")] = 0,
+    limit: Annotated[int | None, typer.Option(help="Replay only the first N jobs.")] = None,
+    start: Annotated[
+        str | None, typer.Option(help="Philly window start date, e.g. 2017-10-15.")
+    ] = None,
+    end: Annotated[str | None, typer.Option(help="Philly window end date (exclusive).")] = None,
+    round_seconds: Annotated[float, typer.Option(help="Scheduling round length.")] = 60.0,
+    throughputs: Annotated[
+        Path | None, typer.Option(help="Gavel simulation_throughputs.json (Gavel traces).")
+    ] = None,
+    worker_type: Annotated[
+        str | None, typer.Option(help="Gavel worker type: v100, p100 or k80.")
+    ] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+    plot: Annotated[
+        Path | None, typer.Option(help="Write the JCT CDF and utilization to this PNG.")
+    ] = None,
+) -> None:
+    """Replay a trace in virtual time and report JCT, utilization and cluster efficiency."""
+    policies = [name.strip() for name in policy.split(",") if name.strip()]
+    problem = _check_arguments(policies, output, gpus, gpus_per_node, round_seconds, limit)
+    if problem:
+        _fail(problem)
+    setup = SimulationSetup(
+        gpus=gpus, gpus_per_node=gpus_per_node, seed=seed, round_s=round_seconds,
+        throughputs=throughputs, worker_type=worker_type,
+    )
+    try:
+        oracle = make_oracle(setup)
+        jobs = load_jobs(trace, setup, oracle, limit=limit, start=start, end=end)
+        if not jobs:
+            _fail(f"{trace}: no jobs to replay (check --start/--end/--limit)")
+        rates, arrivals = make_rates(jobs, setup, oracle)
+        results = [
+            _run(arrivals, name, rates, oracle, setup, gavel=trace.suffix.lower() == ".trace")
+            for name in policies
+        ]
+    except (JigsawError, OSError, ValueError) as error:
+        _fail(str(error))
+    summaries = [result.summary for result in results]
+    if output == "json":
+        payload: dict[str, Any] = summaries[0] if len(summaries) == 1 else {
+            "trace": str(trace), "results": summaries
+        }
+        typer.echo(json.dumps(_finite(payload), sort_keys=True))
+    else:
+        _print_table(summaries)
+    if plot is not None:
+        from cli.plot import plot_results
+
+        try:
+            plot_results(results, plot)
+        except OSError as error:
+            _fail(f"cannot write {plot}: {error}")
+        Console(stderr=True).print(f"wrote {plot}")
+
+
+def _check_arguments(
+    policies: list[str], output: str, gpus: int, per_node: int, round_s: float, limit: int | None
+) -> str | None:
+    known = policy_names()
+    unknown = [name for name in policies if name not in known]
+    if not policies or unknown:
+        return f"unknown policy {unknown[0] if unknown else policies!r}; choose from {known}"
+    if output not in ("table", "json"):
+        return f"--output must be table or json, got {output!r}"
+    if gpus < 1 or per_node < 1:
+        return "--gpus and --gpus-per-node must be at least 1"
+    if not round_s > 0:
+        return "--round-seconds must be positive"
+    if limit is not None and limit < 1:
+        return "--limit must be at least 1"
+    return None
+
+
+def _run(
+    arrivals: list[Arrival],
+    name: str,
+    rates: ReferenceRate,
+    oracle: Oracle,
+    setup: SimulationSetup,
+    *,
+    gavel: bool,
+) -> ReplayResult:
+    if len(arrivals) < PROGRESS_MIN_JOBS or not sys.stderr.isatty():
+        return replay(arrivals, name, rates, oracle, setup, gavel=gavel)
+    columns = (
+        TextColumn(name),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} jobs"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(name, total=len(arrivals))
+
+        def advance(done: int, _total: int, _now: float) -> None:
+            bar.update(task, completed=done)
+
+        return replay(arrivals, name, rates, oracle, setup, gavel=gavel, progress=advance)
+
+
+def _print_table(summaries: list[dict[str, Any]]) -> None:
+    table = Table(title=f"{summaries[0]['jobs']} jobs on {summaries[0]['gpus']} GPUs")
+    for _, header, _ in TABLE_COLUMNS:
+        table.add_column(header, justify="left" if header == "policy" else "right")
+    for summary in summaries:
+        table.add_row(*(_cell(summary[key], fmt) for key, _, fmt in TABLE_COLUMNS))
+    console = Console()
+    console.print(table)
+    console.print(f"eta: {summaries[0]['eta_source']}")
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "-"
+    if fmt == "hours":
+        return f"{value / 3600:.2f}"
+    return fmt.format(value)
+
+
+def _finite(data: dict[str, Any]) -> dict[str, Any]:
+    """JSON has no NaN: undefined figures (no job finished) become null."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    cleaned: dict[str, Any] = clean(data)
+    return cleaned
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)

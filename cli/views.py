@@ -1,0 +1,300 @@
+"""The human (``-o table``) views of API objects. JSON and YAML output bypass this module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from cli.formatting import (
+    depth_bar,
+    format_age,
+    format_bytes,
+    format_duration,
+    format_gpu,
+    format_loss,
+    format_placement,
+    format_plan,
+    format_time,
+    progress_fraction,
+    styled_state,
+)
+
+JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+
+
+def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> RenderableType:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("ID", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "PLAN", "LOSS", "AGE"):
+        table.add_column(column, no_wrap=True)
+    for job in items:
+        table.add_row(
+            job["id"],
+            job.get("name", "-"),
+            job.get("user", "-"),
+            job.get("queue", "-"),
+            styled_state(job["state"]),
+            _progress_cell(job),
+            format_plan(job.get("plan")),
+            format_loss(job.get("last_loss")),
+            format_age(job.get("created_at")),
+        )
+    if not items:
+        return Text("No jobs match.", style="dim")
+    if total is not None and total > len(items):
+        return Group(table, Text(f"showing {len(items)} of {total} jobs", style="dim"))
+    return table
+
+
+def job_summary(job: dict[str, Any]) -> RenderableType:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    rows: list[tuple[str, str]] = [
+        ("ID", job["id"]),
+        ("Name", job.get("name", "-")),
+        ("User", job.get("user", "-")),
+        ("Queue", f"{job.get('queue', '-')}  (priority {job.get('priority', 0)})"),
+        ("State", f"{styled_state(job['state'])}  {_reason(job)}"),
+        ("Progress", _progress_cell(job)),
+        ("SPB plan", format_plan(job.get("plan"))),
+        ("Placement", format_placement(job.get("placement"))),
+        ("Last loss", format_loss(job.get("last_loss"))),
+        ("Attempt", _attempt_cell(job)),
+        ("Created", format_time(job.get("created_at"))),
+        ("Started", format_time(job.get("started_at"))),
+        ("Finished", format_time(job.get("finished_at"))),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+def job_description(
+    job: dict[str, Any],
+    events: Sequence[dict[str, Any]],
+    progress: Sequence[dict[str, Any]],
+) -> RenderableType:
+    spec = Table.grid(padding=(0, 2))
+    spec.add_column(style="bold")
+    spec.add_column()
+    for key, value in job.get("spec", {}).items():
+        spec.add_row(key, str(value))
+    return Group(
+        Text("Job", style="bold underline"),
+        job_summary(job),
+        Text(""),
+        Text("Spec", style="bold underline"),
+        spec,
+        Text(""),
+        Text("Placement", style="bold underline"),
+        placement_table(job),
+        Text(""),
+        Text("Plan history", style="bold underline"),
+        plan_history_table(progress),
+        Text(""),
+        Text("Events", style="bold underline"),
+        events_table(events),
+    )
+
+
+def placement_table(job: dict[str, Any]) -> RenderableType:
+    placement = job.get("placement") or []
+    if not placement:
+        return Text("not placed (holds no GPUs)", style="dim")
+    plan = job.get("plan") or []
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("RANK", "GPU", "STOP DEPTH"):
+        table.add_column(column)
+    for rank, gpu in enumerate(placement):
+        depth = str(plan[rank]) if rank < len(plan) else "-"
+        table.add_row(str(rank), format_gpu(gpu), depth)
+    return table
+
+
+def plan_changes(progress: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The samples at which the SPB plan changed (the first sample always counts)."""
+    changes: list[dict[str, Any]] = []
+    previous: list[int] | None = None
+    for sample in progress:
+        plan = list(sample.get("plan") or [])
+        if plan and plan != previous:
+            changes.append(sample)
+            previous = plan
+    return changes
+
+
+def plan_history_table(progress: Sequence[dict[str, Any]]) -> RenderableType:
+    changes = plan_changes(progress)
+    if not changes:
+        return Text("no progress reported yet", style="dim")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("FROM ITERATION", "AT", "PLAN"):
+        table.add_column(column)
+    for sample in changes:
+        iteration = sample.get("iteration")
+        table.add_row(
+            str(round(iteration)) if isinstance(iteration, int | float) else "-",
+            format_time(sample.get("at")),
+            format_plan(sample.get("plan")),
+        )
+    return table
+
+
+def events_table(events: Sequence[dict[str, Any]]) -> RenderableType:
+    if not events:
+        return Text("no events", style="dim")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("AT", "FROM", "TO", "ACTOR", "REASON"):
+        table.add_column(column)
+    for event in events:
+        table.add_row(
+            format_time(event.get("at")),
+            event.get("from_state") or "-",
+            styled_state(event.get("to_state") or "-"),
+            event.get("actor") or "-",
+            Text(event.get("reason") or ""),
+        )
+    return table
+
+
+def validation_view(result: dict[str, Any]) -> RenderableType:
+    spec = result.get("spec", {})
+    prediction = result.get("prediction") or {}
+    plan = result.get("plan") or []
+    num_blocks = int(result.get("num_blocks") or (max(plan, default=0) + 1))
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    for key, value in spec.items():
+        head.add_row(key, str(value))
+    head.add_row("plan", f"{format_plan(plan)}  ({num_blocks} blocks)")
+    iteration = prediction.get("iteration_time_s")
+    head.add_row(
+        "iteration time",
+        f"{iteration:.4f} s (predicted, {prediction.get('source', 'oracle')})"
+        if isinstance(iteration, int | float)
+        else "-",
+    )
+    workers = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY", "SENT"):
+        workers.add_column(column, no_wrap=True)
+    memory = prediction.get("per_worker_memory_bytes") or []
+    compute = prediction.get("per_worker_compute_s") or []
+    sent = prediction.get("per_worker_bytes_sent") or []
+    for rank, depth in enumerate(plan):
+        workers.add_row(
+            str(rank),
+            str(depth),
+            depth_bar(depth, num_blocks),
+            f"{compute[rank]:.4f} s" if rank < len(compute) else "-",
+            format_bytes(memory[rank]) if rank < len(memory) else "-",
+            format_bytes(sent[rank]) if rank < len(sent) else "-",
+        )
+    return Group(
+        Text("Dry run: the spec is valid; nothing was submitted.", style="bold green"),
+        head,
+        Text(""),
+        workers,
+    )
+
+
+def cluster_view(cluster: dict[str, Any]) -> RenderableType:
+    nodes = Table(title="Nodes", title_justify="left", box=None, header_style="bold")
+    for column in ("NODE", "NAME", "GPUS", "TYPE", "GPU MEMORY", "ALIVE"):
+        nodes.add_column(column, no_wrap=True)
+    for node in cluster.get("nodes", []):
+        nodes.add_row(
+            str(node.get("index")),
+            node.get("name", "-"),
+            str(node.get("num_gpus", "-")),
+            node.get("gpu_type", "-"),
+            format_bytes(node.get("gpu_memory_bytes")),
+            "yes" if node.get("alive", True) else "[bold red]NO[/]",
+        )
+    colors = _job_colors(cluster.get("gpus", []))
+    gpus = Table(title="GPUs", title_justify="left", box=None, header_style="bold")
+    for column in ("GPU", "LOAD", "MEMORY", "WORKERS (job/rank, stop depth)"):
+        gpus.add_column(column, no_wrap=column != "WORKERS (job/rank, stop depth)")
+    for gpu in cluster.get("gpus", []):
+        workers = gpu.get("workers") or []
+        cell = Text()
+        for i, worker in enumerate(workers):
+            if i:
+                cell.append("  ")
+            label = f"{worker.get('job_name') or worker.get('job_id')}/r{worker.get('rank')}"
+            cell.append(label, style=colors.get(worker.get("job_id", ""), "white"))
+            cell.append(f" d={worker.get('depth', '-')}", style="dim")
+        if len({w.get("job_id") for w in workers}) > 1:
+            cell.append("  ◆ shared", style="bold")
+        gpus.add_row(
+            format_gpu(gpu["id"]),
+            _load_cell(float(gpu.get("load") or 0.0)),
+            f"{format_bytes(gpu.get('memory_used_bytes'))} / "
+            f"{format_bytes(gpu.get('memory_bytes'))}",
+            cell if workers else Text("idle", style="dim"),
+        )
+    return Group(nodes, Text(""), gpus)
+
+
+def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
+    if not items:
+        return Text("The queue is empty: no job is waiting.", style="dim")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT"):
+        table.add_column(column, no_wrap=True)
+    for item in items:
+        table.add_row(
+            str(item.get("position", "-")),
+            item.get("job_id", "-"),
+            item.get("name", "-"),
+            item.get("user", "-"),
+            format_time(item.get("estimated_start_at")),
+            format_duration(item.get("estimated_wait_s")),
+        )
+    return table
+
+
+def _job_colors(gpus: Sequence[dict[str, Any]]) -> dict[str, str]:
+    colors: dict[str, str] = {}
+    for gpu in gpus:
+        for worker in gpu.get("workers") or []:
+            job_id = worker.get("job_id", "")
+            if job_id not in colors:
+                colors[job_id] = JOB_COLORS[len(colors) % len(JOB_COLORS)]
+    return colors
+
+
+def _load_cell(load: float, width: int = 10) -> Text:
+    filled = min(round(min(load, 1.0) * width), width)
+    style = "green" if load <= 0.8 else "yellow" if load <= 1.0 else "red"
+    text = Text("█" * filled, style=style)
+    text.append("░" * (width - filled), style="dim")
+    text.append(f" {load * 100:4.0f}%")
+    return text
+
+
+def _progress_cell(job: dict[str, Any]) -> str:
+    fraction = progress_fraction(job)
+    done = job.get("iterations_done") or 0
+    total = job.get("iterations") or job.get("spec", {}).get("iterations") or 0
+    return f"{fraction * 100:5.1f}%  {int(done)}/{total}"
+
+
+def _attempt_cell(job: dict[str, Any]) -> str:
+    parts = [str(job.get("attempt", 0))]
+    if job.get("preemptions"):
+        parts.append(f"{job['preemptions']} preemption(s)")
+    if job.get("failures"):
+        parts.append(f"{job['failures']} failure(s)")
+    if job.get("preempted_by"):
+        parts.append(f"last preempted by {job['preempted_by']}")
+    return ", ".join(parts)
+
+
+def _reason(job: dict[str, Any]) -> str:
+    reason = job.get("reason")
+    return f"[dim]({reason})[/]" if reason else ""

@@ -1,0 +1,109 @@
+"""The pure parts of the CLI: configuration, job files, error mapping and formatting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli.config import DEFAULT_URL, load_config
+from cli.errors import EXIT_FAILURE, EXIT_USAGE, ApiError, UsageError
+from cli.formatting import depth_bar, format_bytes, format_duration, format_time
+from cli.jobfile import read_job_file, resolve_spec
+from cli.views import plan_changes
+
+
+@pytest.fixture
+def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("JIGSAW_URL", raising=False)
+    monkeypatch.delenv("JIGSAW_TOKEN", raising=False)
+    (tmp_path / "jigsaw").mkdir()
+    return tmp_path / "jigsaw" / "config.toml"
+
+
+def test_config_defaults_without_file_or_env(config_home: Path) -> None:
+    config = load_config()
+    assert (config.url, config.token) == (DEFAULT_URL, None)
+
+
+def test_environment_overrides_the_config_file(
+    config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_home.write_text('url = "http://file:1/"\ntoken = "from-file"\n')
+    assert (load_config().url, load_config().token) == ("http://file:1", "from-file")
+    monkeypatch.setenv("JIGSAW_TOKEN", "from-env")
+    monkeypatch.setenv("JIGSAW_URL", "http://env:2")
+    config = load_config()
+    assert (config.url, config.token, config.source) == ("http://env:2", "from-env", "JIGSAW_TOKEN")
+
+
+@pytest.mark.parametrize("text", ["url = [unclosed", "token = 42\n"])
+def test_a_broken_config_file_is_a_usage_error(config_home: Path, text: str) -> None:
+    config_home.write_text(text)
+    with pytest.raises(UsageError, match="config"):
+        load_config()
+
+
+def test_flags_override_file_values_and_plan_lists_become_strings() -> None:
+    file_values = {"name": "f", "model": "m", "workers": 4, "iterations": 9, "spb": [0, 1, 1, 2]}
+    spec = resolve_spec(file_values, {"workers": 2, "name": None, "seed": 3})
+    assert spec == {
+        "name": "f",
+        "model": "m",
+        "workers": 2,
+        "iterations": 9,
+        "spb": "0,1,1,2",
+        "seed": 3,
+    }
+
+
+def test_missing_required_fields_are_named() -> None:
+    with pytest.raises(UsageError, match="--model, --iterations"):
+        resolve_spec({"name": "x"}, {"workers": 1})
+
+
+def test_job_files_must_hold_a_mapping(tmp_path: Path) -> None:
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- name: x\n")
+    with pytest.raises(UsageError, match="mapping"):
+        read_job_file(str(listed))
+    broken = tmp_path / "job.json"
+    broken.write_text('{"name": ')
+    with pytest.raises(UsageError, match="not valid JSON"):
+        read_job_file(str(broken))
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(UsageError, match="empty"):
+        read_job_file(str(empty))
+
+
+def test_api_errors_map_4xx_to_usage_and_5xx_to_failure() -> None:
+    invalid = ApiError(
+        422, "must be at least 1", {"detail": "must be at least 1", "field": "workers"}
+    )
+    assert invalid.exit_code == EXIT_USAGE
+    assert str(invalid) == "must be at least 1 (field: workers)"
+    named = ApiError(422, "workers must be at least 1", {"field": "workers"})
+    assert str(named) == "workers must be at least 1"
+    assert ApiError(503, "database down", {}).exit_code == EXIT_FAILURE
+
+
+def test_human_formats() -> None:
+    assert format_duration(4.25) == "4.2s"
+    assert format_duration(75) == "1m15s"
+    assert format_duration(3 * 3600 + 60) == "3h01m"
+    assert format_duration(None) == "-"
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(3 * 2**30) == "3.0 GiB"
+    assert depth_bar(1, 4) == "·███"
+    assert format_time("2026-11-22T07:00:05.123Z") == "2026-11-22 07:00:05Z"
+    assert format_time(None) == "-"
+
+
+def test_plan_history_keeps_only_changes() -> None:
+    samples = [
+        {"iteration": i, "plan": plan}
+        for i, plan in enumerate([[0, 0], [0, 0], [0, 1], [0, 1], [], [0, 0]])
+    ]
+    assert [s["iteration"] for s in plan_changes(samples)] == [0, 2, 5]
