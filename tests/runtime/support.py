@@ -1,0 +1,116 @@
+"""Helpers for driving the real scheduling cycle against the Ray executor in tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jigsaw.clock import WallClock
+from jigsaw.cluster import Cluster, Node
+from jigsaw.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.decisions import Decision, Preempt, Start
+from jigsaw.domain import Job, JobSpec, submitted_event
+from jigsaw.executor_events import ExecutorEvent
+from jigsaw.memstore import InMemoryStore
+from jigsaw.placement import compact_placement, group_by_node, take
+from jigsaw.plan import resolve_plan
+from jigsaw.policies import create_policy
+from jigsaw.policies.base import Policy
+from jigsaw.snapshot import Snapshot
+from worker.ray_executor import RayExecutor
+from worker.runtime.settings import RuntimeSettings
+
+
+class PriorityPreemptingPolicy:
+    """Test policy: start by priority; evict the lowest-priority running job for a waiting one
+    of higher priority that does not fit (naming it as the preemptor)."""
+
+    name = "test-priority"
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        free = group_by_node(snapshot.free_gpus())
+        decisions: list[Decision] = []
+        waiting = sorted(snapshot.waiting, key=lambda j: (-j.spec.priority, j.submitted_at))
+        for job in waiting:
+            placement = compact_placement(free, job.spec.workers)
+            if placement is not None:
+                take(free, placement)
+                plan = job.plan or resolve_plan(job.spec.spb, job.spec.workers, 4).depths
+                decisions.append(Start(job.id, placement, plan, "priority: fits"))
+                continue
+            victims = [r for r in snapshot.running if r.spec.priority < job.spec.priority]
+            if victims:
+                victim = min(victims, key=lambda r: r.spec.priority)
+                decisions.append(Preempt(victim.id, "priority: makes room", by=job.id))
+            break
+        return decisions
+
+
+@dataclass
+class Harness:
+    store: InMemoryStore
+    executor: RayExecutor
+    cycle: SchedulingCycle
+    events: list[ExecutorEvent] = field(default_factory=list)
+
+    def submit(self, name: str, **spec: object) -> Job:
+        values: dict[str, object] = {"model": "digits_cnn", "spb": "staircase", **spec}
+        job = Job(id=name, spec=JobSpec(name=name, **values), submitted_at=time.time())  # type: ignore[arg-type]
+        return self.store.add(job, submitted_event(job, "test"))
+
+    def run_until(self, done: Callable[[], bool], timeout_s: float, step_s: float = 0.3) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.cycle.run_once()
+            if done():
+                return
+            time.sleep(step_s)
+        states = {j.id: (j.state, j.reason) for j in self.store.all_jobs()}
+        raise AssertionError(f"timed out after {timeout_s}s; jobs: {states}")
+
+    def all_terminal(self) -> bool:
+        return all(j.state.is_terminal for j in self.store.all_jobs())
+
+    def progress_of(self, job_id: str) -> list[tuple[int | None, float]]:
+        from jigsaw.executor_events import Progressed
+
+        return [
+            (e.attempt, e.iterations_done)
+            for e in self.events
+            if isinstance(e, Progressed) and e.job_id == job_id
+        ]
+
+
+def make_harness(
+    tmp_path: Path,
+    *,
+    gpus: int = 4,
+    policy: Policy | None = None,
+    retry: RetryPolicy | None = None,
+    **settings: object,
+) -> Harness:
+    values: dict[str, object] = {
+        "checkpoint_dir": tmp_path / "ckpt",
+        "lease_iterations": 20,
+        "control_every": 10,
+        "startup_timeout_s": 120.0,
+        **settings,
+    }
+    executor = RayExecutor(RuntimeSettings(**values))  # type: ignore[arg-type]
+    node = executor.cluster().nodes[0]
+    # The scheduler sees only ``gpus`` of the local node's logical GPUs.
+    cluster = Cluster((Node(0, node.name, gpus),))
+    store = InMemoryStore()
+    harness = Harness(store, executor, None)  # type: ignore[arg-type]
+    harness.cycle = SchedulingCycle(
+        store,
+        executor,
+        policy or create_policy("fifo"),
+        WallClock(),
+        lambda: cluster,
+        retry=retry or RetryPolicy(max_failures=3, base_backoff_s=1.0),
+        on_event=harness.events.append,
+    )
+    return harness

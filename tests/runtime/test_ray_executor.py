@@ -1,0 +1,124 @@
+"""The Ray executor on a real local Ray: SPB gangs of actors trained through the real cycle.
+
+Default suite: one job trained to SUCCEEDED with a mid-run plan switch. Slow (three gang starts
+or more each, 25-50 s on two shared cores): a preemption with resume from checkpoint, a worker
+killed mid-iteration, a hung worker.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from jigsaw.executor_events import Finished, Progressed
+from jigsaw.lifecycle import JobState
+from tests.runtime.support import PriorityPreemptingPolicy, make_harness
+
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
+
+
+def test_digits_cnn_trains_to_success_and_switches_plan_on_every_rank_at_once(
+    tmp_path: Path,
+) -> None:
+    h = make_harness(tmp_path)
+    try:
+        h.submit("demo", workers=2, iterations=100, batch_size=32)
+        h.run_until(lambda: bool(h.progress_of("demo")), timeout_s=120)
+        running = h.store.get("demo")
+        assert running.state == JobState.RUNNING and running.plan == (0, 2)
+        h.executor.replan("demo", running.placement, (0, 1))
+        h.run_until(h.all_terminal, timeout_s=120)
+
+        job = h.store.get("demo")
+        assert job.state == JobState.SUCCEEDED, job.reason
+        assert job.iterations_done == 100
+        finished = [e for e in h.events if isinstance(e, Finished)]
+        assert len(finished) == 1 and finished[0].metrics["accuracy"] > 0.8
+        leases = [e for e in h.events if isinstance(e, Progressed)]
+        assert [e.iterations_done for e in leases] == [20, 40, 60, 80, 100]
+        assert leases[-1].metrics["accuracy"] == finished[0].metrics["accuracy"]
+        assert {e.attempt for e in h.events} == {job.attempt}
+        assert leases[-1].metrics["loss"] < leases[0].metrics["loss"] / 2
+        # Every rank ran the new plan from the same iteration (summaries refuse disagreement).
+        switched = [e.metrics for e in leases if "plan_switched_at" in e.metrics]
+        assert len(switched) == 1 and switched[0]["plan"] == [0, 1]
+        assert leases[-1].metrics["plan"] == [0, 1] and leases[-1].metrics["plan_version"] == 1
+        first = leases[0].metrics
+        assert first["saved_activation_bytes"][0] > first["saved_activation_bytes"][1] > 0
+        assert all(sent > 0 for sent in first["bytes_sent"])
+        assert not (tmp_path / "ckpt" / "demo").exists()  # checkpoints go with success
+    finally:
+        h.executor.shutdown()
+
+
+@pytest.mark.slow
+def test_preempted_job_checkpoints_and_resumes_where_it_stopped(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, gpus=2, policy=PriorityPreemptingPolicy())
+    try:
+        h.submit("low", workers=2, iterations=140, priority=0)
+        h.run_until(lambda: len(h.progress_of("low")) >= 2, timeout_s=120)
+        h.submit("high", workers=2, iterations=20, priority=10)
+        h.run_until(lambda: h.store.get("low").state == JobState.PREEMPTED, timeout_s=60)
+        h.run_until(h.all_terminal, timeout_s=240)
+
+        low, high = h.store.get("low"), h.store.get("high")
+        assert high.state == low.state == JobState.SUCCEEDED
+        assert low.preemptions == 1 and low.attempt == 2
+        preempted = [e for e in h.store.events("low") if e.to_state == JobState.PREEMPTED]
+        assert "preempted by high" in preempted[0].reason
+        progress = h.progress_of("low")
+        before = [it for attempt, it in progress if attempt == 1]
+        after = [it for attempt, it in progress if attempt == 2]
+        # Resumed from the preemption checkpoint: no restart from 0, at most one lease lost.
+        assert after and min(after) > max(before)
+        assert min(after) <= max(before) + 20 + 10 + 20
+        assert low.iterations_done == 140
+    finally:
+        h.executor.shutdown()
+
+
+@pytest.mark.slow
+def test_killed_worker_restarts_the_gang_from_its_last_checkpoint(tmp_path: Path) -> None:
+    h = make_harness(tmp_path)
+    try:
+        h.submit("victim", workers=2, iterations=160)
+        h.run_until(lambda: len(h.progress_of("victim")) >= 2, timeout_s=120)
+        gang = h.executor.gang("victim")
+        assert gang is not None
+        beats = gang.pids()
+        os.kill(beats[1].pid, signal.SIGKILL)  # mid-lease: leases never pause
+        h.run_until(lambda: h.store.get("victim").state == JobState.RETRYING, timeout_s=60)
+        assert "died" in h.store.get("victim").reason
+        h.run_until(h.all_terminal, timeout_s=240)
+
+        job = h.store.get("victim")
+        assert job.state == JobState.SUCCEEDED and job.failures == 1 and job.attempt == 2
+        progress = h.progress_of("victim")
+        before = [it for attempt, it in progress if attempt == 1]
+        after = [it for attempt, it in progress if attempt == 2]
+        # Checkpoints follow every lease: the restart resumes at the last reported lease.
+        assert min(after) == max(before) + 20
+    finally:
+        h.executor.shutdown()
+
+
+@pytest.mark.slow
+def test_hung_worker_is_detected_by_heartbeats_and_the_gang_retried(tmp_path: Path) -> None:
+    from tests.runtime.faulty import arm_hang
+
+    arm_hang()
+    h = make_harness(tmp_path, hang_timeout_s=6.0, heartbeat_interval_s=1.0)
+    try:
+        h.submit("stuck", workers=2, iterations=60, model="tests.runtime.faulty:hang_once_mlp")
+        started = time.monotonic()
+        h.run_until(lambda: h.store.get("stuck").state == JobState.RETRYING, timeout_s=120)
+        assert "hung" in h.store.get("stuck").reason
+        assert time.monotonic() - started < 90
+        h.run_until(h.all_terminal, timeout_s=180)
+        assert h.store.get("stuck").state == JobState.SUCCEEDED
+    finally:
+        h.executor.shutdown()
