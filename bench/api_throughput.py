@@ -1,0 +1,347 @@
+"""Control-plane throughput against Postgres: submissions and status reads with N concurrent
+clients, side by side with two baselines measured in the same run:
+
+- a bare FastAPI app (bench/api_baseline_app.py) served the same way, doing no DB work;
+- raw psycopg: N threads inserting job-sized rows, one transaction each (the DB's ceiling).
+
+While submissions run, py-spy samples the server and the self time is grouped by package to
+name the bottleneck. Prints ONE JSON object.
+
+    JIGSAW_TEST_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
+        .venv/bin/python bench/api_throughput.py [--clients 16] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from sqlalchemy.engine import make_url
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = {"name": "bench", "model": "mlp", "workers": 1, "iterations": 100}
+TARGETS = {"submissions_per_s": 1000.0, "submit_p99_ms": 50.0, "status_reads_per_s": 3000.0}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def libpq(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def wait_http(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited: {log.read_text()}")
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"server at {url} did not come up: {log.read_text()}")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def load(
+    url: str,
+    make_request: Any,
+    clients: int,
+    seconds: float,
+    headers: dict[str, str],
+) -> dict[str, Any]:
+    """``clients`` concurrent loops for ``seconds``; latency of every request."""
+    latencies: list[float] = []
+    statuses: collections.Counter[int] = collections.Counter()
+    stop_at = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=30) as http:
+
+        async def worker(index: int) -> None:
+            count = 0
+            while time.perf_counter() < stop_at:
+                method, path, kwargs = make_request(index, count)
+                started = time.perf_counter()
+                response = await http.request(method, path, **kwargs)
+                latencies.append(time.perf_counter() - started)
+                statuses[response.status_code] += 1
+                count += 1
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(clients)))
+        elapsed = time.perf_counter() - began
+    latencies.sort()
+
+    def pct(q: float) -> float:
+        return round(1000 * latencies[min(int(q * len(latencies)), len(latencies) - 1)], 2)
+
+    return {
+        "requests": len(latencies),
+        "per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+        "statuses": dict(statuses),
+    }
+
+
+def measure(
+    name: str, url: str, pid: int, make_request: Any, args: argparse.Namespace, headers: Any
+) -> dict[str, Any]:
+    asyncio.run(load(url, make_request, args.clients, min(2.0, args.seconds), headers))  # warm
+    before, client_before = cpu_seconds(pid), time.process_time()
+    result = asyncio.run(load(url, make_request, args.clients, args.seconds, headers))
+    result["server_cpu_ms_per_request"] = round(
+        1000 * (cpu_seconds(pid) - before) / max(result["requests"], 1), 3
+    )
+    result["client_cpu_ms_per_request"] = round(
+        1000 * (time.process_time() - client_before) / max(result["requests"], 1), 3
+    )
+    print(f"{name}: {result}", file=sys.stderr)
+    return result
+
+
+def raw_inserts(database_url: str, clients: int, seconds: float) -> dict[str, Any]:
+    """N threads, each its own connection, one INSERT + COMMIT per row (like a submission)."""
+    with psycopg.connect(libpq(database_url), autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS bench_raw (id text PRIMARY KEY, spec json, "
+            "state text, submitted_at double precision)"
+        )
+    counts = [0] * clients
+    stop_at = time.perf_counter() + seconds
+    spec = json.dumps(SPEC)
+
+    def work(index: int) -> None:
+        with psycopg.connect(libpq(database_url)) as conn:
+            while time.perf_counter() < stop_at:
+                conn.execute(
+                    "INSERT INTO bench_raw VALUES (%s, %s, 'PENDING', %s)",
+                    (secrets.token_hex(8), spec, time.time()),
+                )
+                conn.commit()
+                counts[index] += 1
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"inserts": sum(counts), "per_s": round(sum(counts) / (time.perf_counter() - began), 1)}
+
+
+WAITING = {"threading", "asyncio", "concurrent", "selectors", "queue"}
+
+
+def profile_server(pid: int, seconds: float, folder: Path) -> dict[str, Any]:
+    """py-spy samples of every server thread. Samples whose innermost frame is a wait
+    (threading, asyncio, selectors, queue) are idle time; the rest is CPU time, split by the
+    package of the innermost frame (self) and of any frame on the stack (inclusive)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    out = folder / "profile.txt"
+    result = subprocess.run(
+        [spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-f", "raw", "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0 or not out.exists():
+        return {"error": (result.stderr or result.stdout)[-300:]}
+    self_time: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    busy = idle = 0
+    for line in out.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        count = int(count_text)
+        frames = [frame for frame in stack.split(";") if "(" in frame]
+        if not frames:
+            continue
+        leaf = _package(frames[-1])
+        if leaf in WAITING:
+            idle += count
+            continue
+        busy += count
+        self_time[leaf] += count
+        for package in {_package(frame) for frame in frames}:
+            inclusive[package] += count
+    if not busy:
+        return {"error": "no busy samples"}
+
+    def share(counter: collections.Counter[str]) -> dict[str, float]:
+        return {k: round(100 * v / busy, 1) for k, v in counter.most_common(12)}
+
+    return {
+        "busy_samples": busy,
+        "idle_samples": idle,
+        "self_percent_of_busy": share(self_time),
+        "inclusive_percent_of_busy": share(inclusive),
+    }
+
+
+PACKAGE_PATTERNS = [
+    (name, re.compile(rf"(^|[/(]){name}(/|\.py)"))
+    for name in (
+        "sqlalchemy", "psycopg", "pydantic_core", "pydantic", "fastapi", "starlette",
+        "uvicorn", "anyio", "httptools", "h11", "json", "prometheus_client", "jigsaw", "api",
+        "threading", "asyncio", "concurrent", "selectors", "queue", "uvloop",
+    )
+]  # fmt: skip
+
+
+def _package(frame: str) -> str:
+    # py-spy raw frames look like "function (path/to/module.py:line)".
+    location = frame.rpartition("(")[2]
+    for name, pattern in PACKAGE_PATTERNS:
+        if pattern.search(location):
+            return name
+    return "other"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--database-url", default=os.environ.get("JIGSAW_TEST_DATABASE_URL"))
+    args = parser.parse_args()
+    if not args.database_url:
+        raise SystemExit("set JIGSAW_TEST_DATABASE_URL or pass --database-url (Postgres)")
+    name = f"jigsaw_bench_{os.getpid()}"
+    with psycopg.connect(libpq(args.database_url), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    database_url = make_url(args.database_url).set(database=name).render_as_string(False)
+    folder = Path(tempfile.mkdtemp(prefix="jigsaw-bench-"))
+    token = "bench-admin-" + secrets.token_urlsafe(24)
+    ours_port, base_port = free_port(), free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("JIGSAW_")},
+        "PYTHONPATH": str(REPO),
+        "JIGSAW_DATABASE_URL": database_url,
+        "JIGSAW_ADMIN_TOKEN": token,
+        "JIGSAW_PORT": str(ours_port),
+        "JIGSAW_SCHEDULER": "off",
+        "JIGSAW_DATA_DIR": str(folder),
+        "XDG_CONFIG_HOME": str(folder),
+    }
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        ours_log, base_log = folder / "ours.log", folder / "baseline.log"
+        ours = subprocess.Popen(
+            [sys.executable, "-m", "api"], cwd=REPO, env=env,
+            stdout=ours_log.open("wb"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        processes.append(ours)
+        base = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "bench.api_baseline_app:app", "--port",
+             str(base_port), "--log-level", "warning", "--no-access-log"],
+            cwd=REPO, env=env, stdout=base_log.open("wb"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        processes.append(base)
+        ours_url, base_url = f"http://127.0.0.1:{ours_port}", f"http://127.0.0.1:{base_port}"
+        wait_http(f"{ours_url}/healthz", ours, ours_log)
+        wait_http(f"{base_url}/ping", base, base_log)
+        auth = {"Authorization": f"Bearer {token}"}
+
+        def submit(_i: int, _n: int) -> tuple[str, str, dict[str, Any]]:
+            return "POST", "/api/v1/jobs", {"json": SPEC}
+
+        def submit_keyed(i: int, n: int) -> tuple[str, str, dict[str, Any]]:
+            key = f"{os.getpid()}-{i}-{n}-{time.perf_counter_ns()}"
+            return "POST", "/api/v1/jobs", {"json": SPEC, "headers": {"Idempotency-Key": key}}
+
+        def echo(_i: int, _n: int) -> tuple[str, str, dict[str, Any]]:
+            return "POST", "/echo", {"json": SPEC}
+
+        def ping(_i: int, _n: int) -> tuple[str, str, dict[str, Any]]:
+            return "GET", "/ping", {}
+
+        results: dict[str, Any] = {}
+        results["baseline_bare_post"] = measure("bare post", base_url, base.pid, echo, args, {})
+        results["baseline_bare_get"] = measure("bare get", base_url, base.pid, ping, args, {})
+        profile: dict[str, Any] = {}
+        profiler = threading.Thread(
+            target=lambda: profile.update(profile_server(ours.pid, args.seconds / 2, folder))
+        )
+        threading.Timer(1.0 + min(2.0, args.seconds), profiler.start).start()
+        results["submit"] = measure("submit", ours_url, ours.pid, submit, args, auth)
+        profiler.join()
+        results["submit_idempotent"] = measure(
+            "submit+key", ours_url, ours.pid, submit_keyed, args, auth
+        )
+        ids = [
+            job["id"]
+            for job in httpx.get(f"{ours_url}/api/v1/jobs?limit=1000", headers=auth).json()["items"]
+        ]
+
+        def status(i: int, n: int) -> tuple[str, str, dict[str, Any]]:
+            return "GET", f"/api/v1/jobs/{ids[(i * 7919 + n) % len(ids)]}", {}
+
+        results["status_read"] = measure("status", ours_url, ours.pid, status, args, auth)
+        results["baseline_raw_psycopg_insert"] = raw_inserts(
+            database_url, args.clients, args.seconds
+        )
+        submit_rate = results["submit"]["per_s"]
+        report = {
+            "benchmark": "api_throughput",
+            "machine": {"cpus": os.cpu_count(), "clients": args.clients, "seconds": args.seconds},
+            "database": "postgres",
+            "results": results,
+            "ratios": {
+                "submit_vs_bare_post": round(
+                    submit_rate / results["baseline_bare_post"]["per_s"], 3
+                ),
+                "submit_vs_raw_insert": round(
+                    submit_rate / results["baseline_raw_psycopg_insert"]["per_s"], 3
+                ),
+                "status_vs_bare_get": round(
+                    results["status_read"]["per_s"] / results["baseline_bare_get"]["per_s"], 3
+                ),
+            },
+            "targets": TARGETS,
+            "met": {
+                "submissions_per_s": submit_rate >= TARGETS["submissions_per_s"],
+                "submit_p99_ms": results["submit"]["p99_ms"] <= TARGETS["submit_p99_ms"],
+                "status_reads_per_s": results["status_read"]["per_s"]
+                >= TARGETS["status_reads_per_s"],
+            },
+            "server_profile_during_submit": profile,
+        }
+        print(json.dumps(report, indent=2))
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        with psycopg.connect(libpq(args.database_url), autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
