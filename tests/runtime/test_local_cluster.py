@@ -74,6 +74,9 @@ def deployment(database_url: str) -> Iterator[dict[str, Any]]:
             "JIGSAW_RAY_ADDRESS": cluster.address,
             "JIGSAW_CHECKPOINT_DIR": str(cluster.temp_dir / "checkpoints"),
             "JIGSAW_POLICY": "las",
+            # LAS keeps a fresh gang for min_run_s before it may be preempted (30 min by
+            # default); 60 s lets "low" be preempted well before it could finish.
+            "JIGSAW_POLICY_OPTIONS": json.dumps({"min_run_s": 60}),
             "JIGSAW_ROUND_SECONDS": "0.5",
             "JIGSAW_LEASE_ITERATIONS": str(LEASE),
             "JIGSAW_RETRY_BACKOFF_S": "1",
@@ -137,7 +140,7 @@ def test_preemption_resume_and_a_killed_worker_all_end_in_success(
         return dict(client.get(f"/api/v1/jobs/{job_id}").json())
 
     # "low" fills all four GPUs, paced to at most ~10 it/s so it is still running when LAS's
-    # 120 s minimum run time lets the higher-priority jobs take its GPUs.
+    # minimum run time (60 s here) lets the higher-priority jobs take its GPUs.
     low = submit(
         env, name="low", model="tests.runtime.faulty:paced_mlp", workers=4, iterations=1400,
         priority=-1, spb="staircase",
