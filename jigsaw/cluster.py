@@ -28,6 +28,12 @@ class Node:
 @dataclass(frozen=True, slots=True)
 class Cluster:
     nodes: tuple[Node, ...] = field(default_factory=tuple)
+    _alive_gpu_ids: tuple[GpuId, ...] = field(init=False, repr=False, compare=False)
+    """Derived once: the cluster is immutable and every scheduling round asks for it."""
+
+    def __post_init__(self) -> None:
+        alive = tuple(gpu for node in self.nodes if node.alive for gpu in node.gpu_ids())
+        object.__setattr__(self, "_alive_gpu_ids", alive)
 
     @classmethod
     def uniform(
@@ -55,10 +61,11 @@ class Cluster:
 
     @property
     def num_gpus(self) -> int:
-        return sum(n.num_gpus for n in self.alive_nodes)
+        return len(self._alive_gpu_ids)
 
     def gpu_ids(self) -> list[GpuId]:
-        return [gpu for node in self.alive_nodes for gpu in node.gpu_ids()]
+        """GPUs of the nodes that are alive, node by node (a fresh list: callers may edit it)."""
+        return list(self._alive_gpu_ids)
 
     def node(self, index: int) -> Node:
         return self.nodes[index]

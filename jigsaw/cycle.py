@@ -62,6 +62,8 @@ class CycleReport:
     applied: int
     skipped: int
     latency_s: float
+    snapshot: Snapshot | None = None
+    """What the policy decided from (the simulator asks policies how long it stays valid)."""
 
 
 @dataclass
@@ -88,7 +90,12 @@ class SchedulingCycle:
         decisions = self.policy.decide(snapshot)
         applied = sum(self._apply(decision, now) for decision in decisions)
         return CycleReport(
-            now, tuple(decisions), applied, len(decisions) - applied, time.perf_counter() - started
+            now,
+            tuple(decisions),
+            applied,
+            len(decisions) - applied,
+            time.perf_counter() - started,
+            snapshot,
         )
 
     # -- 1. observe ---------------------------------------------------------------------

@@ -31,7 +31,9 @@ class JobState(StrEnum):
 
     @property
     def holds_resources(self) -> bool:
-        return self in (JobState.ADMITTED, JobState.RUNNING)
+        # Identity, not ``in (...)``: StrEnum equality goes through str.__eq__, and the
+        # simulator asks this millions of times per replay.
+        return self is JobState.ADMITTED or self is JobState.RUNNING
 
 
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})

@@ -283,7 +283,9 @@ class ProfileCatalog:
         return analytic_profile(name)
 
     def _read_measured(self, name: str) -> str | None:
-        if not re.fullmatch(r"[a-z0-9_]+", name):
+        # Not a shipped profile's name (and a name too long for the file system would raise
+        # OSError from is_file): no measured profile, the analytic fallback decides.
+        if len(name) > 128 or not re.fullmatch(r"[a-z0-9_]+", name):
             return None
         if self._directory is not None:
             path = self._directory / f"{name}.json"

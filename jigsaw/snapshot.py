@@ -22,37 +22,50 @@ class Snapshot:
     """PENDING, PREEMPTED and RETRYING jobs whose back-off has elapsed, oldest first."""
     running: tuple[Job, ...]
     """ADMITTED and RUNNING jobs: they hold their placement."""
-    occupants: Mapping[GpuId, tuple[tuple[str, int], ...]]
-    """Per GPU, the (job id, rank) pairs placed on it. GPUs of lost nodes are absent."""
+    next_retry_at: float | None = None
+    """The earliest back-off end among waiting jobs held back by it (absent from ``waiting``
+    until then); None when no job is backing off."""
 
     @classmethod
     def build(cls, now: float, cluster: Cluster, jobs: Iterable[Job]) -> Snapshot:
         waiting: list[Job] = []
         running: list[Job] = []
-        occupants: dict[GpuId, list[tuple[str, int]]] = {gpu: [] for gpu in cluster.gpu_ids()}
+        next_retry_at: float | None = None
         # Identity tests, not the JobState properties: this loop runs over every active job
         # in every cycle, and the simulator's cycles number in the hundreds of thousands.
         for job in jobs:
             state = job.state
             if state is JobState.RUNNING or state is JobState.ADMITTED:
                 running.append(job)
-                for rank, gpu in enumerate(job.placement):
-                    occupants.setdefault(gpu, []).append((job.id, rank))
-            elif (
-                state is JobState.PENDING
-                or state is JobState.PREEMPTED
-                or state is JobState.RETRYING
-            ) and (not job.extra or float(job.extra.get("retry_after", 0.0)) <= now):
-                waiting.append(job)
+            elif state is JobState.PENDING or state is JobState.PREEMPTED or (
+                state is JobState.RETRYING
+            ):
+                retry_after = float(job.extra.get("retry_after", 0.0)) if job.extra else 0.0
+                if retry_after <= now:
+                    waiting.append(job)
+                elif next_retry_at is None or retry_after < next_retry_at:
+                    next_retry_at = retry_after
         waiting.sort(key=_ARRIVAL_ORDER)
         running.sort(key=_ARRIVAL_ORDER)
-        frozen = {gpu: tuple(occ) for gpu, occ in occupants.items()}
-        return cls(now, cluster, tuple(waiting), tuple(running), MappingProxyType(frozen))
+        return cls(now, cluster, tuple(waiting), tuple(running), next_retry_at)
+
+    @property
+    def occupants(self) -> Mapping[GpuId, tuple[tuple[str, int], ...]]:
+        """Per GPU of a live node, the (job id, rank) pairs placed on it. Computed on demand:
+        most policies need only :meth:`free_gpus`."""
+        occupants: dict[GpuId, list[tuple[str, int]]] = {
+            gpu: [] for gpu in self.cluster.gpu_ids()
+        }
+        for job in self.running:
+            for rank, gpu in enumerate(job.placement):
+                if gpu in occupants:
+                    occupants[gpu].append((job.id, rank))
+        return MappingProxyType({gpu: tuple(occ) for gpu, occ in occupants.items()})
 
     def free_gpus(self) -> list[GpuId]:
         """GPUs with no worker on them, of nodes that are alive, in a stable order."""
-        alive = {node.index for node in self.cluster.alive_nodes}
-        return sorted(gpu for gpu, occ in self.occupants.items() if not occ and gpu[0] in alive)
+        used = {gpu for job in self.running for gpu in job.placement}
+        return [gpu for gpu in self.cluster.gpu_ids() if gpu not in used]
 
     def lost_placements(self) -> list[Job]:
         """Running jobs with a worker on a GPU that is no longer in the cluster."""

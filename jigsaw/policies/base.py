@@ -16,6 +16,18 @@ class Policy(Protocol):
     def decide(self, snapshot: Snapshot) -> list[Decision]: ...
 
 
+class StableHint(Protocol):
+    """Optional: a policy whose decisions depend on time only through known crossings.
+
+    After a round with no decisions at ``snapshot.now``, ``stable_until(snapshot)`` is the
+    earliest time at which the same world (no arrival, finish or other state change) could
+    get a different answer. The simulator skips the rounds before it; the result is the same
+    as asking every round (tests/core/test_simulator_skip.py checks the decision logs match).
+    """
+
+    def stable_until(self, snapshot: Snapshot) -> float: ...
+
+
 PolicyFactory = Callable[..., Policy]
 _REGISTRY: dict[str, PolicyFactory] = {}
 

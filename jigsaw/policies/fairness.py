@@ -77,7 +77,27 @@ def las_key(job: Job, now: float, config: LasConfig) -> tuple[int, int, float, s
 
 
 def las_order(jobs: Sequence[Job], now: float, config: LasConfig) -> list[Job]:
-    return sorted(jobs, key=lambda job: las_key(job, now, config))
+    """Jobs sorted by :func:`las_key`, which is inlined here: every round ranks every job."""
+    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
+    keyed = []
+    for job in jobs:
+        attained = job.attained_gpu_seconds
+        started = job.run_started_at
+        if started is not None and now > started:
+            attained += (now - started) * len(job.placement)
+        executed = attained / job.spec.workers
+        waited = now - job.submitted_at - executed
+        if waited > knob * executed and waited > floor:
+            queue = 0
+        else:
+            queue = bisect.bisect_right(thresholds, attained)
+        keyed.append(((-job.spec.priority, queue, job.submitted_at, job.id), job))
+    keyed.sort(key=_first)
+    return [job for _, job in keyed]
+
+
+def _first(pair: tuple[tuple[int, int, float, str], Job]) -> tuple[int, int, float, str]:
+    return pair[0]
 
 
 def priority_weight(priority: int) -> float:
@@ -127,3 +147,47 @@ def maxmin_order(jobs: Sequence[Job], now: float, shares: Mapping[str, float]) -
         return (-fairness_deficit(job, now, share) / normalizer, job.submitted_at, job.id)
 
     return sorted(jobs, key=key)
+
+
+_FOREVER = float("inf")
+
+
+def las_stable_until(jobs: Sequence[Job], now: float, config: LasConfig) -> float:
+    """The earliest time after ``now`` at which some job's :func:`las_key` may differ, if
+    no job changes state meanwhile (inf: never).
+
+    A key changes only when attained service crosses a threshold or the starvation test
+    (:func:`las_key`) flips. Between state changes a job's attained service, run time and
+    waiting time are linear in time, so each crossing is the root of a linear function.
+    The result is a lower bound: a round skipped before it would decide what the last one
+    did, so a simulator may jump straight to it.
+    """
+    soonest = _FOREVER
+    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
+    for job in jobs:
+        workers = job.spec.workers
+        attained = job.attained_gpu_seconds
+        started = job.run_started_at
+        rate_attained = 0.0
+        if started is not None:
+            rate_attained = float(len(job.placement))
+            if now > started:
+                attained += (now - started) * rate_attained
+        executed = attained / workers
+        waited = now - job.submitted_at - executed
+        rate_executed = rate_attained / workers
+        rate_waited = 1.0 - rate_executed
+        if rate_attained > 0.0:
+            index = bisect.bisect_right(thresholds, attained)
+            if index < len(thresholds):
+                soonest = min(soonest, now + (thresholds[index] - attained) / rate_attained)
+        # The starvation test flips where either linear difference changes sign.
+        for value, slope in (
+            (waited - knob * executed, rate_waited - knob * rate_executed),
+            (waited - floor, rate_waited),
+        ):
+            if slope != 0.0:
+                root = now - value / slope
+                if now <= root < soonest:
+                    soonest = root
+    return soonest

@@ -30,6 +30,7 @@ from jigsaw.oracle import Oracle
 from jigsaw.policies.base import register
 from jigsaw.policies.fairness import LasConfig, las_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
+from jigsaw.policies.las import stable_ranking_until
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
 from jigsaw.snapshot import Snapshot
@@ -111,17 +112,18 @@ class JigsawPolicy:
             footprint = self.catalog.footprint(job, job.plan, job.placement)
             footprints[job.id] = footprint
             ledger.add_all(footprint)
+        holds = {job.id for job in snapshot.running}
         victims = [
             job
             for job in reversed(ranked)
-            if job.state.holds_resources
+            if job.id in holds
             and job.id not in fair
             and not is_protected(job, now, config.min_run_s)
         ]
         state = _Round(snapshot, ledger, footprints, victims)
         starts: list[Decision] = []
         for job in ranked:
-            if not job.state.holds_resources:
+            if job.id not in holds:
                 is_fair = job.id in fair
                 start = self._place(job, is_fair, state)
                 if start is not None:
@@ -135,19 +137,27 @@ class JigsawPolicy:
             self.catalog.forget({job.id for job in snapshot.running})
         return state.decisions + starts + replans
 
+    def stable_until(self, snapshot: Snapshot) -> float:
+        """Placement, packing and re-plans depend on the ledger, not on time; the ranking
+        and the protection of fresh gangs are LAS's (see :class:`StableHint`)."""
+        return stable_ranking_until(snapshot, self.config.las, self.config.min_run_s)
+
     # -- 2. fairness guard ------------------------------------------------------------------
     def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot) -> set[str]:
         budget = snapshot.cluster.num_gpus
+        now, min_run_s = snapshot.now, self.config.min_run_s
+        holds = {job.id for job in snapshot.running}
         fair: set[str] = set()
-        for job in ranked:
-            if is_protected(job, snapshot.now, self.config.min_run_s):
+        for job in snapshot.running:
+            started = job.run_started_at
+            if started is None or now - started < min_run_s:  # is_protected, inlined
                 fair.add(job.id)
                 budget -= job.spec.workers
         reserved = 0
         for job in ranked:
             if job.id in fair:
                 continue
-            waits = not job.state.holds_resources
+            waits = job.id not in holds
             if job.spec.workers <= budget - (reserved if waits else 0):
                 fair.add(job.id)
                 budget -= job.spec.workers

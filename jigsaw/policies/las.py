@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from jigsaw.decisions import Decision
 from jigsaw.policies.base import register
-from jigsaw.policies.fairness import LasConfig, las_order
+from jigsaw.policies.fairness import LasConfig, las_order, las_stable_until
 from jigsaw.policies.fifo import BlocksOf, default_blocks_of
-from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
+from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round, protection_ends
 from jigsaw.snapshot import Snapshot
 
 
@@ -39,6 +39,20 @@ class LasPolicy:
         return gang_round(
             snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s, label="las"
         )
+
+    def stable_until(self, snapshot: Snapshot) -> float:
+        """Until a LAS key or a gang's protection changes, or a back-off ends, the ranking
+        and so the round's decisions stay as they are (see :class:`StableHint`)."""
+        return stable_ranking_until(snapshot, self.config, self.min_run_s)
+
+
+def stable_ranking_until(snapshot: Snapshot, config: LasConfig, min_run_s: float) -> float:
+    now = snapshot.now
+    return min(
+        las_stable_until(snapshot.running + snapshot.waiting, now, config),
+        protection_ends(snapshot.running, now, min_run_s),
+        snapshot.next_retry_at if snapshot.next_retry_at is not None else float("inf"),
+    )
 
 
 register("las")(LasPolicy)

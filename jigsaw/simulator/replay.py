@@ -6,6 +6,12 @@ finishes), or a round boundary. Policies that decide in rounds (``policy.periodi
 asked only at round boundaries, and only when something changed or some job is waiting;
 others (FIFO) are asked whenever a job arrives or a gang finishes. ``admit_in_rounds`` makes
 every policy decide at round boundaries only (Gavel's semantics).
+
+Quiet rounds are skipped: after a round with no decisions, a policy that implements
+:class:`~jigsaw.policies.base.StableHint` (las, jigsaw) says until when nothing can change
+without an arrival or a finish, and the clock jumps to the first round boundary after that.
+The decisions are the same as asking every round (``skip_quiet_rounds=False``); only the
+replay gets faster.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ class ReplayOptions:
     overheads: OverheadModel = field(default_factory=OverheadModel)
     admit_in_rounds: bool = False
     keep_log: bool = False
+    skip_quiet_rounds: bool = True
+    """Jump over rounds a StableHint policy says cannot decide anything new."""
     max_idle_rounds: int = 3
     """Stop (``stalled``) after this many rounds with waiting jobs, nothing running and no
     decision: such jobs can never start (a gang larger than the cluster, say)."""
@@ -111,8 +119,13 @@ class Replay:
         started = time.perf_counter()
         options = self.options
         in_rounds = bool(getattr(self.policy, "periodic", False)) or options.admit_in_rounds
+        stable_until = getattr(self.policy, "stable_until", None)
+        if not options.skip_quiet_rounds:
+            stable_until = None
         pending = list(reversed(self.arrivals))
         next_round = self.clock.now()
+        quiet_until = -math.inf
+        """No round before this can decide anything (reset by any arrival or event)."""
         dirty = False
         rounds = cycles = idle_rounds = 0
         stalled = False
@@ -124,20 +137,29 @@ class Replay:
             executor_at = self.executor.next_event_time()
             if executor_at is not None:
                 upcoming.append(executor_at)
-            if in_rounds and (dirty or waiting):
+            if in_rounds and (dirty or (waiting and quiet_until == -math.inf)):
                 upcoming.append(next_round)
+            elif in_rounds and waiting and quiet_until < math.inf:
+                upcoming.append(max(next_round, self._round_at_or_after(quiet_until)))
             elif not in_rounds and dirty:
                 upcoming.append(self.clock.now())
             if not upcoming:
+                stalled = waiting  # jobs wait, yet nothing will ever change
                 break
             now = max(min(upcoming), self.clock.now())
             self.clock.advance_to(now)
+            if in_rounds and waiting and quiet_until > -math.inf:
+                # The skipped rounds happened, deciding nothing: the round clock moved on.
+                next_round = max(next_round, self._round_at_or_after(now))
             while pending and pending[-1].at <= now:
                 # Behind a waiting job, an arrival-order policy cannot start a newcomer.
                 dirty = dirty or not (self._prefix_only and waiting)
+                quiet_until = -math.inf
                 self._arrive(pending.pop())
             events = self.executor.poll(now)
             self.cycle.observe(events)
+            if events:
+                quiet_until = -math.inf
             if any(not isinstance(event, Started) for event in events):
                 dirty = True
                 self._finished += sum(isinstance(event, Finished) for event in events)
@@ -145,7 +167,7 @@ class Replay:
                 if now + 1e-9 < next_round:
                     continue
                 next_round = (math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
-                if not (dirty or waiting):
+                if not (dirty or waiting) or (not dirty and now + 1e-9 < quiet_until):
                     continue
                 rounds += 1
             elif not dirty:
@@ -154,6 +176,10 @@ class Replay:
             report = self.cycle.run_once()
             cycles += 1
             dirty = False
+            quiet_until = -math.inf
+            if stable_until is not None and not report.decisions and report.snapshot is not None:
+                # Margin: float round-off must never push the jump past a real crossing.
+                quiet_until = stable_until(report.snapshot) - 1e-3
             idle = not report.decisions and not self.executor.running_jobs() and not pending
             waiting = idle and (bool(self.store.active_jobs()) or bool(self._backlog))
             idle_rounds = idle_rounds + 1 if waiting else 0
@@ -164,6 +190,11 @@ class Replay:
                 progress(self._finished, len(self.arrivals), now)
         wall = time.perf_counter() - started
         return self._result(rounds, cycles, wall, stalled)
+
+    def _round_at_or_after(self, moment: float) -> float:
+        """The first round boundary (a multiple of the round length) at or after ``moment``."""
+        round_s = self.options.round_s
+        return math.ceil(moment / round_s - 1e-9) * round_s
 
     # -- arrivals -------------------------------------------------------------------------------
     def _arrive(self, arrival: Arrival) -> None:

@@ -33,6 +33,8 @@ class SimulationSetup:
     admit_in_rounds: bool | None = None
     """None: in rounds for Gavel traces (Gavel's semantics), on events otherwise."""
     keep_log: bool = False
+    skip_quiet_rounds: bool = True
+    """Jump over rounds a policy says cannot decide anything new (same decisions, faster)."""
     policy_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -121,7 +123,7 @@ def replay(
     in_rounds = setup.admit_in_rounds if setup.admit_in_rounds is not None else gavel
     options = ReplayOptions(
         round_s=setup.round_s, overheads=setup.overheads, admit_in_rounds=in_rounds,
-        keep_log=setup.keep_log,
+        keep_log=setup.keep_log, skip_quiet_rounds=setup.skip_quiet_rounds,
     )
     result = Replay(arrivals, policy, rates, cluster, options).run(progress)
     result.summary.update(describe_sources(oracle, arrivals))

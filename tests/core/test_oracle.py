@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -159,7 +158,7 @@ def test_measured_profile_wins_and_cpu_times_are_used(tmp_path: Path) -> None:
         catalog.get("digits_cnn")
 
 
-def test_two_thousand_contended_calls_are_fast(oracle: Oracle) -> None:
+def test_contention_never_speeds_an_iteration_up(oracle: Oracle) -> None:
     models = ("resnet50_224", "resnet18_32", "gpt_small", "vgg16_224")
     calls = []
     for i in range(2000):
@@ -172,7 +171,9 @@ def test_two_thousand_contended_calls_are_fast(oracle: Oracle) -> None:
     load = {(node, g): 0.3 for node in range(128) for g in range(8)}
     for call in calls:
         oracle.predict(*call)  # warm the per-plan caches, as a scheduler round would
-    started = time.perf_counter()
+    # The latency itself is a benchmark figure (bench/oracle_calibration.py --latency);
+    # here: contention only ever slows an iteration down.
     for call in calls:
-        oracle.predict(*call, gpu_load=load)
-    assert time.perf_counter() - started < 0.5  # ~20 ms measured; generous for shared CPUs
+        contended = oracle.predict(*call, gpu_load=load)
+        alone = oracle.predict(*call)
+        assert contended.iteration_time_s >= alone.iteration_time_s

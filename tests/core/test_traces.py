@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -166,9 +165,8 @@ def test_load_trace_refuses_unknown_formats(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (SHARED / "traces" / "philly.csv").is_file(), reason="no ../shared")
-def test_full_philly_reads_fast() -> None:
-    started = time.perf_counter()
+def test_the_full_philly_trace_reads_completely() -> None:
+    # How fast it reads is a benchmark figure (bench/sim_speed.py reports load_s).
     jobs = load_trace(SHARED / "traces" / "philly.csv")
-    elapsed = time.perf_counter() - started
     assert len(jobs) == 82_247
-    assert elapsed < 4.0  # ~0.7 s measured; slack for shared CPUs
+    assert len({job.id for job in jobs}) == 82_247
