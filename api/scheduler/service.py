@@ -8,6 +8,7 @@ polls for leadership. Losing leadership drops the executor's gangs and returns t
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -31,7 +32,8 @@ from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import RetryPolicy, SchedulingCycle
 from jigsaw.policies import create_policy
-from jigsaw.policies.base import Policy
+from jigsaw.policies.base import Policy, policy_factory
+from jigsaw.policies.options import policy_options
 from jigsaw.seams import Executor
 from jigsaw.simexec import ConstantRate, SimulatedExecutor
 
@@ -65,23 +67,17 @@ def build_executor(settings: Settings) -> ExecutorHandle:
 
 
 def build_policy(settings: Settings, oracle: OracleView) -> Policy:
-    """The named policy with ``JIGSAW_POLICY_OPTIONS``, given what it can use of the oracle
-    (``blocks_of`` for the gang policies, ``oracle`` for jigsaw), wrapped in quotas."""
-    options = dict(settings.policy_options)
-    attempts: list[dict[str, Any]] = [
-        {"blocks_of": oracle.num_blocks},
-        {"oracle": oracle.oracle},
-        {},
-    ]
-    policy: Policy | None = None
-    for extra in attempts:
-        try:
-            policy = create_policy(settings.policy, **extra, **options)
-            break
-        except TypeError:
-            if not extra:
-                raise
-    assert policy is not None
+    """The named policy with ``JIGSAW_POLICY_OPTIONS`` (nested configs allowed, see
+    :mod:`jigsaw.policies.options`), given what it can use of the oracle (``blocks_of`` for
+    the gang policies, ``oracle`` for jigsaw), wrapped in quotas."""
+    options = policy_options(settings.policy, dict(settings.policy_options))
+    wants = set(inspect.signature(policy_factory(settings.policy)).parameters)
+    supplied: dict[str, Any] = {}
+    if "blocks_of" in wants:
+        supplied["blocks_of"] = oracle.num_blocks
+    if "oracle" in wants:
+        supplied["oracle"] = oracle.oracle
+    policy = create_policy(settings.policy, **supplied, **options)
     quotas = Quotas(settings.queue_quotas, settings.user_quotas)
     return policy if quotas.empty else QuotaPolicy(policy, quotas)
 

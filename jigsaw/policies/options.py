@@ -1,0 +1,60 @@
+"""Policy options from JSON (``JIGSAW_POLICY_OPTIONS``): plain values in, config objects out.
+
+JSON has no dataclasses, so ``{"config": {"thresholds": [600, 6000]}}`` for ``las`` becomes
+``config=LasConfig(thresholds=(600.0, 6000.0))`` and, for ``jigsaw``, ``{"config":
+{"load_threshold": 1.2, "las": {...}}}`` becomes a :class:`JigsawConfig` holding a
+:class:`LasConfig`. Unknown keys and bad values raise :class:`InvalidSpecError` naming the
+option, never a bare TypeError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+from jigsaw.errors import InvalidSpecError
+from jigsaw.policies.base import policy_factory
+from jigsaw.policies.fairness import LasConfig
+from jigsaw.policies.jigsaw import JigsawConfig
+
+_CONFIG_CLASSES: dict[str, type[Any]] = {"las": LasConfig, "jigsaw": JigsawConfig}
+SUPPLIED = frozenset({"oracle", "blocks_of", "eta_of"})
+"""Arguments the service passes itself; not settable from JSON."""
+
+
+def policy_options(policy: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for ``policy`` built from JSON-decoded ``raw``."""
+    accepted = set(inspect.signature(policy_factory(policy)).parameters) - SUPPLIED
+    unknown = sorted(set(raw) - accepted)
+    if unknown:
+        choices = ", ".join(sorted(accepted)) or "none"
+        raise InvalidSpecError(
+            f"policy {policy!r} has no option {unknown[0]!r}; its options: {choices}",
+            field="policy_options",
+        )
+    options = dict(raw)
+    config = options.get("config")
+    if isinstance(config, dict):
+        options["config"] = _build(_CONFIG_CLASSES[policy], config, f"{policy}.config")
+    return options
+
+
+def _build(cls: type[Any], raw: dict[str, Any], where: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in fields:
+            raise InvalidSpecError(
+                f"{where} has no option {key!r}; its options: {', '.join(sorted(fields))}",
+                field="policy_options",
+            )
+        if key == "las" and isinstance(value, dict):
+            value = _build(LasConfig, value, f"{where}.las")
+        elif isinstance(value, list):
+            value = tuple(float(v) for v in value)
+        values[key] = value
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as error:
+        raise InvalidSpecError(f"{where}: {error}", field="policy_options") from None
