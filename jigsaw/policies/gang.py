@@ -67,13 +67,12 @@ def gang_round(
     now = snapshot.now
     alive = set(snapshot.cluster.gpu_ids())
     budget = len(alive)
-    # One pass for what every later step asks of a job: this runs for every active job in
-    # every round, hundreds of thousands of rounds in a trace replay.
+    # Who holds GPUs, as a set: the steps below ask it of every active job in every round,
+    # and a trace replay runs about a hundred thousand rounds.
     holds = {job.id for job in snapshot.running}
     selected: set[str] = set()
     for job in ranked:
-        started = job.run_started_at
-        if job.id in holds and (started is None or now - started < min_run_s):  # is_protected
+        if is_protected(job, now, min_run_s):
             selected.add(job.id)
             budget -= job.spec.workers
     reserved = 0

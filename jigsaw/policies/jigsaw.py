@@ -145,12 +145,10 @@ class JigsawPolicy:
     # -- 2. fairness guard ------------------------------------------------------------------
     def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot) -> set[str]:
         budget = snapshot.cluster.num_gpus
-        now, min_run_s = snapshot.now, self.config.min_run_s
         holds = {job.id for job in snapshot.running}
         fair: set[str] = set()
-        for job in snapshot.running:
-            started = job.run_started_at
-            if started is None or now - started < min_run_s:  # is_protected, inlined
+        for job in ranked:
+            if is_protected(job, snapshot.now, self.config.min_run_s):
                 fair.add(job.id)
                 budget -= job.spec.workers
         reserved = 0

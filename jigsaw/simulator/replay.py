@@ -144,7 +144,8 @@ class Replay:
             elif not in_rounds and dirty:
                 upcoming.append(self.clock.now())
             if not upcoming:
-                stalled = waiting  # jobs wait, yet nothing will ever change
+                # Jobs wait, the policy says no round will ever start them: stalled.
+                stalled = in_rounds and waiting
                 break
             now = max(min(upcoming), self.clock.now())
             self.clock.advance_to(now)
