@@ -103,7 +103,8 @@ class JigsawPolicy:
         if not snapshot.waiting and not spb_running:
             return []
         ranked = las_order(snapshot.running + snapshot.waiting, now, config.las)
-        fair = self._fair_set(ranked, snapshot)
+        holds = {job.id for job in snapshot.running}
+        fair = self._fair_set(ranked, snapshot, holds)
         ledger = GpuLedger(
             snapshot.cluster, threshold=config.load_threshold, min_residual=config.min_residual
         )
@@ -112,7 +113,6 @@ class JigsawPolicy:
             footprint = self.catalog.footprint(job, job.plan, job.placement)
             footprints[job.id] = footprint
             ledger.add_all(footprint)
-        holds = {job.id for job in snapshot.running}
         victims = [
             job
             for job in reversed(ranked)
@@ -143,9 +143,8 @@ class JigsawPolicy:
         return stable_ranking_until(snapshot, self.config.las, self.config.min_run_s)
 
     # -- 2. fairness guard ------------------------------------------------------------------
-    def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot) -> set[str]:
+    def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot, holds: set[str]) -> set[str]:
         budget = snapshot.cluster.num_gpus
-        holds = {job.id for job in snapshot.running}
         fair: set[str] = set()
         for job in ranked:
             if is_protected(job, snapshot.now, self.config.min_run_s):

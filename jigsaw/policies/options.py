@@ -34,9 +34,9 @@ def policy_options(policy: str, raw: dict[str, Any]) -> dict[str, Any]:
             field="policy_options",
         )
     options = dict(raw)
-    config = options.get("config")
-    if isinstance(config, dict):
-        options["config"] = _build(_CONFIG_CLASSES[policy], config, f"{policy}.config")
+    config, config_class = options.get("config"), _CONFIG_CLASSES.get(policy)
+    if isinstance(config, dict) and config_class is not None:
+        options["config"] = _build(config_class, config, f"{policy}.config")
     return options
 
 
