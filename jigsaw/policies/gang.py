@@ -72,7 +72,9 @@ def gang_round(
     holds = {job.id for job in snapshot.running}
     selected: set[str] = set()
     for job in ranked:
-        if is_protected(job, now, min_run_s):
+        started = job.run_started_at
+        # is_protected, inlined: 7% of a las replay's wall time (10,000 Philly jobs).
+        if job.id in holds and (started is None or now - started < min_run_s):
             selected.add(job.id)
             budget -= job.spec.workers
     reserved = 0

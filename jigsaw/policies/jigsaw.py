@@ -146,8 +146,11 @@ class JigsawPolicy:
     def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot, holds: set[str]) -> set[str]:
         budget = snapshot.cluster.num_gpus
         fair: set[str] = set()
+        now, min_run_s = snapshot.now, self.config.min_run_s
         for job in ranked:
-            if is_protected(job, snapshot.now, self.config.min_run_s):
+            started = job.run_started_at
+            # is_protected, inlined, as in gang_round: this is the replay's hot path.
+            if job.id in holds and (started is None or now - started < min_run_s):
                 fair.add(job.id)
                 budget -= job.spec.workers
         reserved = 0
