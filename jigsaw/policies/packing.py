@@ -16,26 +16,54 @@ from jigsaw.placement import compact_placement
 _EPS = 1e-9
 
 
-class GpuLedger:
-    def __init__(self, cluster: Cluster, *, threshold: float = 1.0, min_residual: float = 0.2):
-        self.threshold = threshold
-        self.min_residual = min_residual
+class _EmptyLedger:
+    """The ledger of a cluster with nothing booked, built once per cluster and copied at C
+    speed each round (a round of jigsaw builds a fresh ledger)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
         self.load: dict[GpuId, float] = {}
         self.memory_used: dict[GpuId, int] = {}
         self.memory_total: dict[GpuId, int] = {}
         self.workers: dict[GpuId, int] = {}
         self.free_by_node: dict[int, list[GpuId]] = {}
-        self.partial: dict[GpuId, None] = {}
-        self.num_free = 0
         for node in cluster.alive_nodes:
             gpus = list(node.gpu_ids())
             self.free_by_node[node.index] = gpus
-            self.num_free += len(gpus)
             for gpu in gpus:
                 self.load[gpu] = 0.0
                 self.memory_used[gpu] = 0
                 self.memory_total[gpu] = node.gpu_memory_bytes
                 self.workers[gpu] = 0
+        self.num_free = len(self.load)
+
+
+_last_empty: _EmptyLedger | None = None
+
+
+def _empty_ledger(cluster: Cluster) -> _EmptyLedger:
+    global _last_empty
+    if _last_empty is None or (
+        _last_empty.cluster is not cluster and _last_empty.cluster != cluster
+    ):
+        _last_empty = _EmptyLedger(cluster)
+    return _last_empty
+
+
+class GpuLedger:
+    def __init__(self, cluster: Cluster, *, threshold: float = 1.0, min_residual: float = 0.2):
+        self.threshold = threshold
+        self.min_residual = min_residual
+        empty = _empty_ledger(cluster)
+        self.load: dict[GpuId, float] = dict(empty.load)
+        self.memory_used: dict[GpuId, int] = dict(empty.memory_used)
+        self.memory_total: dict[GpuId, int] = empty.memory_total  # read-only
+        self.workers: dict[GpuId, int] = dict(empty.workers)
+        self.free_by_node: dict[int, list[GpuId]] = {
+            node: list(gpus) for node, gpus in empty.free_by_node.items()
+        }
+        self.partial: dict[GpuId, None] = {}
+        self.num_free = empty.num_free
 
     # -- bookkeeping ------------------------------------------------------------------------
     def add(self, gpu: GpuId, load: float, memory: int) -> None:
