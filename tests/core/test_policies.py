@@ -203,3 +203,19 @@ def test_jigsaw_schedules_models_it_has_no_profile_for() -> None:
     cluster = Cluster.uniform(2, 2)
     decisions = decide("jigsaw", 0.0, cluster, [waiting("x", 2, model="mypkg.train:main")])
     assert [d.job_id for d in decisions] == ["x"]
+
+
+def test_ledgers_of_one_cluster_do_not_share_bookings() -> None:
+    """Each round's ledger starts from a copied empty ledger: bookings never leak."""
+    cluster = Cluster.uniform(8, 4)
+    first = GpuLedger(cluster)
+    first.add((0, 0), 0.6, 2**30)
+    first.add((1, 3), 1.0, 2**30)
+    second = GpuLedger(cluster)
+    assert second.num_free == 8
+    assert second.load[(0, 0)] == 0.0 and second.memory_used[(0, 0)] == 0
+    assert (0, 0) in second.free_by_node[0] and (1, 3) in second.free_by_node[1]
+    assert not second.partial
+    assert first.num_free == 6 and (0, 0) in first.partial
+    smaller = GpuLedger(cluster.without_node(1))
+    assert smaller.num_free == 4 and 1 not in smaller.free_by_node
