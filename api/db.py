@@ -38,6 +38,23 @@ def writer(engine: Engine) -> Engine:
     return engine.execution_options(**{IMMEDIATE: True})
 
 
+def autocommit(engine: Engine) -> Engine:
+    """The same engine for reads and for writes that are one statement. On Postgres its
+    connections run in autocommit: a read is one round trip, not BEGIN, SELECT, ROLLBACK.
+    Under Postgres's default READ COMMITTED every statement takes its own snapshot anyway, so
+    no read sees less consistency. SQLite keeps its explicit ``BEGIN`` (a local call, no round
+    trip), so code that needs atomicity across statements must still use :func:`writer`."""
+    if is_sqlite(engine):
+        return engine
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def single_statement_writer(engine: Engine) -> Engine:
+    """For a write that is one statement, used as ``with engine.begin()``: in autocommit on
+    Postgres (1 round trip, not BEGIN, statement, COMMIT); ``BEGIN IMMEDIATE`` on SQLite."""
+    return writer(engine) if is_sqlite(engine) else autocommit(engine)
+
+
 def _sqlite_engine(url: str) -> Engine:
     database = make_url(url).database
     if database and database != ":memory:":

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from api.db import writer
+from api.db import single_statement_writer, writer
 from api.errors import ApiError
 from api.models import idempotency_keys as keys
 
@@ -49,6 +49,7 @@ class IdempotencyKeys:
     def __init__(self, engine: Engine, *, ttl_s: float, abandon_after_s: float = 60.0) -> None:
         self._engine = engine
         self._writer = writer(engine)
+        self._single_statement = single_statement_writer(engine)
         self._ttl_s = ttl_s
         self._abandon_after_s = abandon_after_s
 
@@ -56,7 +57,7 @@ class IdempotencyKeys:
         for _ in range(3):
             now = time.time()
             try:
-                with self._writer.begin() as conn:
+                with self._single_statement.begin() as conn:
                     row_id = conn.execute(
                         insert(keys)
                         .values(

@@ -14,8 +14,8 @@ name the bottleneck. Prints ONE JSON object.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
+import contextlib
 import json
 import os
 import re
@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 import psycopg
+from http_load import Request, RequestMaker, run_load
 from sqlalchemy.engine import make_url
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,55 +69,37 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def load(
-    url: str,
-    make_request: Any,
-    clients: int,
-    seconds: float,
-    headers: dict[str, str],
-) -> dict[str, Any]:
-    """``clients`` concurrent loops for ``seconds``; latency of every request."""
-    latencies: list[float] = []
-    statuses: collections.Counter[int] = collections.Counter()
-    stop_at = time.perf_counter() + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=30) as http:
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (uvicorn worker processes)."""
+    tree, index = [pid], 0
+    while index < len(tree):
+        for task in Path(f"/proc/{tree[index]}/task").iterdir():
+            children = (task / "children").read_text().split()
+            tree.extend(int(child) for child in children)
+        index += 1
+    return tree
 
-        async def worker(index: int) -> None:
-            count = 0
-            while time.perf_counter() < stop_at:
-                method, path, kwargs = make_request(index, count)
-                started = time.perf_counter()
-                response = await http.request(method, path, **kwargs)
-                latencies.append(time.perf_counter() - started)
-                statuses[response.status_code] += 1
-                count += 1
 
-        began = time.perf_counter()
-        await asyncio.gather(*(worker(i) for i in range(clients)))
-        elapsed = time.perf_counter() - began
-    latencies.sort()
-
-    def pct(q: float) -> float:
-        return round(1000 * latencies[min(int(q * len(latencies)), len(latencies) - 1)], 2)
-
-    return {
-        "requests": len(latencies),
-        "per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": pct(0.50),
-        "p99_ms": pct(0.99),
-        "statuses": dict(statuses),
-    }
+def server_cpu(pids: list[int]) -> float:
+    """CPU seconds of the servers' whole process trees (live processes only)."""
+    total = 0.0
+    for root in pids:
+        for pid in process_tree(root):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                total += cpu_seconds(pid)
+    return total
 
 
 def measure(
-    name: str, url: str, pid: int, make_request: Any, args: argparse.Namespace, headers: Any
+    name: str, url: str, pids: list[int], make_request: RequestMaker, args: argparse.Namespace,
+    headers: dict[str, str],
 ) -> dict[str, Any]:
-    asyncio.run(load(url, make_request, args.clients, min(2.0, args.seconds), headers))  # warm
-    before, client_before = cpu_seconds(pid), time.process_time()
-    result = asyncio.run(load(url, make_request, args.clients, args.seconds, headers))
+    """One phase: warm up, then load for ``args.seconds``; server CPU summed over ``pids``."""
+    run_load(url, make_request, args.clients, min(2.0, args.seconds), headers)  # warm
+    before, client_before = server_cpu(pids), time.process_time()
+    result = run_load(url, make_request, args.clients, args.seconds, headers)
     result["server_cpu_ms_per_request"] = round(
-        1000 * (cpu_seconds(pid) - before) / max(result["requests"], 1), 3
+        1000 * (server_cpu(pids) - before) / max(result["requests"], 1), 3
     )
     result["client_cpu_ms_per_request"] = round(
         1000 * (time.process_time() - client_before) / max(result["requests"], 1), 3
@@ -159,13 +142,14 @@ WAITING = {"threading", "asyncio", "concurrent", "selectors", "queue"}
 
 
 def profile_server(pid: int, seconds: float, folder: Path) -> dict[str, Any]:
-    """py-spy samples of every server thread. Samples whose innermost frame is a wait
-    (threading, asyncio, selectors, queue) are idle time; the rest is CPU time, split by the
-    package of the innermost frame (self) and of any frame on the stack (inclusive)."""
+    """py-spy samples (100 Hz) of the server thread holding the GIL, i.e. its Python CPU
+    time, split by the package of the innermost frame (self) and of any frame on the stack
+    (inclusive). ``gil_held_fraction``: the share of samples in which some thread held it."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     out = folder / "profile.txt"
     result = subprocess.run(
-        [spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-f", "raw", "-o", str(out)],
+        [spy, "record", "--gil", "-r", "100", "-p", str(pid), "-d", str(int(seconds)),
+         "-f", "raw", "-o", str(out)],  # fmt: skip
         capture_output=True,
         text=True,
     )
@@ -195,6 +179,7 @@ def profile_server(pid: int, seconds: float, folder: Path) -> dict[str, Any]:
         return {k: round(100 * v / busy, 1) for k, v in counter.most_common(12)}
 
     return {
+        "gil_held_fraction": round((busy + idle) / (100 * int(seconds)), 3),
         "busy_samples": busy,
         "idle_samples": idle,
         "self_percent_of_busy": share(self_time),
@@ -265,41 +250,43 @@ def main() -> None:
         wait_http(f"{base_url}/ping", base, base_log)
         auth = {"Authorization": f"Bearer {token}"}
 
-        def submit(_i: int, _n: int) -> tuple[str, str, dict[str, Any]]:
-            return "POST", "/api/v1/jobs", {"json": SPEC}
+        def submit(_i: int, _n: int) -> Request:
+            return Request("POST", "/api/v1/jobs", SPEC)
 
-        def submit_keyed(i: int, n: int) -> tuple[str, str, dict[str, Any]]:
+        def submit_keyed(i: int, n: int) -> Request:
             key = f"{os.getpid()}-{i}-{n}-{time.perf_counter_ns()}"
-            return "POST", "/api/v1/jobs", {"json": SPEC, "headers": {"Idempotency-Key": key}}
+            return Request("POST", "/api/v1/jobs", SPEC, {"Idempotency-Key": key})
 
-        def echo(_i: int, _n: int) -> tuple[str, str, dict[str, Any]]:
-            return "POST", "/echo", {"json": SPEC}
+        def echo(_i: int, _n: int) -> Request:
+            return Request("POST", "/echo", SPEC)
 
-        def ping(_i: int, _n: int) -> tuple[str, str, dict[str, Any]]:
-            return "GET", "/ping", {}
+        def ping(_i: int, _n: int) -> Request:
+            return Request("GET", "/ping")
 
         results: dict[str, Any] = {}
-        results["baseline_bare_post"] = measure("bare post", base_url, base.pid, echo, args, {})
-        results["baseline_bare_get"] = measure("bare get", base_url, base.pid, ping, args, {})
+        results["baseline_bare_post"] = measure("bare post", base_url, [base.pid], echo, args, {})
+        results["baseline_bare_get"] = measure("bare get", base_url, [base.pid], ping, args, {})
+        results["submit"] = measure("submit", ours_url, [ours.pid], submit, args, auth)
+        # Profiled in a phase of its own: the sampler costs CPU the measured phase should not.
         profile: dict[str, Any] = {}
         profiler = threading.Thread(
             target=lambda: profile.update(profile_server(ours.pid, args.seconds / 2, folder))
         )
-        threading.Timer(1.0 + min(2.0, args.seconds), profiler.start).start()
-        results["submit"] = measure("submit", ours_url, ours.pid, submit, args, auth)
+        threading.Timer(1.0, profiler.start).start()
+        run_load(ours_url, submit, args.clients, args.seconds / 2 + 2.0, auth)
         profiler.join()
         results["submit_idempotent"] = measure(
-            "submit+key", ours_url, ours.pid, submit_keyed, args, auth
+            "submit+key", ours_url, [ours.pid], submit_keyed, args, auth
         )
         ids = [
             job["id"]
             for job in httpx.get(f"{ours_url}/api/v1/jobs?limit=1000", headers=auth).json()["items"]
         ]
 
-        def status(i: int, n: int) -> tuple[str, str, dict[str, Any]]:
-            return "GET", f"/api/v1/jobs/{ids[(i * 7919 + n) % len(ids)]}", {}
+        def status(i: int, n: int) -> Request:
+            return Request("GET", f"/api/v1/jobs/{ids[(i * 7919 + n) % len(ids)]}")
 
-        results["status_read"] = measure("status", ours_url, ours.pid, status, args, auth)
+        results["status_read"] = measure("status", ours_url, [ours.pid], status, args, auth)
         results["baseline_raw_psycopg_insert"] = raw_inserts(
             database_url, args.clients, args.seconds
         )

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, Insert, Select, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from api.db import writer
+from api.db import autocommit, is_sqlite, single_statement_writer, writer
 from api.models import allocations, job_events, job_log_lines, jobs, scheduler_leader
 from api.store.codec import event_from_row, event_log_line, event_values, job_from_row, job_values
 from api.store.errors import StaleEpochError
@@ -37,6 +37,9 @@ class SqlStore:
     def __init__(self, engine: Engine, *, epoch: int | None = None) -> None:
         self._engine = engine
         self._writer = writer(engine)
+        self._autocommit = autocommit(engine)
+        self._single_statement = single_statement_writer(engine)
+        self._one_statement_add = not is_sqlite(engine)
         self._epoch = epoch
 
     @property
@@ -64,6 +67,9 @@ class SqlStore:
             "updated_at": time.time(),
         }
         try:
+            if self._one_statement_add and not job.placement:
+                self._add_in_one_statement(row, event, then)
+                return job
             with self._writer.begin() as conn:
                 conn.execute(_INSERT_JOB, row)
                 if job.placement:
@@ -75,8 +81,20 @@ class SqlStore:
             raise ConflictError(f"job {job.id} already exists") from None
         return job
 
+    def _add_in_one_statement(
+        self, row: dict[str, Any], event: JobEvent, then: Callable[[Connection], None] | None
+    ) -> None:
+        """Postgres: job, event and log line in one round trip. Without ``then`` the statement
+        commits by itself (autocommit); with it, both share one transaction."""
+        statement = _new_job_statement(tuple(row))
+        params = _new_job_params(row, event, self._epoch)
+        with (self._writer if then is not None else self._single_statement).begin() as conn:
+            conn.execute(statement, params)
+            if then is not None:
+                then(conn)
+
     def get(self, job_id: str) -> Job:
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             row = conn.execute(_GET_JOB, {"job_id": job_id}).mappings().first()
         if row is None:
             raise JobNotFoundError(job_id)
@@ -88,7 +106,7 @@ class SqlStore:
             .where(jobs.c.state.not_in(_TERMINAL))
             .order_by(jobs.c.submitted_at, jobs.c.id)
         )
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [job_from_row(row) for row in conn.execute(query).mappings()]
 
     def list_jobs(
@@ -102,7 +120,7 @@ class SqlStore:
     ) -> list[Job]:
         query = _filtered(select(jobs), states, user, queue)
         query = query.order_by(jobs.c.submitted_at, jobs.c.id).limit(limit).offset(offset)
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [job_from_row(row) for row in conn.execute(query).mappings()]
 
     def count_jobs(
@@ -113,7 +131,7 @@ class SqlStore:
         queue: str | None = None,
     ) -> int:
         query = _filtered(select(func.count()).select_from(jobs), states, user, queue)
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
     def save(self, job: Job, *, expected_version: int, event: JobEvent | None = None) -> Job:
@@ -137,7 +155,7 @@ class SqlStore:
 
     def events(self, job_id: str) -> list[JobEvent]:
         query = select(job_events).where(job_events.c.job_id == job_id).order_by(job_events.c.id)
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             rows = list(conn.execute(query).mappings())
             if not rows and not _exists(conn, job_id):
                 raise JobNotFoundError(job_id)
@@ -200,6 +218,45 @@ _ALLOCATIONS_OF = (
     .order_by(allocations.c.rank)
 )
 _GET_JOB = select(jobs).where(jobs.c.id == bindparam("job_id"))
+
+
+_NEW_JOB_STATEMENTS: dict[tuple[str, ...], Insert] = {}
+
+
+def _new_job_statement(job_columns: tuple[str, ...]) -> Insert:
+    """Postgres: the job, its first event and its log line in ONE statement::
+
+        WITH new_job AS (INSERT INTO jobs ...), new_event AS (INSERT INTO job_events ...)
+        INSERT INTO job_log_lines ...
+
+    Built once per column set, with named parameters, so SQLAlchemy compiles it once.
+    Foreign keys are checked at the end of the statement, when all three rows exist."""
+    statement = _NEW_JOB_STATEMENTS.get(job_columns)
+    if statement is None:
+        new_job = insert(jobs).values({name: bindparam(f"job__{name}") for name in job_columns})
+        new_event = insert(job_events).values(
+            {name: bindparam(f"event__{name}") for name in _EVENT_COLUMNS}
+        )
+        statement = (
+            insert(job_log_lines)
+            .values(job_id=bindparam("job__id"), at=bindparam("event__at"), line=bindparam("line"))
+            .add_cte(new_job.cte("new_job"))
+            .add_cte(new_event.cte("new_event"))
+        )
+        _NEW_JOB_STATEMENTS[job_columns] = statement
+    return statement
+
+
+_EVENT_COLUMNS = ("job_id", "from_state", "to_state", "reason", "at", "actor", "epoch")
+
+
+def _new_job_params(row: dict[str, Any], event: JobEvent, epoch: int | None) -> dict[str, Any]:
+    values = event_values(event, epoch)
+    return {
+        **{f"job__{name}": value for name, value in row.items()},
+        **{f"event__{name}": values[name] for name in _EVENT_COLUMNS},
+        "line": event_log_line(event),
+    }
 
 
 def _exists(conn: Connection, job_id: str) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine, delete, func, insert, select
 
-from api.db import writer
+from api.db import autocommit, writer
 from api.models import job_log_lines, progress_samples
 
 
@@ -40,8 +40,8 @@ class LogLine:
 
 class Telemetry:
     def __init__(self, engine: Engine, *, cap_per_job: int = 2000) -> None:
-        self._engine = engine
         self._writer = writer(engine)
+        self._autocommit = autocommit(engine)
         self._cap = cap_per_job
 
     def record(self, sample: ProgressSample, log_line: str | None = None) -> None:
@@ -95,7 +95,7 @@ class Telemetry:
         if after_iteration is not None:
             query = query.where(progress_samples.c.iteration > after_iteration)
         query = query.order_by(progress_samples.c.iteration, progress_samples.c.id).limit(limit)
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return list(conn.execute(query).mappings())
 
     def logs(self, job_id: str, *, after: int, limit: int) -> list[LogLine]:
@@ -105,7 +105,7 @@ class Telemetry:
             .order_by(job_log_lines.c.id)
             .limit(limit)
         )
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [LogLine(row.id, row.at, row.line) for row in conn.execute(query)]
 
     def last_losses(self, job_ids: Sequence[str]) -> dict[str, float]:
@@ -119,7 +119,7 @@ class Telemetry:
         query = select(progress_samples.c.job_id, progress_samples.c.loss).where(
             progress_samples.c.id.in_(latest)
         )
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return {row.job_id: row.loss for row in conn.execute(query)}
 
 

@@ -194,3 +194,43 @@ def test_a_stale_epoch_cannot_write(sql_store: SqlStore) -> None:
     with sql_store.engine.connect() as conn:
         epochs = list(conn.execute(text("SELECT epoch FROM job_events ORDER BY id")).scalars())
     assert epochs == [None, 2]
+
+
+def _rows_of(sql_store: SqlStore, job_id: str) -> tuple[int, ...]:
+    """How many rows ``jobs``, ``job_events`` and ``job_log_lines`` hold for ``job_id``."""
+    key_of = {"jobs": "id", "job_events": "job_id", "job_log_lines": "job_id"}
+    with sql_store.engine.connect() as conn:
+        return tuple(
+            conn.execute(
+                text(f"SELECT count(*) FROM {table} WHERE {key} = :job_id"), {"job_id": job_id}
+            ).scalar_one()
+            for table, key in key_of.items()
+        )
+
+
+def test_a_submission_writes_job_event_and_log_line_together(sql_store: SqlStore) -> None:
+    """On Postgres a submission is one statement; a duplicate adds no orphan event or line."""
+    add(sql_store, new_job("a", 1.0, user="alice"))
+    assert _rows_of(sql_store, "a") == (1, 1, 1)
+    with sql_store.engine.connect() as conn:
+        line = conn.execute(text("SELECT line FROM job_log_lines WHERE job_id = 'a'")).scalar_one()
+    assert line == "(new) -> PENDING: submitted [test]"
+    assert sql_store.events("a") == [submitted_event(new_job("a", 1.0), "test")]
+    with pytest.raises(ConflictError):
+        add(sql_store, new_job("a", 2.0))
+    assert _rows_of(sql_store, "a") == (1, 1, 1)
+
+
+def test_a_failing_then_callback_rolls_the_submission_back(sql_store: SqlStore) -> None:
+    job = new_job("b", 1.0)
+
+    def then(conn: object) -> None:
+        raise RuntimeError("idempotency record refused")
+
+    with pytest.raises(RuntimeError, match="refused"):
+        sql_store.add(job, submitted_event(job, "test"), then=then)
+    assert _rows_of(sql_store, "b") == (0, 0, 0)
+    ran: list[bool] = []
+    sql_store.add(job, submitted_event(job, "test"), then=lambda conn: ran.append(True))
+    assert ran == [True]
+    assert _rows_of(sql_store, "b") == (1, 1, 1)
