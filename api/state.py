@@ -36,6 +36,12 @@ class PrincipalCache:
             entry = self._entries.get(hash_token(token))
         return entry[1] if entry is not None and entry[0] > time.monotonic() else None
 
+    def forget(self, token_hash: str) -> None:
+        """Drop a revoked token's entry, so this process refuses it at once (other processes
+        within the TTL)."""
+        with self._lock:
+            self._entries.pop(token_hash, None)
+
     def get(self, token: str) -> Principal | None:
         cached = self.cached(token)
         if cached is not None:

@@ -1,5 +1,6 @@
 """API tokens: generated with ``secrets``, stored only as SHA-256 hashes, checked in constant
-time. ``create_token_offline`` lets ``jigsaw-cli token create --offline`` bootstrap a server's
+time, revoked by id (the row stays, with ``revoked_at``, for the audit trail).
+``create_token_offline`` lets ``jigsaw-cli token create --offline`` bootstrap a server's
 database directly (normally tokens come from ``POST /api/v1/tokens``)."""
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import hmac
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, insert, select, update
 
 from api.db import make_engine, writer
 from api.models import api_tokens
@@ -45,6 +47,35 @@ class IssuedToken:
     name: str
     user: str
     scopes: tuple[str, ...]
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """What the server knows of a token: everything but the token (and its hash stays
+    internal: ``token_hash`` is for cache eviction, never for a response)."""
+
+    id: int
+    name: str
+    user: str
+    scopes: tuple[str, ...]
+    created_at: float
+    revoked_at: float | None
+    token_hash: str
+
+    @property
+    def is_active_admin(self) -> bool:
+        return self.revoked_at is None and "admin" in self.scopes
+
+
+class TokenNotFoundError(LookupError):
+    def __init__(self, token_id: int) -> None:
+        super().__init__(f"no token has id {token_id}; `jigsaw-cli token list` shows the ids")
+        self.token_id = token_id
+
+
+class LastAdminTokenError(RuntimeError):
+    """Revoking it would leave no way to administer the server."""
 
 
 def generate_token() -> str:
@@ -69,16 +100,18 @@ def register_token(
     """Store the hash of a token the caller already holds (bootstrap, tests)."""
     chosen = check_scopes(scopes)
     with writer(engine).begin() as conn:
-        conn.execute(
-            insert(api_tokens).values(
+        token_id: int = conn.execute(
+            insert(api_tokens)
+            .values(
                 name=name,
                 username=user,
                 scopes=list(chosen),
                 token_hash=hash_token(token),
                 created_at=time.time(),
             )
-        )
-    return IssuedToken(token, name, user, chosen)
+            .returning(api_tokens.c.id)
+        ).scalar_one()
+    return IssuedToken(token, name, user, chosen, int(token_id))
 
 
 def create_token(engine: Engine, *, name: str, user: str, scopes: Iterable[str]) -> IssuedToken:
@@ -97,6 +130,57 @@ def lookup(engine: Engine, token: str) -> Principal | None:
     if row is None or not hmac.compare_digest(row.token_hash, presented):
         return None
     return Principal(row.username, frozenset(row.scopes), row.name)
+
+
+def list_tokens(engine: Engine, *, include_revoked: bool = False) -> list[TokenRecord]:
+    """Tokens by id (oldest first); revoked ones only when asked."""
+    query = select(api_tokens).order_by(api_tokens.c.id)
+    if not include_revoked:
+        query = query.where(api_tokens.c.revoked_at.is_(None))
+    with engine.connect() as conn:
+        return [_record(row) for row in conn.execute(query)]
+
+
+def revoke_token(engine: Engine, token_id: int, *, now: float | None = None) -> TokenRecord:
+    """Mark a token revoked; it stops authenticating (servers cache a lookup for at most
+    ``PRINCIPAL_CACHE_SECONDS``). Revoking a revoked token changes nothing and returns it.
+    Refuses to revoke the last active admin token, which would lock every admin out."""
+    at = time.time() if now is None else now
+    with writer(engine).begin() as conn:
+        # Lock every active token: two concurrent revocations of the last two admin tokens
+        # must not both see the other one still active (SQLite's BEGIN IMMEDIATE serializes).
+        active = [
+            _record(row)
+            for row in conn.execute(
+                select(api_tokens).where(api_tokens.c.revoked_at.is_(None)).with_for_update()
+            )
+        ]
+        row = conn.execute(select(api_tokens).where(api_tokens.c.id == token_id)).first()
+        if row is None:
+            raise TokenNotFoundError(token_id)
+        record = _record(row)
+        if record.revoked_at is not None:
+            return record
+        other_admins = [t for t in active if t.is_active_admin and t.id != token_id]
+        if record.is_active_admin and not other_admins:
+            raise LastAdminTokenError(
+                f"token {token_id} ({record.name!r}) is the last active admin token; create "
+                "another admin token before revoking it"
+            )
+        conn.execute(update(api_tokens).where(api_tokens.c.id == token_id).values(revoked_at=at))
+    return replace(record, revoked_at=at)
+
+
+def _record(row: Any) -> TokenRecord:
+    return TokenRecord(
+        id=int(row.id),
+        name=row.name,
+        user=row.username,
+        scopes=tuple(row.scopes),
+        created_at=float(row.created_at),
+        revoked_at=row.revoked_at,
+        token_hash=row.token_hash,
+    )
 
 
 def admin_token_exists(engine: Engine) -> bool:

@@ -147,9 +147,9 @@ def profile_server(pid: int, seconds: float, folder: Path) -> dict[str, Any]:
     (inclusive). ``gil_held_fraction``: the share of samples in which some thread held it."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     out = folder / "profile.txt"
+    command = [spy, "record", "--gil", "-r", "100", "-p", str(pid), "-d", str(int(seconds))]
     result = subprocess.run(
-        [spy, "record", "--gil", "-r", "100", "-p", str(pid), "-d", str(int(seconds)),
-         "-f", "raw", "-o", str(out)],  # fmt: skip
+        [*command, "-f", "raw", "-o", str(out)],
         capture_output=True,
         text=True,
     )

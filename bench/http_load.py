@@ -21,7 +21,7 @@ from typing import Any
 try:
     import uvloop
 except ImportError:  # pragma: no cover - uvicorn[standard] brings it
-    uvloop = None
+    uvloop = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)

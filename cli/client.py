@@ -105,6 +105,14 @@ class JigsawClient:
         body = {"name": name, "user": user, "scopes": list(scopes)}
         return self._request("POST", f"{API}/tokens", json=body)
 
+    def list_tokens(self, include_revoked: bool) -> list[dict[str, Any]]:
+        params = {"include_revoked": "true"} if include_revoked else {}
+        return list(self._request("GET", f"{API}/tokens", params=params)["items"])
+
+    def revoke_token(self, token_id: int) -> dict[str, Any]:
+        # Revoking twice changes nothing, so a retry after a lost answer is safe.
+        return self._request("POST", f"{API}/tokens/{token_id}/revoke", idempotent=True)
+
     # -- plumbing -------------------------------------------------------------------------------
 
     def _request(

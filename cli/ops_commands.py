@@ -1,4 +1,5 @@
-"""Verbs on the cluster and the service: cluster, queue, serve, scheduler, token create."""
+"""Verbs on the cluster and the service: cluster, queue, serve, scheduler, token create, list
+and revoke."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import typer
 from cli.context import make_client
 from cli.errors import CliError, UsageError
 from cli.output import OutputFormat, emit, note
-from cli.views import cluster_view, queue_table
+from cli.views import cluster_view, queue_table, token_table
 
 OutputOption = Annotated[
     OutputFormat,
@@ -80,9 +81,35 @@ def token_create(
             created = client.create_token(name, user, scopes)
     emit(created, output, lambda: created["token"])
     note(
-        f"token {created.get('name')!r} for user {created.get('user')!r} "
+        f"token {created.get('id')} ({created.get('name')!r}) for user {created.get('user')!r} "
         f"(scopes: {', '.join(created.get('scopes', []))}) created; it is shown only once. "
         "Give it to its user as JIGSAW_TOKEN or in ~/.config/jigsaw/config.toml."
+    )
+
+
+@token_app.command("list")
+def token_list(
+    all_tokens: Annotated[bool, typer.Option("--all", help="Also list revoked tokens.")] = False,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """Tokens by id: name, user, scopes, when created and revoked. Never the secrets."""
+    with make_client() as client:
+        items = client.list_tokens(include_revoked=all_tokens)
+    emit({"items": items}, output, lambda: token_table(items))
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[int, typer.Argument(min=1, help="The id `token list` shows.")],
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """Revoke a token. The server refuses it at once; other API replicas within seconds."""
+    with make_client() as client:
+        revoked = client.revoke_token(token_id)
+    emit(revoked, output, lambda: None)
+    note(
+        f"token {revoked.get('id')} ({revoked.get('name')!r}, user {revoked.get('user')!r}) "
+        "is revoked."
     )
 
 
@@ -99,6 +126,7 @@ def _create_token_offline(name: str, user: str, scopes: list[str]) -> dict[str, 
         raise CliError(f"cannot write the token to the database: {first_line}") from error
     return {
         "token": issued.token,
+        "id": issued.id,
         "name": issued.name,
         "user": issued.user,
         "scopes": list(issued.scopes),

@@ -75,8 +75,12 @@ def simulate(
     if problem:
         _fail(problem)
     setup = SimulationSetup(
-        gpus=gpus, gpus_per_node=gpus_per_node, seed=seed, round_s=round_seconds,
-        throughputs=throughputs, worker_type=worker_type,
+        gpus=gpus,
+        gpus_per_node=gpus_per_node,
+        seed=seed,
+        round_s=round_seconds,
+        throughputs=throughputs,
+        worker_type=worker_type,
     )
     try:
         oracle = make_oracle(setup)
@@ -92,9 +96,9 @@ def simulate(
         _fail(str(error))
     summaries = [result.summary for result in results]
     if output == "json":
-        payload: dict[str, Any] = summaries[0] if len(summaries) == 1 else {
-            "trace": str(trace), "results": summaries
-        }
+        payload: dict[str, Any] = (
+            summaries[0] if len(summaries) == 1 else {"trace": str(trace), "results": summaries}
+        )
         typer.echo(json.dumps(_finite(payload), sort_keys=True))
     else:
         _print_table(summaries)
@@ -173,6 +177,7 @@ def _cell(value: Any, fmt: str) -> str:
 
 def _finite(data: dict[str, Any]) -> dict[str, Any]:
     """JSON has no NaN: undefined figures (no job finished) become null."""
+
     def clean(value: Any) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             return None

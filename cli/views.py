@@ -258,6 +258,24 @@ def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
     return table
 
 
+def token_table(items: Sequence[dict[str, Any]]) -> RenderableType:
+    if not items:
+        return Text("No tokens.", style="dim")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("ID", "NAME", "USER", "SCOPES", "CREATED", "REVOKED"):
+        table.add_column(column, no_wrap=True)
+    for item in items:
+        table.add_row(
+            str(item.get("id", "-")),
+            item.get("name", "-"),
+            item.get("user", "-"),
+            ",".join(item.get("scopes") or []),
+            format_time(item.get("created_at")),
+            format_time(item.get("revoked_at")),
+        )
+    return table
+
+
 def _job_colors(gpus: Sequence[dict[str, Any]]) -> dict[str, str]:
     colors: dict[str, str] = {}
     for gpu in gpus:

@@ -30,6 +30,8 @@ ACCESS: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/api/v1/scheduler"): READER,
     ("GET", "/api/v1/scheduler/queue"): READER,
     ("POST", "/api/v1/tokens"): ADMIN,
+    ("GET", "/api/v1/tokens"): ADMIN,
+    ("POST", "/api/v1/tokens/{token_id}/revoke"): ADMIN,
     ("GET", "/healthz"): PUBLIC,
     ("GET", "/readyz"): PUBLIC,
     ("GET", "/metrics"): PUBLIC,
@@ -54,7 +56,7 @@ def own_routes(api: ApiClient) -> set[tuple[str, str]]:
 
 
 def call(api: ApiClient, method: str, path: str, job_id: str, headers: dict[str, str]) -> int:
-    url = path.replace("{job_id}", job_id)
+    url = path.replace("{job_id}", job_id).replace("{token_id}", "999999")
     body = BODIES.get(path)
     response = api.client.request(method, url, json=body, headers=headers)
     return response.status_code

@@ -258,6 +258,38 @@ def test_users_see_only_their_own_jobs_and_cannot_mint_tokens(cli: Cli) -> None:
     one_line_error(refused.stderr)
 
 
+def test_tokens_are_listed_and_revoked_by_id(cli: Cli) -> None:
+    made = cli("token", "create", "--name", "ci-runner", "--user", "carol", "-o", "json")
+    created = json.loads(made.stdout)
+    listed = cli("token", "list", "-o", "json")
+    assert listed.returncode == 0 and created["token"] not in listed.stdout
+    names = {item["id"]: item["name"] for item in json.loads(listed.stdout)["items"]}
+    assert names[created["id"]] == "ci-runner"
+    table = cli("token", "list").stdout
+    assert table.split()[:6] == ["ID", "NAME", "USER", "SCOPES", "CREATED", "REVOKED"]
+    assert "ci-runner" in table
+    carol = cli.with_token(created["token"])
+    assert carol("list").returncode == 0
+
+    revoked = cli("token", "revoke", str(created["id"]))
+    assert revoked.returncode == 0, revoked.stderr
+    assert f"token {created['id']} ('ci-runner', user 'carol') is revoked" in revoked.stderr
+    refused = carol("list")
+    assert refused.returncode == 2
+    one_line_error(refused.stderr)
+    everyone = json.loads(cli("token", "list", "--all", "-o", "json").stdout)["items"]
+    mine = next(item for item in everyone if item["id"] == created["id"])
+    assert mine["revoked_at"] is not None
+    assert created["id"] not in {
+        i["id"] for i in json.loads(cli("token", "list", "-o", "json").stdout)["items"]
+    }
+
+    unknown = cli("token", "revoke", "999999")
+    assert unknown.returncode == 2
+    assert "token list" in one_line_error(unknown.stderr)
+    assert cli("token", "revoke", "first").returncode == 2
+
+
 def test_missing_or_bad_token_says_how_to_configure_one(cli: Cli) -> None:
     missing = cli.with_token(None)("list")
     assert missing.returncode == 2
