@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     gpu_type: str = "v100"
     ray_address: str | None = None
     checkpoint_dir: Path | None = None
+    checkpoint_sweep_s: float = Field(default=300.0, gt=0)
+    """How often the leading scheduler deletes the checkpoints of jobs that ended for good
+    (cancelled, failed); successful jobs delete their own at once."""
     lease_iterations: int = Field(default=50, ge=1)
     sim_iterations_per_second: float = Field(default=10.0, gt=0)
     sim_startup_seconds: float = Field(default=0.0, ge=0)

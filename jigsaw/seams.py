@@ -7,7 +7,7 @@ service plugs in the SQL store, the Ray executor and the wall clock. Nothing els
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from jigsaw.cluster import Placement
 from jigsaw.domain import Job, JobEvent
@@ -65,4 +65,22 @@ class Executor(Protocol):
 
     def next_event_time(self) -> float | None:
         """When the executor will next have something to report, if it can know (simulation)."""
+        ...
+
+
+@runtime_checkable
+class KeepsCheckpoints(Protocol):
+    """An executor that keeps a job's state (checkpoints) beyond the life of its gangs.
+
+    :func:`jigsaw.retention.sweep_checkpoints` asks it which jobs it keeps state for and has
+    it discard the state of jobs that have finished for good.
+    """
+
+    def checkpointed_jobs(self) -> set[str]:
+        """Ids of the jobs with stored checkpoints."""
+        ...
+
+    def discard_checkpoints(self, job_id: str) -> bool:
+        """Delete ``job_id``'s checkpoints; ``False`` (and nothing deleted) while a gang of
+        that job, running or stopping, could still write one."""
         ...

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from jigsaw.cluster import Cluster, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
+from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
 from worker.runtime.gang import Gang, GangRequest
 from worker.runtime.inventory import RayInventory, connect
 from worker.runtime.ledger import ProgressLedger
@@ -98,6 +99,19 @@ class RayExecutor:
             gang.stop_after_checkpoint()
         else:
             gang.kill()
+
+    def checkpointed_jobs(self) -> set[str]:
+        return checkpointed_jobs(self.settings.checkpoint_dir)
+
+    def discard_checkpoints(self, job_id: str) -> bool:
+        with self._lock:
+            self._retiring = [g for g in self._retiring if not g.join(0)]
+            if job_id in self._gangs or any(g.job_id == job_id for g in self._retiring):
+                return False
+        # Outside the lock (a large checkpoint takes a while to delete): the sweep only asks
+        # for terminal jobs, which are never started again.
+        CheckpointStore(self.settings.checkpoint_dir, job_id).remove_all()
+        return True
 
     def replan(self, job_id: str, placement: Placement, plan: tuple[int, ...]) -> None:
         with self._lock:

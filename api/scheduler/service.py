@@ -34,7 +34,8 @@ from jigsaw.cycle import RetryPolicy, SchedulingCycle
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy, policy_factory
 from jigsaw.policies.options import policy_options
-from jigsaw.seams import Executor
+from jigsaw.retention import sweep_checkpoints
+from jigsaw.seams import Executor, KeepsCheckpoints
 from jigsaw.simexec import ConstantRate, SimulatedExecutor
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,21 @@ class SchedulerService:
         finally:
             self.leadership.release()
 
+    def _sweep_checkpoints(self, executor: Executor, store: SqlStore) -> None:
+        if not isinstance(executor, KeepsCheckpoints):
+            return
+        try:
+            report = sweep_checkpoints(executor, store)
+        except OSError as error:
+            log.warning("checkpoint sweep failed, retrying at the next one: %s", error)
+            return
+        if report.unknown:
+            log.warning(
+                "checkpoint directories of %d job(s) the store does not know were left alone: %s",
+                len(report.unknown),
+                ", ".join(report.unknown[:5]),
+            )
+
     # -- one leadership term --------------------------------------------------------------
     def _lead(self, epoch: int) -> None:
         handle = self._executor_factory(self.settings)
@@ -170,7 +186,7 @@ class SchedulerService:
             on_event=ProgressRecorder(store, telemetry, self.settings.lease_iterations),
         )
         keys = IdempotencyKeys(self.engine, ttl_s=self.settings.idempotency_ttl_s)
-        last_purge = 0.0
+        last_purge = last_sweep = 0.0
         try:
             while not self._stop.is_set():
                 tick = time.monotonic()
@@ -184,6 +200,9 @@ class SchedulerService:
                     if time.time() - last_purge > PURGE_EVERY_S:
                         keys.purge()
                         last_purge = time.time()
+                    if time.time() - last_sweep > self.settings.checkpoint_sweep_s:
+                        self._sweep_checkpoints(handle.executor, store)
+                        last_sweep = time.time()
                 except (LeadershipLostError, StaleEpochError) as error:
                     log.warning("%s; standing by", error)
                     return

@@ -2,7 +2,7 @@
 
 Default suite: one job trained to SUCCEEDED with a mid-run plan switch. Slow (three gang starts
 or more each, 25-50 s on two shared cores): a preemption with resume from checkpoint, a worker
-killed mid-iteration, a hung worker.
+killed mid-iteration, a hung worker, the checkpoint sweep after a cancellation.
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from jigsaw.domain import transition
 from jigsaw.executor_events import Finished, Progressed
 from jigsaw.lifecycle import JobState
+from jigsaw.retention import sweep_checkpoints
 from tests.runtime.support import PriorityPreemptingPolicy, make_harness
+from worker.runtime.checkpoints import CheckpointStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
 
@@ -120,5 +123,46 @@ def test_hung_worker_is_detected_by_heartbeats_and_the_gang_retried(tmp_path: Pa
         assert time.monotonic() - started < 90
         h.run_until(h.all_terminal, timeout_s=180)
         assert h.store.get("stuck").state == JobState.SUCCEEDED
+    finally:
+        h.executor.shutdown()
+
+
+@pytest.mark.slow
+def test_checkpoints_of_a_cancelled_job_are_swept_once_its_gang_is_gone(tmp_path: Path) -> None:
+    h = make_harness(tmp_path)
+    checkpoints = CheckpointStore(tmp_path / "ckpt", "doomed")
+    stranger = tmp_path / "ckpt" / "not-ours"
+    stranger.mkdir(parents=True)
+    try:
+        h.submit("doomed", workers=2, iterations=2000, batch_size=32)
+        h.run_until(lambda: bool(h.progress_of("doomed")), timeout_s=120)
+        h.executor.stop("doomed", checkpoint=True)  # as a preemption does
+        deadline = time.monotonic() + 60
+        while checkpoints.latest() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert checkpoints.latest() is not None
+
+        # Not terminal yet: a preempted job restores from these, so the sweep keeps them.
+        kept = sweep_checkpoints(h.executor, h.store)
+        assert kept.discarded == [] and kept.unknown == ["not-ours"]
+        assert checkpoints.latest() is not None
+
+        job = h.store.get("doomed")
+        cancelled, event = transition(
+            job, JobState.CANCELLED, reason="cancelled by test", at=time.time(), actor="test"
+        )
+        h.store.save(cancelled, expected_version=job.version, event=event)
+        outcomes: list[list[str]] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            report = sweep_checkpoints(h.executor, h.store)
+            outcomes.append(report.discarded)
+            if report.discarded:
+                break
+            assert report.busy == ["doomed"]  # the stopping gang may still write
+            time.sleep(0.2)
+        assert outcomes[-1] == ["doomed"]
+        assert not checkpoints.directory.exists()
+        assert stranger.is_dir()  # unknown directories are never touched
     finally:
         h.executor.shutdown()

@@ -66,3 +66,11 @@ class CheckpointStore:
 
     def remove_all(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def checkpointed_jobs(root: Path | str) -> set[str]:
+    """Ids of the jobs with a directory under ``root`` (committed checkpoints or not)."""
+    base = Path(root)
+    if not base.is_dir():
+        return set()
+    return {child.name for child in base.iterdir() if child.is_dir()}
