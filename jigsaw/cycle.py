@@ -5,7 +5,8 @@
 2. reconcile - stop gangs the store no longer wants (cancelled), and mark jobs whose gang the
                executor lost (restart, dead node) for retry;
 3. snapshot  - take a read-only picture of waiting and running jobs and GPU occupancy;
-4. decide    - ask the policy, which returns decisions and changes nothing;
+4. decide    - ask the policy, which returns decisions and changes nothing; a job with which
+               the policy always raises is failed (``jigsaw.poison``), not the whole round;
 5. apply     - record each decision as a transition in the store, then tell the executor.
 
 The same cycle runs the service (SQL store, Ray executor, wall clock) and the simulator
@@ -26,11 +27,15 @@ from jigsaw.domain import Job, transition
 from jigsaw.errors import ConflictError, IllegalTransitionError, JobNotFoundError
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
 from jigsaw.lifecycle import JobState
+from jigsaw.poison import find_poison, restricted
 from jigsaw.policies.base import Policy
 from jigsaw.seams import Clock, Executor, Store
 from jigsaw.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+MAX_POISON_PER_ROUND = 3
+"""Jobs a round may fail for making the policy raise; past that the round itself fails."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +91,7 @@ class SchedulingCycle:
         cluster = self.cluster()
         jobs = self.store.active_jobs()
         jobs = self._reconcile(jobs, cluster, now)
-        snapshot = Snapshot.build(now, cluster, jobs)
-        decisions = self.policy.decide(snapshot)
+        snapshot, decisions = self._decide(Snapshot.build(now, cluster, jobs), now)
         applied = sum(self._apply(decision, now) for decision in decisions)
         return CycleReport(
             now,
@@ -97,6 +101,32 @@ class SchedulingCycle:
             time.perf_counter() - started,
             snapshot,
         )
+
+    # -- 4. decide (with poison-job isolation) -----------------------------------------------
+    def _decide(self, snapshot: Snapshot, now: float) -> tuple[Snapshot, list[Decision]]:
+        for _ in range(MAX_POISON_PER_ROUND):
+            try:
+                return snapshot, self.policy.decide(snapshot)
+            except Exception as error:
+                culprit = find_poison(self.policy, snapshot)
+                if culprit is None:
+                    raise
+                self._fail_poison(culprit, error, now)
+                snapshot = restricted(
+                    snapshot, {j.id for j in (*snapshot.waiting, *snapshot.running)} - {culprit.id}
+                )
+        return snapshot, self.policy.decide(snapshot)
+
+    def _fail_poison(self, job: Job, error: Exception, now: float) -> None:
+        name = getattr(self.policy, "name", type(self.policy).__name__)
+        reason = (
+            f"the {name} policy raises whenever it decides with this job "
+            f"({type(error).__name__}: {error}); failed so the rest of the queue keeps moving"
+        )
+        log.error("job %s: %s", job.id, reason)
+        self._move(job, JobState.FAILED, reason, now)
+        if job.state.holds_resources:
+            self.executor.stop(job.id, checkpoint=False)
 
     # -- 1. observe ---------------------------------------------------------------------
     def observe(self, events: Sequence[ExecutorEvent]) -> None:

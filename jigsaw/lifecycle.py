@@ -43,6 +43,7 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.PENDING: frozenset(
         {
             JobState.ADMITTED,  # a policy reserved GPUs for the whole gang
+            JobState.FAILED,  # the policy raises whenever it decides with this job (poison)
             JobState.CANCELLED,  # the owner or an admin cancelled it
         }
     ),
@@ -66,6 +67,7 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.PREEMPTED: frozenset(
         {
             JobState.ADMITTED,  # GPUs reserved again; it resumes from its checkpoint
+            JobState.FAILED,  # the policy raises whenever it decides with this job (poison)
             JobState.CANCELLED,
         }
     ),
