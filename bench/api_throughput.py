@@ -4,11 +4,15 @@ clients, side by side with two baselines measured in the same run:
 - a bare FastAPI app (bench/api_baseline_app.py) served the same way, doing no DB work;
 - raw psycopg: N threads inserting job-sized rows, one transaction each (the DB's ceiling).
 
-While submissions run, py-spy samples the server and the self time is grouped by package to
-name the bottleneck. Prints ONE JSON object.
+Then the same submissions and reads against ``--replicas`` API processes at once (the
+clients spread evenly), which is how a deployment scales the API: several replicas with
+``JIGSAW_SCHEDULER=off`` next to one scheduler.
+
+In a submission phase of its own, py-spy samples the thread holding the server's GIL and the
+self time is grouped by package to name the bottleneck. Prints ONE JSON object.
 
     JIGSAW_TEST_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
-        .venv/bin/python bench/api_throughput.py [--clients 16] [--seconds 10]
+        .venv/bin/python bench/api_throughput.py [--clients 16] [--seconds 10] [--replicas 3]
 """
 
 from __future__ import annotations
@@ -91,7 +95,8 @@ def server_cpu(pids: list[int]) -> float:
 
 
 def measure(
-    name: str, url: str, pids: list[int], make_request: RequestMaker, args: argparse.Namespace,
+    name: str, url: str | list[str], pids: list[int], make_request: RequestMaker,
+    args: argparse.Namespace,
     headers: dict[str, str],
 ) -> dict[str, Any]:
     """One phase: warm up, then load for ``args.seconds``; server CPU summed over ``pids``."""
@@ -210,6 +215,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=3,
+        help="also measure this many API server processes side by side (clients spread "
+        "evenly), as a deployment with several API replicas and JIGSAW_SCHEDULER=off runs",
+    )
     parser.add_argument("--database-url", default=os.environ.get("JIGSAW_TEST_DATABASE_URL"))
     args = parser.parse_args()
     if not args.database_url:
@@ -287,6 +299,29 @@ def main() -> None:
             return Request("GET", f"/api/v1/jobs/{ids[(i * 7919 + n) % len(ids)]}")
 
         results["status_read"] = measure("status", ours_url, [ours.pid], status, args, auth)
+        if args.replicas > 1:
+            replicas = [ours]
+            urls = [ours_url]
+            for index in range(1, args.replicas):
+                port = free_port()
+                replica_log = folder / f"replica-{index}.log"
+                replica = subprocess.Popen(
+                    [sys.executable, "-m", "api"], cwd=REPO,
+                    env={**env, "JIGSAW_PORT": str(port)},
+                    stdout=replica_log.open("wb"), stderr=subprocess.STDOUT,
+                )  # fmt: skip
+                processes.append(replica)
+                replicas.append(replica)
+                urls.append(f"http://127.0.0.1:{port}")
+                wait_http(f"{urls[-1]}/healthz", replica, replica_log)
+            pids = [process.pid for process in replicas]
+            label = f"{args.replicas} replicas"
+            results["submit_replicas"] = measure(
+                f"submit, {label}", urls, pids, submit, args, auth
+            )
+            results["status_read_replicas"] = measure(
+                f"status, {label}", urls, pids, status, args, auth
+            )
         results["baseline_raw_psycopg_insert"] = raw_inserts(
             database_url, args.clients, args.seconds
         )
@@ -305,6 +340,20 @@ def main() -> None:
                 ),
                 "status_vs_bare_get": round(
                     results["status_read"]["per_s"] / results["baseline_bare_get"]["per_s"], 3
+                ),
+                **(
+                    {
+                        "submit_replicas_vs_one": round(
+                            results["submit_replicas"]["per_s"] / submit_rate, 3
+                        ),
+                        "status_replicas_vs_one": round(
+                            results["status_read_replicas"]["per_s"]
+                            / results["status_read"]["per_s"],
+                            3,
+                        ),
+                    }
+                    if args.replicas > 1
+                    else {}
                 ),
             },
             "targets": TARGETS,

@@ -14,7 +14,7 @@ import collections
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,8 +60,7 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
 
 
 async def _run(
-    host: str,
-    port: int,
+    targets: list[tuple[str, int]],
     make_request: RequestMaker,
     clients: int,
     seconds: float,
@@ -70,9 +69,10 @@ async def _run(
     latencies: list[float] = []
     statuses: collections.Counter[int] = collections.Counter()
     stop_at = time.perf_counter() + seconds
-    host_header = f"{host}:{port}"
 
     async def client(index: int) -> None:
+        host, port = targets[index % len(targets)]  # clients spread evenly over the servers
+        host_header = f"{host}:{port}"
         reader, writer = await asyncio.open_connection(host, port)
         count = 0
         try:
@@ -107,16 +107,22 @@ async def _run(
 
 
 def run_load(
-    url: str,
+    url: str | Sequence[str],
     make_request: RequestMaker,
     clients: int,
     seconds: float,
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``clients`` closed loops against ``url`` (``http://host:port``) for ``seconds``:
-    requests/s, p50/p99 latency in ms and the count of each status code."""
-    host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
-    coroutine = _run(host, int(port or 80), make_request, clients, seconds, headers or {})
+    """``clients`` closed loops against ``url`` (``http://host:port``, or several: client i
+    uses ``url[i % len(url)]``) for ``seconds``: requests/s, p50/p99 latency in ms and the
+    count of each status code."""
+    targets = [_host_port(one) for one in ([url] if isinstance(url, str) else url)]
+    coroutine = _run(targets, make_request, clients, seconds, headers or {})
     if uvloop is not None:
         return uvloop.run(coroutine)
     return asyncio.run(coroutine)
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+    return host, int(port or 80)
