@@ -26,10 +26,18 @@ from cli.formatting import (
 JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
 
-def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> RenderableType:
+def plain_table(*columns: str, no_wrap: bool = False) -> Table:
+    """The CLI's look for a table: no box, bold headers, flush left."""
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "PLAN", "LOSS", "AGE"):
-        table.add_column(column, no_wrap=True)
+    for column in columns:
+        table.add_column(column, no_wrap=no_wrap)
+    return table
+
+
+def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> RenderableType:
+    table = plain_table(
+        "ID", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "PLAN", "LOSS", "AGE", no_wrap=True
+    )
     for job in items:
         table.add_row(
             job["id"],
@@ -106,9 +114,7 @@ def placement_table(job: dict[str, Any]) -> RenderableType:
     if not placement:
         return Text("not placed (holds no GPUs)", style="dim")
     plan = job.get("plan") or []
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("RANK", "GPU", "STOP DEPTH"):
-        table.add_column(column)
+    table = plain_table("RANK", "GPU", "STOP DEPTH")
     for rank, gpu in enumerate(placement):
         depth = str(plan[rank]) if rank < len(plan) else "-"
         table.add_row(str(rank), format_gpu(gpu), depth)
@@ -131,9 +137,7 @@ def plan_history_table(progress: Sequence[dict[str, Any]]) -> RenderableType:
     changes = plan_changes(progress)
     if not changes:
         return Text("no progress reported yet", style="dim")
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("FROM ITERATION", "AT", "PLAN"):
-        table.add_column(column)
+    table = plain_table("FROM ITERATION", "AT", "PLAN")
     for sample in changes:
         iteration = sample.get("iteration")
         table.add_row(
@@ -147,9 +151,7 @@ def plan_history_table(progress: Sequence[dict[str, Any]]) -> RenderableType:
 def events_table(events: Sequence[dict[str, Any]]) -> RenderableType:
     if not events:
         return Text("no events", style="dim")
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("AT", "FROM", "TO", "ACTOR", "REASON"):
-        table.add_column(column)
+    table = plain_table("AT", "FROM", "TO", "ACTOR", "REASON")
     for event in events:
         table.add_row(
             format_time(event.get("at")),
@@ -179,9 +181,7 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
         if isinstance(iteration, int | float)
         else "-",
     )
-    workers = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY", "SENT"):
-        workers.add_column(column, no_wrap=True)
+    workers = plain_table("RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY", "SENT", no_wrap=True)
     memory = prediction.get("per_worker_memory_bytes") or []
     compute = prediction.get("per_worker_compute_s") or []
     sent = prediction.get("per_worker_bytes_sent") or []
@@ -243,9 +243,7 @@ def cluster_view(cluster: dict[str, Any]) -> RenderableType:
 def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
     if not items:
         return Text("The queue is empty: no job is waiting.", style="dim")
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT"):
-        table.add_column(column, no_wrap=True)
+    table = plain_table("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT", no_wrap=True)
     for item in items:
         table.add_row(
             str(item.get("position", "-")),
@@ -261,9 +259,7 @@ def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
 def token_table(items: Sequence[dict[str, Any]]) -> RenderableType:
     if not items:
         return Text("No tokens.", style="dim")
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "NAME", "USER", "SCOPES", "CREATED", "REVOKED"):
-        table.add_column(column, no_wrap=True)
+    table = plain_table("ID", "NAME", "USER", "SCOPES", "CREATED", "REVOKED", no_wrap=True)
     for item in items:
         table.add_row(
             str(item.get("id", "-")),
