@@ -27,7 +27,7 @@ from jigsaw.domain import Job, transition
 from jigsaw.errors import ConflictError, IllegalTransitionError, JobNotFoundError
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
 from jigsaw.lifecycle import JobState
-from jigsaw.poison import find_poison, restricted
+from jigsaw.poison import find_poison, without
 from jigsaw.policies.base import Policy
 from jigsaw.seams import Clock, Executor, Store
 from jigsaw.snapshot import Snapshot
@@ -112,9 +112,7 @@ class SchedulingCycle:
                 if culprit is None:
                     raise
                 self._fail_poison(culprit, error, now)
-                snapshot = restricted(
-                    snapshot, {j.id for j in (*snapshot.waiting, *snapshot.running)} - {culprit.id}
-                )
+                snapshot = without(snapshot, culprit.id)
         return snapshot, self.policy.decide(snapshot)
 
     def _fail_poison(self, job: Job, error: Exception, now: float) -> None:

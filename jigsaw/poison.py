@@ -27,6 +27,15 @@ def restricted(snapshot: Snapshot, keep: set[str]) -> Snapshot:
     )
 
 
+def without(snapshot: Snapshot, job_id: str) -> Snapshot:
+    """The snapshot minus one job."""
+    return replace(
+        snapshot,
+        waiting=tuple(job for job in snapshot.waiting if job.id != job_id),
+        running=tuple(job for job in snapshot.running if job.id != job_id),
+    )
+
+
 def decides(policy: Policy, snapshot: Snapshot) -> bool:
     try:
         policy.decide(snapshot)

@@ -100,12 +100,16 @@ class RayExecutor:
         else:
             gang.kill()
 
+    def _reap_retired(self) -> None:
+        """Forget retiring gangs whose thread has ended (call with ``_lock`` held)."""
+        self._retiring = [g for g in self._retiring if not g.join(0)]
+
     def checkpointed_jobs(self) -> set[str]:
         return checkpointed_jobs(self.settings.checkpoint_dir)
 
     def discard_checkpoints(self, job_id: str) -> bool:
         with self._lock:
-            self._retiring = [g for g in self._retiring if not g.join(0)]
+            self._reap_retired()
             if job_id in self._gangs or any(g.job_id == job_id for g in self._retiring):
                 return False
         # Outside the lock (a large checkpoint takes a while to delete): the sweep only asks
@@ -136,7 +140,7 @@ class RayExecutor:
         del now  # events carry the wall time at which the gang saw them
         with self._lock:
             outbox, self._outbox = self._outbox, []
-            self._retiring = [g for g in self._retiring if not g.join(0)]
+            self._reap_retired()
             events: list[ExecutorEvent] = []
             for report in outbox:
                 gang, event = report.gang, report.event
