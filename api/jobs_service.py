@@ -9,7 +9,6 @@ from fastapi import Response
 from api.errors import ApiError, not_found
 from api.idempotency import Claim, IdempotencyKeys, Replay, request_hash
 from api.presenters import job_json
-from api.quotas import Quotas
 from api.schemas.jobs import JobCreate
 from api.state import AppState
 from api.store.telemetry import Telemetry
@@ -17,6 +16,7 @@ from api.tokens import Principal
 from jigsaw.domain import Job, JobEvent, JobSpec, new_job_id, submitted_event, transition
 from jigsaw.errors import ConflictError, InvalidSpecError, JobNotFoundError
 from jigsaw.lifecycle import JobState
+from jigsaw.policies.quota import Quotas
 
 CANCEL_ATTEMPTS = 5
 

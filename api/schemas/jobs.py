@@ -59,7 +59,19 @@ class JobPublic(Public):
     iterations: int
     iterations_done: float
     progress: float = Field(ge=0, le=1, description="iterations_done / iterations")
-    plan: list[int] = Field(examples=[[0, 1, 2, 3]])
+    plan: list[int] = Field(
+        examples=[[0, 1, 2, 3]],
+        description="Stop depth per worker of the current (or last) run; [] before a start",
+    )
+    plan_kind: str | None = Field(
+        default=None, examples=["spb"], description="The plan's type; null before a start"
+    )
+    num_blocks: int | None = Field(
+        default=None,
+        examples=[4],
+        description="The model's block count K the plan was resolved for (or the one the "
+        "workers reported); null while unknown",
+    )
     placement: list[list[int]] = Field(examples=[[[0, 0], [0, 1], [0, 2], [0, 3]]])
     attempt: int
     preemptions: int
@@ -86,6 +98,11 @@ class JobEventPublic(Public):
     reason: str = Field(examples=["fifo: head fits"])
     at: Timestamp
     actor: str = Field(examples=["scheduler"])
+    code: str = Field(
+        default="",
+        examples=["Preempted/OutrankedBy"],
+        description="Machine-readable Type/Reason; empty for events recorded before codes",
+    )
 
 
 class JobEventList(Public):
@@ -127,5 +144,8 @@ class PredictionPublic(Public):
 class JobValidation(Public):
     spec: dict[str, Any]
     plan: list[int]
-    num_blocks: int
+    num_blocks: int | None = Field(
+        description="The model's block count K; null for an entrypoint model until its "
+        "first lease reports it (the plan shown is then full backprop)"
+    )
     prediction: PredictionPublic
