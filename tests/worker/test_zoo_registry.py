@@ -79,7 +79,7 @@ def test_cycle_finder_sees_a_cycle() -> None:
 
 def test_no_zoo_module_is_imported_for_its_side_effects() -> None:
     for path in ZOO_DIR.glob("*.py"):
-        assert "import_module(\"worker" not in path.read_text(), path
+        assert 'import_module("worker' not in path.read_text(), path
 
 
 def test_a_model_module_imports_cleanly_on_its_own() -> None:
