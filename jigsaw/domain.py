@@ -79,11 +79,25 @@ class JobSpec:
                 )
         return cls(**values)
 
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any]) -> JobSpec:
+        """Rebuild a spec that was valid when it was stored, without checking it again field
+        by field (the store's rows; a submission always goes through the constructor). Only
+        the plan request is parsed, which the spec carries parsed."""
+        spec = object.__new__(cls)
+        for name in SPEC_FIELDS:
+            object.__setattr__(spec, name, data.get(name, _DEFAULTS[name]))
+        object.__setattr__(spec, "plan_request", PlanRequest.parse(spec.spb))
+        return spec
+
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in SPEC_FIELDS}
 
 
 SPEC_FIELDS = tuple(name for name, f in JobSpec.__dataclass_fields__.items() if f.init)
+_DEFAULTS: dict[str, Any] = {
+    name: f.default for name, f in JobSpec.__dataclass_fields__.items() if f.init
+}
 
 
 _FIELD_TYPES: dict[str, type] = {

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jigsaw.cluster import Placement
-from jigsaw.domain import SPEC_FIELDS, Job, JobEvent, JobSpec
+from jigsaw.domain import Job, JobEvent, JobSpec
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import Plan, plan_from_json, plan_to_json
 
@@ -58,9 +58,8 @@ def plan_from_column(raw: Any) -> Plan | None:
 
 
 def spec_from_column(raw: Mapping[str, Any]) -> JobSpec:
-    """The ``spec`` column; written from a valid spec, so it is not re-checked field by
-    field (the plan request is parsed once more, which is cheap)."""
-    return JobSpec(**{name: raw[name] for name in SPEC_FIELDS if name in raw})
+    """The ``spec`` column; written from a valid spec, so it is not checked again."""
+    return JobSpec.from_stored(raw)
 
 
 def placement_of(raw: list[Any]) -> Placement:

@@ -131,3 +131,12 @@ def test_events_carry_a_reason_code() -> None:
         code=ReasonCode.PREEMPTED_BY, preempted_by="j-2",
     )
     assert preempted.code == "Preempted/OutrankedBy"
+
+
+def test_a_stored_spec_is_rebuilt_equal_without_a_second_check() -> None:
+    spec = JobSpec(name="a", model="mlp", workers=3, iterations=5, spb="uniform:2", priority=3)
+    assert JobSpec.from_stored(spec.to_dict()) == spec
+    assert JobSpec.from_stored(spec.to_dict()).plan_request == spec.plan_request
+    # fields added later fall back to their defaults on old rows
+    old_row = {k: v for k, v in spec.to_dict().items() if k != "queue"}
+    assert JobSpec.from_stored(old_row).queue == "default"
