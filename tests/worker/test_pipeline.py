@@ -95,6 +95,7 @@ def test_checkpoint_restores_both_versions_and_the_run_continues_exactly(tmp_pat
 
 
 @pytest.mark.distributed
+@pytest.mark.slow
 def test_2bw_over_gloo_processes_equals_the_reference_and_resumes(tmp_path: Path) -> None:
     config = mlp_config(PLAN)
     ckpt = str(tmp_path / "ckpt")
