@@ -42,11 +42,14 @@ def reference(config: HybridConfig, steps: int) -> dict[str, Tensor]:
     return {name: p.detach().clone() for name, p in model.named_parameters()}
 
 
-def expected_shard(full: Tensor, got: Tensor, rank: int) -> Tensor:
-    """The slice of a full tensor that ``rank`` holds (equal shapes: replicated)."""
+def expected_shard(full: Tensor, got: Tensor, rank: int, workers: int) -> Tensor:
+    """The slice of a full tensor that ``rank`` holds (equal shapes: replicated). Uneven
+    splits give the first ``size % workers`` ranks one more row or column."""
     for dim, (a, b) in enumerate(zip(full.shape, got.shape, strict=True)):
         if a != b:
-            return full.narrow(dim, rank * b, b)
+            base, extra = divmod(a, workers)
+            start = rank * base + min(rank, extra)
+            return full.narrow(dim, start, b)
     return full
 
 
@@ -65,7 +68,8 @@ def assert_matches_reference(results: list[dict[str, Any]], config: HybridConfig
     for rank, result in enumerate(results):
         assert set(result["weights"]) == set(want)
         for name, got in result["weights"].items():
-            diff = (got - expected_shard(want[name], got, rank)).abs().max().item()
+            expected = expected_shard(want[name], got, rank, len(results))
+            diff = (got - expected).abs().max().item()
             assert diff <= TOLERANCE, f"rank {rank} {name}: |hybrid - reference| = {diff}"
 
 
@@ -90,6 +94,15 @@ def test_column_then_row_layouts_and_no_data_parallel_blocks() -> None:
     config = HybridConfig("mlp", plan, batch_size=8, lr=0.05, momentum=0.9)
     results = run_threads(2, lambda r, c: train(r, c, config, 3))
     assert_matches_reference(results, config, 3)
+
+
+def test_uneven_splits_across_three_workers() -> None:
+    # 128 hidden units and 10 classes do not divide by 3: shards of 43/43/42 and 4/3/3.
+    plan = HybridPlan(4, 3, (ShardedBlock(3, "row"), ShardedBlock(4, "column")))
+    config = HybridConfig("mlp", plan, batch_size=8, lr=0.05, momentum=0.9)
+    results = run_threads(3, lambda r, c: train(r, c, config, 3))
+    assert_matches_reference(results, config, 3)
+    assert [r["weights"]["3.weight"].shape[0] for r in results] == [4, 3, 3]
 
 
 def test_sharded_block_without_a_linear_layer_is_refused() -> None:

@@ -143,7 +143,7 @@ class HybridTrainer:
         began = time.perf_counter()
         sent_before = self.comm.traffic.total_bytes
         inputs, targets = self.data.fetch(self.sampler.next_indices(self.rank))
-        all_targets = self.group.gather(targets, 0)
+        all_targets = self.group.gather(targets, 0, len(targets) * self.group.size)
         meter = _SavedBytes({p.untyped_storage().data_ptr() for p in self.params})
         self.optimizer.zero_grad(set_to_none=True)
         with torch.autograd.graph.saved_tensors_hooks(meter.pack, meter.unpack):

@@ -44,38 +44,45 @@ class _Group:
         self.comm.all_reduce_sum(out, self.ranks).wait()
         return out
 
-    def gather(self, part: Tensor, dim: int) -> Tensor:
+    def span(self, total: int) -> tuple[int, int]:
+        """(start, width) of this worker's share of ``total``: the first ``total % N``
+        workers take one more."""
+        base, extra = divmod(total, self.size)
+        width = base + (1 if self.index < extra else 0)
+        return self.index * base + min(self.index, extra), width
+
+    def gather(self, part: Tensor, dim: int, total: int) -> Tensor:
         shape = list(part.shape)
-        width = shape[dim]
-        shape[dim] = width * self.size
+        shape[dim] = total
+        start, width = self.span(total)
         padded = part.new_zeros(shape)
-        padded.narrow(dim, self.index * width, width).copy_(part.detach())
+        padded.narrow(dim, start, width).copy_(part.detach())
         self.comm.all_reduce_sum(padded, self.ranks).wait()
         return padded
 
 
 class _Gather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, part: Tensor, group: _Group, dim: int) -> Tensor:
-        ctx.group, ctx.dim, ctx.width = group, dim, part.shape[dim]
-        return group.gather(part, dim)
+    def forward(ctx: Any, part: Tensor, group: _Group, dim: int, total: int) -> Tensor:
+        ctx.group, ctx.dim, ctx.total = group, dim, total
+        return group.gather(part, dim, total)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
-        start = ctx.group.index * ctx.width
-        return grad.narrow(ctx.dim, start, ctx.width).contiguous(), None, None
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        start, width = ctx.group.span(ctx.total)
+        return grad.narrow(ctx.dim, start, width).contiguous(), None, None, None
 
 
 class _Split(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, full: Tensor, group: _Group, dim: int) -> Tensor:
-        width = full.shape[dim] // group.size
-        ctx.group, ctx.dim = group, dim
-        return full.narrow(dim, group.index * width, width).contiguous()
+        ctx.group, ctx.dim, ctx.total = group, dim, full.shape[dim]
+        start, width = group.span(full.shape[dim])
+        return full.narrow(dim, start, width).contiguous()
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
-        return ctx.group.gather(grad.contiguous(), ctx.dim), None, None
+        return ctx.group.gather(grad.contiguous(), ctx.dim, ctx.total), None, None
 
 
 class _ReduceForward(torch.autograd.Function):
@@ -102,18 +109,20 @@ class _ReduceBackward(torch.autograd.Function):
 
 
 def gather_rows(part: Tensor, group: _Group) -> Tensor:
-    out: Tensor = _Gather.apply(part, group, 0)  # type: ignore[no-untyped-call]
+    """Every worker has the same number of rows (the sampler gives equal shards)."""
+    total = part.shape[0] * group.size
+    out: Tensor = _Gather.apply(part, group, 0, total)  # type: ignore[no-untyped-call]
     return out
 
 
 def _split_range(total: int, group: _Group, what: str) -> slice:
-    if total % group.size:
+    if total < group.size:
         raise InvalidSpecError(
-            f"{what} of {total} cannot be split evenly across {group.size} workers",
+            f"{what} of {total} cannot be split across {group.size} workers",
             field="sharded",
         )
-    width = total // group.size
-    return slice(group.index * width, (group.index + 1) * width)
+    start, width = group.span(total)
+    return slice(start, start + width)
 
 
 class ColumnLinear(nn.Module):
@@ -121,6 +130,7 @@ class ColumnLinear(nn.Module):
         super().__init__()
         self.group = group
         rows = _split_range(full.out_features, group, f"{where}: out_features")
+        self.out_features = full.out_features
         self.weight = nn.Parameter(full.weight.detach()[rows].clone())
         self.bias = (
             nn.Parameter(full.bias.detach()[rows].clone()) if full.bias is not None else None
@@ -129,7 +139,7 @@ class ColumnLinear(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         x = _ReduceBackward.apply(x, self.group)  # type: ignore[no-untyped-call]
         part = functional.linear(x, self.weight, self.bias)
-        out: Tensor = _Gather.apply(part, self.group, part.dim() - 1)  # type: ignore[no-untyped-call]
+        out: Tensor = _Gather.apply(part, self.group, part.dim() - 1, self.out_features)  # type: ignore[no-untyped-call]
         return out
 
 

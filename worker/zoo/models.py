@@ -1,5 +1,5 @@
 """Importing this module registers every zoo model."""
 
-from worker.zoo import gpt, resnet, small, vgg
+from worker.zoo import gpt, resnet, small, vgg, vgg_fc
 
-__all__ = ["gpt", "resnet", "small", "vgg"]
+__all__ = ["gpt", "resnet", "small", "vgg", "vgg_fc"]

@@ -1,0 +1,118 @@
+"""Rank bodies and helpers of bench/parallel_plans.py (importable by spawned processes)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from jigsaw.parallelism import HybridPlan, PipelinePlan
+from worker.hybrid import HybridConfig, HybridTrainer
+from worker.pipeline import PipelineConfig, PipelineTrainer
+from worker.spb.collectives import Collectives
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    kind: str
+    """"data", "pipeline" or "hybrid" (data runs on the pipeline engine, one stage)."""
+    plan: PipelinePlan | HybridPlan
+    batch_size: int
+
+
+def data_parallel_plan(num_blocks: int, workers: int) -> PipelinePlan:
+    """Plain data parallelism on the pipeline engine: one stage, one micro-batch, flush."""
+    return PipelinePlan(num_blocks, ((1, num_blocks),), 1, replicas=workers, schedule="gpipe")
+
+
+def run_scenario(
+    rank: int, comm: Collectives, model: str, scenario: Scenario, iterations: int, warmup: int
+) -> dict[str, Any]:
+    plan = scenario.plan
+    common = {"model": model, "batch_size": scenario.batch_size, "lr": 0.01, "momentum": 0.9}
+    if isinstance(plan, HybridPlan):
+        hybrid = HybridTrainer(HybridConfig(plan=plan, **common), comm)
+        for _ in range(warmup):
+            hybrid.step()
+        comm.barrier()
+        began = time.perf_counter()
+        steps = [hybrid.step() for _ in range(iterations)]
+        wall = time.perf_counter() - began
+        last = steps[-1]
+        return {
+            "rank": rank,
+            "wall_s": wall,
+            "iteration_s": wall / iterations,
+            "params": last.param_bytes,
+            "gradients": last.gradient_bytes,
+            "optimizer": last.optimizer_bytes,
+            "activations": max(s.activation_bytes for s in steps),
+            "bytes_sent_per_iteration": last.bytes_sent,
+            "samples_per_iteration": scenario.batch_size * plan.num_workers,
+        }
+    pipe_plan = plan
+    trainer = PipelineTrainer(PipelineConfig(plan=pipe_plan, **common), comm)
+    if warmup:
+        trainer.train(warmup)
+    comm.barrier()
+    run = trainer.train(iterations)
+    return {
+        "rank": rank,
+        "stage": run.stage,
+        "wall_s": run.wall_s,
+        "iteration_s": run.wall_s / iterations,
+        "params": run.param_bytes,
+        "weight_versions": run.weight_versions,
+        "gradients": run.gradient_bytes,
+        "optimizer": run.optimizer_bytes,
+        "activations": run.activation_bytes,
+        "bytes_sent_per_iteration": run.bytes_sent // iterations,
+        "samples_per_iteration": scenario.batch_size * pipe_plan.replicas,
+    }
+
+
+def measure_network(comm: Collectives) -> dict[str, float]:
+    """All-reduce of 4 bytes and of 8 MB among all ranks: latency and bandwidth of the
+    ring model t = 2(n-1) alpha + 2(n-1)/n S / beta."""
+    ranks = tuple(range(comm.world_size))
+    n = comm.world_size
+
+    def timed(numel: int, repeats: int) -> float:
+        tensor = torch.zeros(numel)
+        comm.all_reduce_sum(tensor, ranks).wait()
+        best = float("inf")
+        for _ in range(repeats):
+            comm.barrier()
+            began = time.perf_counter()
+            comm.all_reduce_sum(tensor, ranks).wait()
+            best = min(best, time.perf_counter() - began)
+        return best
+
+    small = timed(1, 20)
+    big_numel = 2 * 2**20
+    big = timed(big_numel, 5)
+    latency = small / (2 * (n - 1))
+    moved = 2 * (n - 1) / n * big_numel * 4
+    return {"latency_s": latency, "bandwidth_Bps": moved / max(big - small, 1e-9)}
+
+
+def gloo_body(
+    rank: int,
+    comm: Collectives,
+    out_dir: str,
+    model: str,
+    scenarios: list[Scenario],
+    iterations: int,
+    warmup: int,
+) -> None:
+    torch.manual_seed(0)
+    network = measure_network(comm)
+    results = {}
+    for scenario in scenarios:
+        results[scenario.name] = run_scenario(rank, comm, model, scenario, iterations, warmup)
+        comm.barrier()
+    torch.save({"network": network, "results": results}, Path(out_dir) / f"rank{rank}.pt")
