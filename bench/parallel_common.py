@@ -11,6 +11,7 @@ import torch
 
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from worker.hybrid import HybridConfig, HybridTrainer
+from worker.parallel_profile import measured_block_profile
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.spb.collectives import Collectives
 
@@ -111,8 +112,13 @@ def gloo_body(
 ) -> None:
     torch.manual_seed(0)
     network = measure_network(comm)
+    # Profile under the same contention as the runs: every rank profiles at once.
+    comm.barrier()
+    profile = measured_block_profile(model, batch=scenarios[0].batch_size, repeats=2)
+    comm.barrier()
     results = {}
     for scenario in scenarios:
         results[scenario.name] = run_scenario(rank, comm, model, scenario, iterations, warmup)
         comm.barrier()
-    torch.save({"network": network, "results": results}, Path(out_dir) / f"rank{rank}.pt")
+    saved = {"network": network, "profile": profile, "results": results}
+    torch.save(saved, Path(out_dir) / f"rank{rank}.pt")

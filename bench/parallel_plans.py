@@ -18,6 +18,7 @@ pipeline replica of S stages takes S x --batch samples in --micro-batches micro-
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ from jigsaw.hardware import preset, with_overrides
 from jigsaw.oracle.plan_types import (
     ParallelProfile,
     PlanPrediction,
-    balanced_stages,
+    partition_pipeline,
     predict_plan,
 )
 from jigsaw.parallelism import HybridPlan, PipelinePlan
@@ -43,16 +44,23 @@ MB = 1e6
 
 
 def scenarios(
-    profile: ParallelProfile, workers: int, batch: int, micro: int, stages: int
+    profile: ParallelProfile, workers: int, batch: int, micro: int, stages: int, limit: int
 ) -> list[Scenario]:
+    """The pipeline split is the planner's (partition_pipeline): the fastest predicted 2BW
+    split whose workers fit ``limit``, else the fastest split; GPipe uses the same split."""
     k = profile.blocks.num_blocks
-    cut = balanced_stages(profile.blocks, preset("cpu"), stages)
     replicas = workers // stages
     pipe_batch = batch * stages
+    hardware = with_overrides(preset("cpu"), gpus_per_node=workers, workspace_bytes=0)
+    plan = partition_pipeline(profile, hardware, stages, replicas, micro, pipe_batch, limit)
+    if plan is None:
+        plan = partition_pipeline(profile, hardware, stages, replicas, micro, pipe_batch)
+    assert plan is not None
+    gpipe = PipelinePlan(k, plan.stages, micro, replicas, "gpipe")
     return [
         Scenario("data", "data", data_parallel_plan(k, workers), batch),
-        Scenario("2bw", "pipeline", PipelinePlan(k, cut, micro, replicas), pipe_batch),
-        Scenario("gpipe", "pipeline", PipelinePlan(k, cut, micro, replicas, "gpipe"), pipe_batch),
+        Scenario("2bw", "pipeline", plan, pipe_batch),
+        Scenario("gpipe", "pipeline", gpipe, pipe_batch),
         Scenario("hybrid", "hybrid", HybridPlan.suffix(k, workers, k, "column"), batch),
     ]
 
@@ -76,11 +84,17 @@ def error(predicted: float, measured: float) -> float:
 
 
 def memory_rows(
-    model: str, profile: ParallelProfile, workers: int, batch: int, micro: int, stages: int
+    model: str,
+    profile: ParallelProfile,
+    workers: int,
+    batch: int,
+    micro: int,
+    stages: int,
+    limit: int,
 ) -> list[dict[str, Any]]:
     rows = []
     hardware = with_overrides(preset("cpu"), gpus_per_node=workers)
-    for scenario in scenarios(profile, workers, batch, micro, stages):
+    for scenario in scenarios(profile, workers, batch, micro, stages, limit):
         ranks = run_threads(
             workers, lambda rank, comm, s=scenario: run_scenario(rank, comm, model, s, 1, 0)
         )
@@ -107,6 +121,8 @@ def memory_rows(
                 "plan": scenario.name,
                 "describe": scenario.plan.describe(),
                 "max_worker_total_mb": max(r["measured_total_mb"] for r in per_rank),
+                "fits_limit": max(model_bytes(r) for r in ranks) <= limit,
+                "oracle_says_fits": prediction.max_memory_bytes - hardware.workspace_bytes <= limit,
                 "max_worker_params_plus_optimizer_mb": max(
                     r["measured_mb"]["params"] + r["measured_mb"]["optimizer"] for r in per_rank
                 ),
@@ -124,12 +140,15 @@ def timing_rows(
     micro: int,
     stages: int,
     iterations: int,
+    limit: int,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    chosen = scenarios(profile, workers, batch, micro, stages)
+    chosen = scenarios(profile, workers, batch, micro, stages, limit)
     with tempfile.TemporaryDirectory() as out:
         spawn_local(gloo_body, workers, out, model, chosen, iterations, 1)
         saved = [torch.load(Path(out) / f"rank{r}.pt", weights_only=False) for r in range(workers)]
     network = saved[0]["network"]
+    # Compute times as profiled inside rank 0 while every rank profiled (same contention).
+    profile = parallel_profile(model, saved[0]["profile"])
     hardware = with_overrides(
         preset("cpu"),
         gpus_per_node=workers,
@@ -180,19 +199,28 @@ def main() -> None:
     parser.add_argument("--timing-workers", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument(
+        "--memory-limit-mb",
+        type=float,
+        default=384.0,
+        help="per-worker limit on weights+gradients+optimizer+activations (MB = 1e6 B)",
+    )
     add_output_flag(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     began = time.perf_counter()
+    limit = round(args.memory_limit_mb * MB)
+    load_before = os.getloadavg()
     blocks = measured_block_profile(args.model, batch=args.batch, repeats=2)
     profile = parallel_profile(args.model, blocks)
     memory = memory_rows(
-        args.model, profile, args.memory_workers, args.batch, args.micro_batches, args.stages
+        args.model, profile, args.memory_workers, args.batch, args.micro_batches, args.stages, limit
     )
     result: dict[str, Any] = {
         "provenance": provenance(),
         "model": args.model,
         "batch_per_data_parallel_worker": args.batch,
+        "per_worker_memory_limit_mb": args.memory_limit_mb,
         "memory": {"workers": args.memory_workers, "plans": memory},
     }
     data_mb = next(r for r in memory if r["plan"] == "data")["max_worker_params_plus_optimizer_mb"]
@@ -209,6 +237,7 @@ def main() -> None:
             args.micro_batches,
             args.stages,
             args.iterations,
+            limit,
         )
         result["timing"] = {
             "workers": args.timing_workers,
@@ -217,6 +246,7 @@ def main() -> None:
             "plans": timing,
         }
     result["wall_s"] = round(time.perf_counter() - began, 1)
+    result["load_average_1min"] = {"before": load_before[0], "after": os.getloadavg()[0]}
     lines = [f"{args.model}: memory with {args.memory_workers} workers (MB, worst worker)"]
     for row in memory:
         worst = max(row["ranks"], key=lambda r: r["measured_total_mb"])
@@ -225,7 +255,7 @@ def main() -> None:
             f"(oracle {worst['predicted_total_mb']:8.1f}) params+opt "
             f"{row['max_worker_params_plus_optimizer_mb']:7.1f} saved "
             f"{row['params_plus_optimizer_saved_vs_data']:+.0%} sent/iter "
-            f"{worst['bytes_sent_per_iteration'] / MB:7.1f} MB"
+            f"{worst['bytes_sent_per_iteration'] / MB:7.1f} MB fits {row['fits_limit']}"
         )
     for row in result.get("timing", {}).get("plans", []):
         lines.append(

@@ -420,3 +420,34 @@ def balanced_stages(
             best = key
     assert best is not None
     return best[2]
+
+
+def partition_pipeline(
+    profile: ParallelProfile,
+    hardware: HardwareSpec,
+    num_stages: int,
+    replicas: int,
+    micro_batches: int,
+    batch_size: int,
+    per_worker_memory_limit_bytes: int | None = None,
+    schedule: Literal["2bw", "gpipe"] = "2bw",
+) -> PipelinePlan | None:
+    """PipeDream-2BW's planner, exhaustively: the contiguous split into ``num_stages`` stages
+    with the shortest predicted iteration among those whose every worker fits the limit
+    (``None``: no limit). Returns None when no split fits."""
+    k = profile.blocks.num_blocks
+    if not 1 <= num_stages <= k:
+        raise InvalidSpecError(f"{num_stages} stages for a model of {k} blocks", field="stages")
+    best: tuple[float, PipelinePlan] | None = None
+    for cuts in combinations(range(1, k), num_stages - 1):
+        bounds = (0, *cuts, k)
+        stages = tuple((bounds[i] + 1, bounds[i + 1]) for i in range(num_stages))
+        plan = PipelinePlan(k, stages, micro_batches, replicas, schedule)
+        prediction = predict_pipeline(profile, hardware, plan, batch_size)
+        if per_worker_memory_limit_bytes is not None and not prediction.fits(
+            per_worker_memory_limit_bytes
+        ):
+            continue
+        if best is None or prediction.iteration_time_s < best[0]:
+            best = (prediction.iteration_time_s, plan)
+    return None if best is None else best[1]
