@@ -21,6 +21,7 @@ import argparse
 import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from jigsaw.oracle.plan_types import (
     predict_plan,
 )
 from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.profiles import ModelProfile
 from worker.parallel_profile import measured_block_profile, parallel_profile
 from worker.spb.launch import spawn_local
 from worker.spb.thread_collectives import run_threads
@@ -132,6 +134,24 @@ def memory_rows(
     return rows
 
 
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def median_profile(profiles: list[ModelProfile]) -> ModelProfile:
+    """Per block, the median of the rounds' forward and backward times."""
+    blocks = []
+    for i, block in enumerate(profiles[0].blocks):
+        forward = median([p.blocks[i].forward_time_s_per_sample or 0.0 for p in profiles])
+        backward = median([p.blocks[i].backward_time_s_per_sample or 0.0 for p in profiles])
+        blocks.append(
+            replace(block, forward_time_s_per_sample=forward, backward_time_s_per_sample=backward)
+        )
+    return replace(profiles[0], blocks=tuple(blocks))
+
+
 def timing_rows(
     model: str,
     profile: ParallelProfile,
@@ -141,14 +161,15 @@ def timing_rows(
     stages: int,
     iterations: int,
     limit: int,
+    repeats: int,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     chosen = scenarios(profile, workers, batch, micro, stages, limit)
     with tempfile.TemporaryDirectory() as out:
-        spawn_local(gloo_body, workers, out, model, chosen, iterations, 1)
+        spawn_local(gloo_body, workers, out, model, chosen, iterations, repeats)
         saved = [torch.load(Path(out) / f"rank{r}.pt", weights_only=False) for r in range(workers)]
     network = saved[0]["network"]
-    # Compute times as profiled inside rank 0 while every rank profiled (same contention).
-    profile = parallel_profile(model, saved[0]["profile"])
+    # Compute times: the median over rounds of what rank 0 profiled while every rank did.
+    profile = parallel_profile(model, median_profile(saved[0]["profiles"]))
     hardware = with_overrides(
         preset("cpu"),
         gpus_per_node=workers,
@@ -158,8 +179,12 @@ def timing_rows(
     )
     rows = []
     for scenario in chosen:
-        ranks = [s["results"][scenario.name] for s in saved]
-        measured = max(r["iteration_s"] for r in ranks)
+        rounds = [
+            max(s["results"][scenario.name][k]["iteration_s"] for s in saved)
+            for k in range(repeats)
+        ]
+        ranks = [s["results"][scenario.name][-1] for s in saved]
+        measured = median(rounds)
         prediction = predict(scenario, profile, hardware, iterations)
         samples = ranks[0]["samples_per_iteration"]
         rows.append(
@@ -167,6 +192,7 @@ def timing_rows(
                 "plan": scenario.name,
                 "describe": scenario.plan.describe(),
                 "measured_iteration_s": round(measured, 4),
+                "measured_iteration_s_per_round": [round(r, 3) for r in rounds],
                 "predicted_iteration_s": round(prediction.iteration_time_s, 4),
                 "iteration_time_error": error(prediction.iteration_time_s, measured),
                 "measured_samples_per_s": round(samples / measured, 2),
@@ -179,6 +205,7 @@ def timing_rows(
                     key=abs,
                 ),
                 "bytes_sent_per_iteration": [r["bytes_sent_per_iteration"] for r in ranks],
+                "predicted_bytes_sent": list(prediction.per_worker_bytes_sent),
             }
         )
     data = next(r for r in rows if r["plan"] == "data")
@@ -197,7 +224,8 @@ def main() -> None:
     parser.add_argument("--stages", type=int, default=2)
     parser.add_argument("--memory-workers", type=int, default=4)
     parser.add_argument("--timing-workers", type=int, default=2)
-    parser.add_argument("--iterations", type=int, default=4)
+    parser.add_argument("--iterations", type=int, default=3, help="per timed lease")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds (median)")
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument(
         "--memory-limit-mb",
@@ -238,10 +266,12 @@ def main() -> None:
             args.stages,
             args.iterations,
             limit,
+            args.repeats,
         )
         result["timing"] = {
             "workers": args.timing_workers,
             "iterations": args.iterations,
+            "repeats": args.repeats,
             "network": network,
             "plans": timing,
         }
