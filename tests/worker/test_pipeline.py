@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from jigsaw.errors import InvalidSpecError
 from jigsaw.parallelism import PipelinePlan
 from tests.worker.pipeline_support import (
     collect_weights,
@@ -17,6 +18,7 @@ from tests.worker.pipeline_support import (
     train_in_leases,
 )
 from worker.pipeline.schedule import one_f_one_b
+from worker.spb.checkpoint import CheckpointError
 from worker.spb.launch import spawn_local
 from worker.spb.thread_collectives import run_threads
 
@@ -110,3 +112,16 @@ def test_2bw_over_gloo_processes_equals_the_reference_and_resumes(tmp_path: Path
         assert a["losses"][2:] == b["losses"]
         for name, tensor in a["weights"].items():
             assert torch.equal(tensor, b["weights"][name]), name
+
+
+def test_bad_batch_and_a_checkpoint_of_another_plan_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match="not a multiple of 4 micro-batches") as caught:
+        run(mlp_config(PLAN, batch_size=10), [1])
+    assert caught.value.field == "batch_size"
+    checkpoint = str(tmp_path / "ckpt")
+    run(mlp_config(PLAN), [1], checkpoint_after=0, checkpoint_dir=checkpoint)
+    other = PipelinePlan.for_workers(4, 4, replicas=1, micro_batches=4)
+    with pytest.raises(CheckpointError, match="under 'pipeline"):
+        run(mlp_config(other), [1], resume_from=checkpoint)
+    with pytest.raises(CheckpointError, match="not a complete checkpoint"):
+        run(mlp_config(PLAN), [1], resume_from=str(tmp_path / "missing"))

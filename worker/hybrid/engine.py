@@ -49,6 +49,8 @@ class HybridConfig:
     weight_decay: float = 0.0
     seed: int = 0
     model_options: Mapping[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
+    """``cuda:<i>`` pairs with an NCCL process group: written, not run here (no GPU)."""
 
 
 @dataclass
@@ -117,6 +119,9 @@ class HybridTrainer:
                 for b in range(split, workload.num_blocks)
             )
         )
+        self.device = torch.device(config.device)
+        self.dp_blocks.to(self.device)
+        self.sharded_blocks.to(self.device)
         self.dp_params = list(self.dp_blocks.parameters())
         self.sharded_params = [
             p
@@ -143,6 +148,7 @@ class HybridTrainer:
         began = time.perf_counter()
         sent_before = self.comm.traffic.total_bytes
         inputs, targets = self.data.fetch(self.sampler.next_indices(self.rank))
+        inputs, targets = inputs.to(self.device), targets.to(self.device)
         all_targets = self.group.gather(targets, 0, len(targets) * self.group.size)
         meter = _SavedBytes({p.untyped_storage().data_ptr() for p in self.params})
         self.optimizer.zero_grad(set_to_none=True)

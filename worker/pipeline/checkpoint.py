@@ -81,9 +81,13 @@ def load_pipeline(trainer: PipelineTrainer, directory: str | Path) -> None:
         )
     # weights_only=False: the files hold RNG state and plain Python objects we wrote.
     state = torch.load(path / stage_file(trainer.stage), map_location="cpu", weights_only=False)
-    versions = {int(v): [w.requires_grad_(True) for w in ws] for v, ws in state["versions"].items()}
+    device = trainer.device
+    versions = {
+        int(v): [w.to(device).requires_grad_(True) for w in ws]
+        for v, ws in state["versions"].items()
+    }
     trainer.versions.versions = versions
-    trainer.optimizer.buffers = state["momentum"] or None
+    trainer.optimizer.buffers = [b.to(device) for b in state["momentum"]] or None
     with torch.no_grad():
         for name, buffer in trainer.module.named_buffers():
             buffer.copy_(state["buffers"][name])

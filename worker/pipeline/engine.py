@@ -43,6 +43,9 @@ class PipelineConfig:
     """False runs each backward on the newest weights instead of the version its forward
     used: the bug weight stashing exists to prevent. Only for demonstrating it."""
     model_options: Mapping[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
+    """Where this worker's stage lives. ``cuda:<i>`` pairs with an NCCL process group; that
+    path is written but has not run in this project (no GPU was available)."""
 
 
 @dataclass
@@ -126,10 +129,11 @@ class PipelineTrainer:
                 field="stages",
             )
         self.loss_fn = workload.loss
+        self.device = torch.device(config.device)
         blocks = plan.blocks_of(self.stage)
         self.first_block = blocks.start
         self.in_shape, self.out_shape = self._boundary_shapes(workload, blocks)
-        self.module = nn.Sequential(*(workload.blocks[b] for b in blocks))
+        self.module = nn.Sequential(*(workload.blocks[b] for b in blocks)).to(self.device)
         self.module.train()
         self.names = [name for name, _ in self.module.named_parameters()]
         weights = [p.detach() for p in self.module.parameters()]
@@ -226,7 +230,8 @@ class PipelineTrainer:
         cached = self._batches.get(batch)
         if cached is None:
             # Forward ops visit batches in order, so the sampler advances exactly once each.
-            cached = self.data.fetch(self.sampler.next_indices(self.replica))
+            inputs, targets = self.data.fetch(self.sampler.next_indices(self.replica))
+            cached = (inputs.to(self.device), targets.to(self.device))
             self._batches[batch] = cached
         return cached
 
@@ -246,7 +251,7 @@ class PipelineTrainer:
         if self.first:
             x, _ = self._micro(batch, index)
         else:
-            x = torch.empty(self.in_shape)
+            x = torch.empty(self.in_shape, device=self.device)
             self.comm.recv(x, self.rank - 1, TAG_ACTIVATION).wait()
             x.requires_grad_(True)
         if self.last:
@@ -286,7 +291,7 @@ class PipelineTrainer:
         if self.last:
             self._losses[batch] = self._losses.get(batch, 0.0) + float(out.detach())
         else:
-            grad_out = torch.empty(self.out_shape)
+            grad_out = torch.empty(self.out_shape, device=self.device)
             self.comm.recv(grad_out, self.rank + 1, TAG_GRADIENT).wait()
         wrt = list(weights) + ([] if self.first else [item.inputs])
         grads = torch.autograd.grad(out, wrt, grad_outputs=grad_out, allow_unused=True)
@@ -302,7 +307,7 @@ class PipelineTrainer:
         if not self.first:
             grad_in = grads[-1]
             if grad_in is None:
-                grad_in = torch.zeros(self.in_shape)
+                grad_in = torch.zeros(self.in_shape, device=self.device)
             self._sends.append((self.comm.send(grad_in, self.rank - 1, TAG_GRADIENT), grad_in))
         live = sum(g.numel() * g.element_size() for gs in self._grads.values() for g in gs)
         self._peak["grads"] = max(self._peak["grads"], live)
