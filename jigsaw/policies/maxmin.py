@@ -24,10 +24,16 @@ class MaxMinPolicy:
     periodic = True
 
     def __init__(
-        self, blocks_of: BlocksOf = default_blocks_of, *, min_run_s: float = DEFAULT_MIN_RUN_S
+        self,
+        blocks_of: BlocksOf = default_blocks_of,
+        *,
+        min_run_s: float = DEFAULT_MIN_RUN_S,
+        reserve: bool = True,
     ) -> None:
         self._blocks_of = blocks_of
         self.min_run_s = min_run_s
+        self.reserve = reserve
+        """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         if not snapshot.waiting:
@@ -36,7 +42,8 @@ class MaxMinPolicy:
         shares = fair_shares(jobs, len(snapshot.cluster.gpu_ids()))
         ranked = maxmin_order(jobs, snapshot.now, shares)
         return gang_round(
-            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s, label="maxmin"
+            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s,
+            label="maxmin", reserve=self.reserve,
         )
 
 

@@ -53,6 +53,11 @@ class ReplayOptions:
     max_idle_rounds: int = 3
     """Stop (``stalled``) after this many rounds with waiting jobs, nothing running and no
     decision: such jobs can never start (a gang larger than the cluster, say)."""
+    rounds_end_when_idle: bool = False
+    """Gavel's rounds: a round ends when the last gang running in it stops, and the next
+    round starts then (an idle cluster starts one at the next arrival); rounds are
+    ``round_s`` apart only while some gang runs through them. Otherwise rounds sit on the
+    fixed grid of multiples of ``round_s``."""
 
     def __post_init__(self) -> None:
         if not self.round_s > 0:
@@ -120,7 +125,7 @@ class Replay:
         options = self.options
         in_rounds = bool(getattr(self.policy, "periodic", False)) or options.admit_in_rounds
         stable_until = getattr(self.policy, "stable_until", None)
-        if not options.skip_quiet_rounds:
+        if not options.skip_quiet_rounds or options.rounds_end_when_idle:
             stable_until = None
         pending = list(reversed(self.arrivals))
         next_round = self.clock.now()
@@ -165,9 +170,16 @@ class Replay:
                 dirty = True
                 self._finished += sum(isinstance(event, Finished) for event in events)
             if in_rounds:
+                if (options.rounds_end_when_idle and now + 1e-9 < next_round
+                        and not self.executor.running_jobs()):
+                    next_round = now
                 if now + 1e-9 < next_round:
                     continue
-                next_round = (math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
+                if options.rounds_end_when_idle:
+                    next_round = now + options.round_s
+                else:
+                    next_round = (
+                        math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
                 if not (dirty or waiting) or (not dirty and now + 1e-9 < quiet_until):
                     continue
                 rounds += 1
