@@ -144,7 +144,7 @@ def test_a_workload_naming_an_application_without_curves_is_refused(tmp_path: Pa
         (apps / "cifar10" / name).write_bytes((APPS / "cifar10" / name).read_bytes())
     trace = tmp_path / "w.csv"
     trace.write_text(HEADER + "a,0,cifar10,1,128\nb,5,yolov3,1,16\n")
-    with pytest.raises(TraceFormatError, match="yolov3.*no validation curves") as error:
+    with pytest.raises(TraceFormatError, match=r"yolov3.*no validation curves") as error:
         load_trace(trace)
     assert error.value.line == 3 and str(trace) in str(error.value)
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-import os
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +12,8 @@ from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.profiles import ProfileCatalog
 from jigsaw.traces import GavelThroughputs, load_trace, read_philly
-from jigsaw.traces.pollux_curves import load_app_curves
 from jigsaw.traces.model_mix import assign_model
+from jigsaw.traces.pollux_curves import load_app_curves
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SHARED = Path(os.environ.get("JIGSAW_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
