@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.domain import Job
+from jigsaw.domain import Job, JobSpec
 from jigsaw.errors import InvalidSpecError, TraceFormatError
+from jigsaw.policies.gavel_share import gavel_order, gavel_shares
+from jigsaw.policies.maxmin import MaxMinPolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.pollux_rate import PolluxRate, per_node_counts
 from jigsaw.simulator.replay import ReplayResult
@@ -276,3 +278,34 @@ def test_reference_rate_is_compact(tmp_path: Path) -> None:
     assert isinstance(rates, PolluxRate)
     job = Job(id="c", spec=arrivals[0].spec, submitted_at=0.0)
     assert rates.reference_rate(job) == rates.iterations_per_second(job, (4, 2))
+
+
+# -- Gavel: max-min ranking -----------------------------------------------------------------
+
+def _job(job_id: str, workers: int, *, at: float = 0.0, served: float = 0.0) -> Job:
+    spec = JobSpec(name=job_id, model="mlp", workers=workers, iterations=100)
+    return Job(id=job_id, spec=spec, submitted_at=at, attained_gpu_seconds=served)
+
+
+def test_gavel_shares_give_every_job_the_same_gpu_share() -> None:
+    jobs = [_job("one", 1), _job("four", 4), _job("two", 2)]
+    shares = gavel_shares(jobs, capacity=3)
+    gpu_share = {job.id: shares[job.id] * job.spec.workers for job in jobs}
+    assert gpu_share == pytest.approx(dict.fromkeys(gpu_share, 1.0))
+    assert shares["four"] == pytest.approx(shares["one"] / 4)
+    # Enough GPUs for everyone: everyone runs all the time.
+    assert set(gavel_shares(jobs, capacity=7).values()) == {1.0}
+
+
+def test_gavel_ranks_jobs_without_gpu_time_first_then_least_served_per_share() -> None:
+    old = _job("old", 1, at=0.0, served=50.0)
+    older = _job("older", 1, at=-1e6, served=100.0)
+    newcomer = _job("new", 1, at=900.0)
+    ranked = gavel_order([older, old, newcomer], 1000.0, dict.fromkeys(("old", "older", "new"),
+                                                                        0.5))
+    assert [job.id for job in ranked] == ["new", "old", "older"]
+
+
+def test_maxmin_refuses_an_unknown_ranking() -> None:
+    with pytest.raises(ValueError, match="ranking"):
+        MaxMinPolicy(ranking="random")
