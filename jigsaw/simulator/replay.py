@@ -58,6 +58,10 @@ class ReplayOptions:
     round starts then (an idle cluster starts one at the next arrival); rounds are
     ``round_s`` apart only while some gang runs through them. Otherwise rounds sit on the
     fixed grid of multiples of ``round_s``."""
+    rounds_on_grid_only: bool = False
+    """Pollux's interval: decisions only at multiples of ``round_s`` (from time 0). Without
+    it, a round that no job needed is not held, and the next arrival or finish after it is
+    decided at once (then the grid resumes)."""
 
     def __post_init__(self) -> None:
         if not self.round_s > 0:
@@ -129,6 +133,8 @@ class Replay:
             stable_until = None
         pending = list(reversed(self.arrivals))
         next_round = self.clock.now()
+        if options.rounds_on_grid_only:
+            next_round = self._round_at_or_after(next_round)
         quiet_until = -math.inf
         """No round before this can decide anything (reset by any arrival or event)."""
         dirty = False
@@ -173,6 +179,8 @@ class Replay:
                 if (options.rounds_end_when_idle and now + 1e-9 < next_round
                         and not self.executor.running_jobs()):
                     next_round = now
+                elif options.rounds_on_grid_only and next_round < now - 1e-9:
+                    next_round = self._round_at_or_after(now)
                 if now + 1e-9 < next_round:
                     continue
                 if options.rounds_end_when_idle:

@@ -154,6 +154,7 @@ def replay(
         round_s=setup.round_s, overheads=overheads, admit_in_rounds=in_rounds,
         keep_log=setup.keep_log, skip_quiet_rounds=setup.skip_quiet_rounds,
         rounds_end_when_idle=chosen.rounds_end_when_idle,
+        rounds_on_grid_only=chosen.rounds_on_grid_only,
     )
     result = Replay(arrivals, policy, rates, cluster, options).run(progress)
     result.summary.update(describe_sources(oracle, arrivals))

@@ -47,6 +47,8 @@ class Semantics:
     admit_in_rounds: bool = False
     rounds_end_when_idle: bool = False
     """Gavel: a round ends when its last gang ends; an idle cluster starts a round at once."""
+    rounds_on_grid_only: bool = False
+    """Pollux: decisions only at multiples of the interval, counted from time 0."""
     overheads: OverheadModel = field(default_factory=OverheadModel)
     policy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -62,6 +64,7 @@ POLLUX = Semantics(
     "efficiency, las = Tiresias (16 GPU-h queues, no protection)",
     round_s=60.0,
     admit_in_rounds=True,
+    rounds_on_grid_only=True,
     overheads=OverheadModel(launch_s=30.0, restart_s=30.0, replan_s=30.0),
     policy_options={
         "las": {

@@ -109,6 +109,16 @@ def test_pollux_newcomers_start_at_the_next_60s_interval(tmp_path: Path) -> None
     assert late.finished_at == pytest.approx(120.0 + 30.0 + work)
 
 
+def test_pollux_decides_only_on_its_60s_grid(tmp_path: Path) -> None:
+    """Even the first job, on an empty cluster, waits for the next multiple of 60 s."""
+    trace = _pollux_workload(tmp_path, "ncf-0,53,ncf,1,32768\nncf-1,1585,ncf,1,32768\n")
+    result, rates = _pollux_replay(trace, "las", gpus=4, gpus_per_node=4)
+    for job in result.store.all_jobs():
+        work = job.spec.iterations / rates.iterations_per_second(job, (1,))
+        start = math.ceil(job.submitted_at / 60.0) * 60.0
+        assert job.finished_at == pytest.approx(start + 30.0 + work)
+
+
 def test_tiresias_baseline_backfills_past_a_blocked_gang(tmp_path: Path) -> None:
     """Pollux's Tiresias starts any job that fits the GPUs left; it holds none back for a
     big gang that does not fit (our own las does)."""
