@@ -32,6 +32,7 @@ from jigsaw.executor_events import Finished, Started
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.policies.base import Policy
+from jigsaw.simulator.allocation_resets import AllocationResets
 from jigsaw.simulator.decisionlog import DecisionLog
 from jigsaw.simulator.executor import SimulatorExecutor
 from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds
@@ -58,6 +59,10 @@ class ReplayOptions:
     round starts then (an idle cluster starts one at the next arrival); rounds are
     ``round_s`` apart only while some gang runs through them. Otherwise rounds sit on the
     fixed grid of multiples of ``round_s``."""
+    allocation_reset_s: float | None = None
+    """Gavel's allocation resets (:mod:`jigsaw.simulator.allocation_resets`): arrivals become
+    visible to the policy only at a reset, and a policy that is not ``periodic`` (fifo)
+    decides only then. ``None``: every arrival is visible at once."""
     rounds_on_grid_only: bool = False
     """Pollux's interval: decisions only at multiples of ``round_s`` (from time 0). Without
     it, a round that no job needed is not held, and the next arrival or finish after it is
@@ -122,6 +127,10 @@ class Replay:
         self._backlog: deque[Arrival] = deque()
         self._fed = 0
         self._started: set[str] = set()
+        self._resets = (
+            None if self.options.allocation_reset_s is None
+            else AllocationResets(self.options.allocation_reset_s)
+        )
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, progress: ProgressHook | None = None) -> ReplayResult:
@@ -140,10 +149,12 @@ class Replay:
         dirty = False
         rounds = cycles = idle_rounds = 0
         stalled = False
+        resets = self._resets
+        periodic = bool(getattr(self.policy, "periodic", False))
         while True:
             waiting = bool(self._backlog) or (
                 len(self.store.active_jobs()) > len(self.executor.running_jobs())
-            )
+            ) or (resets is not None and bool(resets.held))
             upcoming = [pending[-1].at] if pending else []
             executor_at = self.executor.next_event_time()
             if executor_at is not None:
@@ -167,7 +178,11 @@ class Replay:
                 # Behind a waiting job, an arrival-order policy cannot start a newcomer.
                 dirty = dirty or not (self._prefix_only and waiting)
                 quiet_until = -math.inf
-                self._arrive(pending.pop())
+                if resets is not None:
+                    resets.hold(pending.pop())
+                    dirty = True
+                else:
+                    self._arrive(pending.pop())
             events = self.executor.poll(now)
             self.cycle.observe(events)
             if events:
@@ -175,6 +190,8 @@ class Replay:
             if any(not isinstance(event, Started) for event in events):
                 dirty = True
                 self._finished += sum(isinstance(event, Finished) for event in events)
+                if resets is not None and any(isinstance(event, Finished) for event in events):
+                    resets.changed = True
             if in_rounds:
                 if (options.rounds_end_when_idle and now + 1e-9 < next_round
                         and not self.executor.running_jobs()):
@@ -190,6 +207,13 @@ class Replay:
                         math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
                 if not (dirty or waiting) or (not dirty and now + 1e-9 < quiet_until):
                     continue
+                if resets is not None:
+                    idle = not self.executor.running_jobs()
+                    if resets.due(now, idle_and_all_arrived=idle and not pending):
+                        for arrival in resets.release():
+                            self._arrive(arrival)
+                    elif not periodic:
+                        continue  # fifo's allocation changes only at a reset
                 rounds += 1
             elif not dirty:
                 continue

@@ -155,6 +155,7 @@ def replay(
         keep_log=setup.keep_log, skip_quiet_rounds=setup.skip_quiet_rounds,
         rounds_end_when_idle=chosen.rounds_end_when_idle,
         rounds_on_grid_only=chosen.rounds_on_grid_only,
+        allocation_reset_s=chosen.allocation_reset_s,
     )
     result = Replay(arrivals, policy, rates, cluster, options).run(progress)
     result.summary.update(describe_sources(oracle, arrivals))

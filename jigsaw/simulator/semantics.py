@@ -49,6 +49,9 @@ class Semantics:
     """Gavel: a round ends when its last gang ends; an idle cluster starts a round at once."""
     rounds_on_grid_only: bool = False
     """Pollux: decisions only at multiples of the interval, counted from time 0."""
+    allocation_reset_s: float | None = None
+    """Gavel: newcomers become schedulable, and fifo re-allocates, only at allocation resets
+    at least this far apart (its ``minimum_time_between_allocation_resets``)."""
     overheads: OverheadModel = field(default_factory=OverheadModel)
     policy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -83,6 +86,7 @@ GAVEL = Semantics(
     round_s=360.0,
     admit_in_rounds=True,
     rounds_end_when_idle=True,
+    allocation_reset_s=1_920.0,
     overheads=OverheadModel(launch_s=0.0, restart_s=0.0, replan_s=0.0),
     policy_options={"las": {"min_run_s": 0.0, "reserve": False},
                     "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},

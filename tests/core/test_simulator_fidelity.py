@@ -177,6 +177,20 @@ def test_a_gavel_newcomer_waits_for_the_running_round_to_end(tmp_path: Path) -> 
     assert b.finished_at == pytest.approx(360.0 + 100.0, abs=STEP_S)
 
 
+@pytest.mark.parametrize("policy", ["fifo", "maxmin"])
+def test_a_gavel_newcomer_waits_for_the_next_allocation_reset(
+    tmp_path: Path, policy: str
+) -> None:
+    """Resets at 0 and 360 s (Gavel's reset clock starts at 0); the next may come 1,920 s
+    after 360 s, at the first round from 2,280 s: 2,520 s. C waits there on a free GPU."""
+    result = _gavel_replay(
+        tmp_path, [(RESNET, 5000.0, 0.0), (RESNET, 5000.0, 100.0), (RESNET, 100.0, 500.0)],
+        policy, gpus=3)
+    started = {line.split()[2]: float(line.split()[0])
+               for line in result.log.lines or [] if " start " in line}
+    assert started == pytest.approx({"gavel-1": 0.0, "gavel-2": 360.0, "gavel-3": 2520.0})
+
+
 def test_a_gavel_newcomer_on_an_idle_cluster_starts_at_once(tmp_path: Path) -> None:
     result = _gavel_replay(tmp_path, [(RESNET, 50.0, 0.0), (RESNET, 100.0, 500.0)],
                            "fifo", gpus=2)
