@@ -5,7 +5,9 @@ The clock jumps to the next of: a job arrival, an executor event (a gang starts 
 finishes), or a round boundary. Policies that decide in rounds (``policy.periodic``) are
 asked only at round boundaries, and only when something changed or some job is waiting;
 others (FIFO) are asked whenever a job arrives or a gang finishes. ``admit_in_rounds`` makes
-every policy decide at round boundaries only (Gavel's semantics).
+every policy decide at round boundaries only; the peers' round rules (Pollux's fixed grid,
+Gavel's rounds that end with their last gang and its allocation resets) are options chosen
+by :mod:`jigsaw.simulator.semantics`.
 
 Quiet rounds are skipped: after a round with no decisions, a policy that implements
 :class:`~jigsaw.policies.base.StableHint` (las, jigsaw) says until when nothing can change
