@@ -73,6 +73,8 @@ class ReplayOptions:
     def __post_init__(self) -> None:
         if not self.round_s > 0:
             raise ValueError("round length must be positive")
+        if self.allocation_reset_s is not None and not self.allocation_reset_s >= 0:
+            raise ValueError("allocation_reset_s must be >= 0 seconds")
 
 
 @dataclass(slots=True)
