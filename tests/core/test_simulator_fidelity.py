@@ -9,6 +9,7 @@ time-slices round by round with no protection), and the refusals of bad input.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from jigsaw.traces.pollux_curves import (
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+SHARED = Path(os.environ.get("JIGSAW_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
 APPS = DATA / "pollux" / "apps"
 HEADER = "name,time,application,num_replicas,batch_size\n"
 
@@ -130,6 +132,19 @@ def test_tiresias_baseline_backfills_past_a_blocked_gang(tmp_path: Path) -> None
     starts = [line for line in result.log.lines or [] if " start " in line]
     # cifar10-1 (4 GPUs) cannot fit beside cifar10-0 (6 of 8); ncf-2 (1 GPU) does.
     assert any(line.startswith("60.000 start ncf-2") for line in starts)
+
+
+@pytest.mark.skipif(not (SHARED / "traces" / "pollux").is_dir(), reason="no ../shared")
+def test_las_on_pollux_workload_6_is_within_20_percent_of_pollux_tiresias() -> None:
+    """The issue's target: Pollux's own simulator gives about 3,470 s (its Tiresias)."""
+    trace = SHARED / "traces" / "pollux" / "workloads" / "workload-6.csv"
+    setup = SimulationSetup(gpus=64, gpus_per_node=4)
+    oracle = make_oracle(setup)
+    rates, arrivals = make_rates(load_jobs(trace, setup, oracle), setup, oracle, trace)
+    summary = replay(arrivals, "las", rates, oracle, setup,
+                     semantics=semantics_for(trace, throughputs=False)).summary
+    assert summary["completed"] == 160
+    assert abs(summary["avg_jct_s"] / 3_469.69 - 1.0) <= 0.2
 
 
 def test_curves_missing_a_column_are_refused_with_file_and_line(tmp_path: Path) -> None:
