@@ -24,6 +24,7 @@ from jigsaw.policies import policy_names
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.simulator.replay import ReplayResult
+from jigsaw.simulator.semantics import Semantics, semantics_for
 from jigsaw.simulator.workload import Arrival
 
 PROGRESS_MIN_JOBS = 2_000
@@ -57,7 +58,11 @@ def simulate(
         str | None, typer.Option(help="Philly window start date, e.g. 2017-10-15.")
     ] = None,
     end: Annotated[str | None, typer.Option(help="Philly window end date (exclusive).")] = None,
-    round_seconds: Annotated[float, typer.Option(help="Scheduling round length.")] = 60.0,
+    round_seconds: Annotated[
+        float | None,
+        typer.Option(help="Scheduling round length (default: 360 s for Gavel traces with "
+                     "--throughputs, 60 s otherwise)."),
+    ] = None,
     throughputs: Annotated[
         Path | None, typer.Option(help="Gavel simulation_throughputs.json (Gavel traces).")
     ] = None,
@@ -71,14 +76,16 @@ def simulate(
 ) -> None:
     """Replay a trace in virtual time and report JCT, utilization and cluster efficiency."""
     policies = [name.strip() for name in policy.split(",") if name.strip()]
-    problem = _check_arguments(policies, output, gpus, gpus_per_node, round_seconds, limit)
+    semantics = semantics_for(trace, throughputs=throughputs is not None)
+    round_s = round_seconds if round_seconds is not None else semantics.round_s
+    problem = _check_arguments(policies, output, gpus, gpus_per_node, round_s, limit)
     if problem:
         _fail(problem)
     setup = SimulationSetup(
         gpus=gpus,
         gpus_per_node=gpus_per_node,
         seed=seed,
-        round_s=round_seconds,
+        round_s=round_s,
         throughputs=throughputs,
         worker_type=worker_type,
     )
@@ -87,11 +94,8 @@ def simulate(
         jobs = load_jobs(trace, setup, oracle, limit=limit, start=start, end=end)
         if not jobs:
             _fail(f"{trace}: no jobs to replay (check --start/--end/--limit)")
-        rates, arrivals = make_rates(jobs, setup, oracle)
-        results = [
-            _run(arrivals, name, rates, oracle, setup, gavel=trace.suffix.lower() == ".trace")
-            for name in policies
-        ]
+        rates, arrivals = make_rates(jobs, setup, oracle, trace)
+        results = [_run(arrivals, name, rates, oracle, setup, semantics) for name in policies]
     except (JigsawError, OSError, ValueError) as error:
         _fail(str(error))
     summaries = [result.summary for result in results]
@@ -101,7 +105,7 @@ def simulate(
         )
         typer.echo(json.dumps(_finite(payload), sort_keys=True))
     else:
-        _print_table(summaries)
+        _print_table(summaries, semantics)
     if plot is not None:
         from cli.plot import plot_results
 
@@ -136,11 +140,10 @@ def _run(
     rates: ReferenceRate,
     oracle: Oracle,
     setup: SimulationSetup,
-    *,
-    gavel: bool,
+    semantics: Semantics,
 ) -> ReplayResult:
     if len(arrivals) < PROGRESS_MIN_JOBS or not sys.stderr.isatty():
-        return replay(arrivals, name, rates, oracle, setup, gavel=gavel)
+        return replay(arrivals, name, rates, oracle, setup, semantics=semantics)
     columns = (
         TextColumn(name),
         BarColumn(),
@@ -153,10 +156,11 @@ def _run(
         def advance(done: int, _total: int, _now: float) -> None:
             bar.update(task, completed=done)
 
-        return replay(arrivals, name, rates, oracle, setup, gavel=gavel, progress=advance)
+        return replay(
+            arrivals, name, rates, oracle, setup, semantics=semantics, progress=advance)
 
 
-def _print_table(summaries: list[dict[str, Any]]) -> None:
+def _print_table(summaries: list[dict[str, Any]], semantics: Semantics) -> None:
     table = Table(title=f"{summaries[0]['jobs']} jobs on {summaries[0]['gpus']} GPUs")
     for _, header, _ in TABLE_COLUMNS:
         table.add_column(header, justify="left" if header == "policy" else "right")
@@ -164,7 +168,9 @@ def _print_table(summaries: list[dict[str, Any]]) -> None:
         table.add_row(*(_cell(summary[key], fmt) for key, _, fmt in TABLE_COLUMNS))
     console = Console()
     console.print(table)
-    console.print(f"eta: {summaries[0]['eta_source']}")
+    console.print(f"semantics: {semantics.summary}")
+    if semantics.name != "pollux":
+        console.print(f"eta: {summaries[0]['eta_source']}")
 
 
 def _cell(value: Any, fmt: str) -> str:

@@ -63,7 +63,10 @@ def gang_round(
     blocks_of: BlocksOf,
     min_run_s: float,
     label: str,
+    reserve: bool = True,
 ) -> list[Decision]:
+    """``reserve=False`` drops step 2's reservation: any lower-ranked gang that fits the GPUs
+    left may start (Tiresias in Pollux's simulator, Gavel's round scheduler)."""
     now = snapshot.now
     alive = set(snapshot.cluster.gpu_ids())
     budget = len(alive)
@@ -87,7 +90,7 @@ def gang_round(
         if workers <= budget - (reserved if waits else 0):
             selected.add(job_id)
             budget -= workers
-        elif waits and reserved == 0:
+        elif waits and reserved == 0 and reserve:
             # Reserve for the best-ranked waiting gang that does not fit: waiting jobs ranked
             # below it may not take the GPUs it is waiting for, or a stream of small jobs
             # would starve a big gang forever.

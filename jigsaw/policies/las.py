@@ -28,17 +28,21 @@ class LasPolicy(PolicyBase):
         *,
         config: LasConfig | None = None,
         min_run_s: float = DEFAULT_MIN_RUN_S,
+        reserve: bool = True,
     ) -> None:
         self._blocks_of = blocks_of or catalog_blocks(default_catalog())
         self.config = config if config is not None else LasConfig()
         self.min_run_s = min_run_s
+        self.reserve = reserve
+        """Hold GPUs for the best-ranked blocked gang (off: free backfill, as Tiresias)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         if not snapshot.waiting:
             return []
         ranked = las_order(snapshot.running + snapshot.waiting, snapshot.now, self.config)
         return gang_round(
-            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s, label="las"
+            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s, label="las",
+            reserve=self.reserve,
         )
 
     def stable_until(self, snapshot: Snapshot) -> float:

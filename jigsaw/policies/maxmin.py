@@ -16,6 +16,7 @@ from jigsaw.decisions import Decision
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
+from jigsaw.policies.gavel_share import gavel_order, gavel_shares
 from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks
 from jigsaw.snapshot import Snapshot
 
@@ -25,19 +26,35 @@ class MaxMinPolicy(PolicyBase):
     periodic = True
 
     def __init__(
-        self, blocks_of: BlocksOf | None = None, *, min_run_s: float = DEFAULT_MIN_RUN_S
+        self,
+        blocks_of: BlocksOf | None = None,
+        *,
+        min_run_s: float = DEFAULT_MIN_RUN_S,
+        reserve: bool = True,
+        ranking: str = "deficit",
     ) -> None:
+        if ranking not in ("deficit", "gavel"):
+            raise ValueError(f"ranking must be 'deficit' or 'gavel', got {ranking!r}")
+        self.ranking = ranking
+        """``deficit``: most owed since arrival first; ``gavel``: Gavel's priority
+        (:mod:`jigsaw.policies.gavel_share`)."""
         self._blocks_of = blocks_of or catalog_blocks(default_catalog())
         self.min_run_s = min_run_s
+        self.reserve = reserve
+        """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         if not snapshot.waiting:
             return []
         jobs = snapshot.running + snapshot.waiting
-        shares = fair_shares(jobs, len(snapshot.cluster.gpu_ids()))
-        ranked = maxmin_order(jobs, snapshot.now, shares)
+        capacity = len(snapshot.cluster.gpu_ids())
+        if self.ranking == "gavel":
+            ranked = gavel_order(jobs, snapshot.now, gavel_shares(jobs, capacity))
+        else:
+            ranked = maxmin_order(jobs, snapshot.now, fair_shares(jobs, capacity))
         return gang_round(
-            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s, label="maxmin"
+            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s,
+            label="maxmin", reserve=self.reserve,
         )
 
 

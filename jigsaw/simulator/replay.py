@@ -5,7 +5,9 @@ The clock jumps to the next of: a job arrival, an executor event (a gang starts 
 finishes), or a round boundary. Policies that decide in rounds (``policy.periodic``) are
 asked only at round boundaries, and only when something changed or some job is waiting;
 others (FIFO) are asked whenever a job arrives or a gang finishes. ``admit_in_rounds`` makes
-every policy decide at round boundaries only (Gavel's semantics).
+every policy decide at round boundaries only; the peers' round rules (Pollux's fixed grid,
+Gavel's rounds that end with their last gang and its allocation resets) are options chosen
+by :mod:`jigsaw.simulator.semantics`.
 
 Quiet rounds are skipped: after a round with no decisions, a policy that implements
 :class:`~jigsaw.policies.base.StableHint` (las, jigsaw) says until when nothing can change
@@ -32,6 +34,7 @@ from jigsaw.executor_events import Finished, Started
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.policies.base import Policy
+from jigsaw.simulator.allocation_resets import AllocationResets
 from jigsaw.simulator.decisionlog import DecisionLog
 from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds
 from jigsaw.simulator.rates import OverheadModel, ReferenceRate
@@ -53,10 +56,25 @@ class ReplayOptions:
     max_idle_rounds: int = 3
     """Stop (``stalled``) after this many rounds with waiting jobs, nothing running and no
     decision: such jobs can never start (a gang larger than the cluster, say)."""
+    rounds_end_when_idle: bool = False
+    """Gavel's rounds: a round ends when the last gang running in it stops, and the next
+    round starts then (an idle cluster starts one at the next arrival); rounds are
+    ``round_s`` apart only while some gang runs through them. Otherwise rounds sit on the
+    fixed grid of multiples of ``round_s``."""
+    allocation_reset_s: float | None = None
+    """Gavel's allocation resets (:mod:`jigsaw.simulator.allocation_resets`): arrivals become
+    visible to the policy only at a reset, and a policy that is not ``periodic`` (fifo)
+    decides only then. ``None``: every arrival is visible at once."""
+    rounds_on_grid_only: bool = False
+    """Pollux's interval: decisions only at multiples of ``round_s`` (from time 0). Without
+    it, a round that no job needed is not held, and the next arrival or finish after it is
+    decided at once (then the grid resumes)."""
 
     def __post_init__(self) -> None:
         if not self.round_s > 0:
             raise ValueError("round length must be positive")
+        if self.allocation_reset_s is not None and not self.allocation_reset_s >= 0:
+            raise ValueError("allocation_reset_s must be >= 0 seconds")
 
 
 @dataclass(slots=True)
@@ -113,24 +131,32 @@ class Replay:
         self._backlog: deque[Arrival] = deque()
         self._fed = 0
         self._started: set[str] = set()
+        self._resets = (
+            None if self.options.allocation_reset_s is None
+            else AllocationResets(self.options.allocation_reset_s)
+        )
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, progress: ProgressHook | None = None) -> ReplayResult:
         started = time.perf_counter()
         options = self.options
         in_rounds = self.policy.periodic or options.admit_in_rounds
-        skip_quiet = options.skip_quiet_rounds
+        skip_quiet = options.skip_quiet_rounds and not options.rounds_end_when_idle
         pending = list(reversed(self.arrivals))
         next_round = self.clock.now()
+        if options.rounds_on_grid_only:
+            next_round = self._round_at_or_after(next_round)
         quiet_until = -math.inf
         """No round before this can decide anything (reset by any arrival or event)."""
         dirty = False
         rounds = cycles = idle_rounds = 0
         stalled = False
+        resets = self._resets
+        periodic = self.policy.periodic
         while True:
             waiting = bool(self._backlog) or (
                 len(self.store.active_jobs()) > len(self.executor.running_jobs())
-            )
+            ) or (resets is not None and bool(resets.held))
             upcoming = [pending[-1].at] if pending else []
             executor_at = self.executor.next_event_time()
             if executor_at is not None:
@@ -154,7 +180,11 @@ class Replay:
                 # Behind a waiting job, an arrival-order policy cannot start a newcomer.
                 dirty = dirty or not (self._prefix_only and waiting)
                 quiet_until = -math.inf
-                self._arrive(pending.pop())
+                if resets is not None:
+                    resets.hold(pending.pop())
+                    dirty = True
+                else:
+                    self._arrive(pending.pop())
             events = self.executor.poll(now)
             self.cycle.observe(events)
             if events:
@@ -162,12 +192,30 @@ class Replay:
             if any(not isinstance(event, Started) for event in events):
                 dirty = True
                 self._finished += sum(isinstance(event, Finished) for event in events)
+                if resets is not None and any(isinstance(event, Finished) for event in events):
+                    resets.changed = True
             if in_rounds:
+                if (options.rounds_end_when_idle and now + 1e-9 < next_round
+                        and not self.executor.running_jobs()):
+                    next_round = now
+                elif options.rounds_on_grid_only and next_round < now - 1e-9:
+                    next_round = self._round_at_or_after(now)
                 if now + 1e-9 < next_round:
                     continue
-                next_round = (math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
+                if options.rounds_end_when_idle:
+                    next_round = now + options.round_s
+                else:
+                    next_round = (
+                        math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
                 if not (dirty or waiting) or (not dirty and now + 1e-9 < quiet_until):
                     continue
+                if resets is not None:
+                    idle = not self.executor.running_jobs()
+                    if resets.due(now, idle_and_all_arrived=idle and not pending):
+                        for arrival in resets.release():
+                            self._arrive(arrival)
+                    elif not periodic:
+                        continue  # fifo's allocation changes only at a reset
                 rounds += 1
             elif not dirty:
                 continue

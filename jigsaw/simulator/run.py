@@ -14,10 +14,13 @@ from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.policies.base import Policy
 from jigsaw.policies.builder import build_policy
+from jigsaw.simulator.pollux_rate import PolluxRate
 from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel, ReferenceRate
 from jigsaw.simulator.replay import ProgressHook, Replay, ReplayOptions, ReplayResult
+from jigsaw.simulator.semantics import JIGSAW, Semantics, trace_format
 from jigsaw.simulator.workload import Arrival, arrivals_from_trace, read_workload
 from jigsaw.traces import GavelThroughputs, TraceJob
+from jigsaw.traces.pollux_apps import find_apps_dir, load_pollux_app
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +68,12 @@ def load_jobs(
 
 
 def make_rates(
-    jobs: list[TraceJob], setup: SimulationSetup, oracle: Oracle
+    jobs: list[TraceJob], setup: SimulationSetup, oracle: Oracle, trace: Path | None = None
 ) -> tuple[ReferenceRate, list[Arrival]]:
-    """The rate model (oracle, or Gavel's table when ``throughputs`` is given) and the jobs."""
+    """The rate model and the jobs: Pollux's measured step times for a Pollux workload
+    (``trace``), Gavel's table when ``throughputs`` is given, the oracle otherwise."""
+    if trace is not None and trace_format(trace) == "pollux":
+        return pollux_rates(jobs, trace, setup)
     oracle_rate = OracleRate(oracle, setup.gpus_per_node)
     if setup.throughputs is None:
         arrivals = arrivals_from_trace(
@@ -98,6 +104,19 @@ def make_rates(
     return GavelRate(table, worker_type, job_types, oracle_rate), arrivals
 
 
+def pollux_rates(
+    jobs: list[TraceJob], trace: Path, setup: SimulationSetup
+) -> tuple[ReferenceRate, list[Arrival]]:
+    """Pollux's semantics: its measured step times; the work is already in the jobs."""
+    apps_dir = find_apps_dir(trace)
+    if apps_dir is None:
+        raise InvalidSpecError(f"{trace}: no apps/ directory beside the workload",
+                               field="trace")
+    apps = {name: load_pollux_app(apps_dir, name) for name in sorted({j.model for j in jobs})}
+    rate = PolluxRate(apps, setup.gpus_per_node)
+    return rate, arrivals_from_trace(jobs, lambda _job: 1.0)
+
+
 def replay(
     arrivals: list[Arrival],
     policy_name: str,
@@ -106,24 +125,37 @@ def replay(
     setup: SimulationSetup,
     *,
     gavel: bool = False,
+    semantics: Semantics | None = None,
     progress: ProgressHook | None = None,
 ) -> ReplayResult:
+    """``semantics`` (see :mod:`jigsaw.simulator.semantics`) sets the overheads, the rounds
+    and the policies' options of the peer simulator; ``setup`` still overrides options and
+    ``admit_in_rounds``. Without it, ``gavel`` keeps the older meaning: rounds only."""
     hardware = oracle.hardware
     cluster = Cluster.uniform(
         setup.gpus, setup.gpus_per_node, gpu_memory_bytes=hardware.memory_bytes,
         gpu_type=hardware.name,
     )
-    policy = make_policy(policy_name, oracle, **setup.policy_options.get(policy_name, {}))
-    in_rounds = setup.admit_in_rounds if setup.admit_in_rounds is not None else gavel
+    chosen = semantics if semantics is not None else JIGSAW
+    options_for = {**chosen.policy_options.get(policy_name, {}),
+                   **setup.policy_options.get(policy_name, {})}
+    policy = make_policy(policy_name, oracle, **options_for)
+    in_rounds = setup.admit_in_rounds
+    if in_rounds is None:
+        in_rounds = chosen.admit_in_rounds or gavel
+    overheads = setup.overheads if chosen is JIGSAW else chosen.overheads
     options = ReplayOptions(
-        round_s=setup.round_s, overheads=setup.overheads, admit_in_rounds=in_rounds,
+        round_s=setup.round_s, overheads=overheads, admit_in_rounds=in_rounds,
         keep_log=setup.keep_log, skip_quiet_rounds=setup.skip_quiet_rounds,
+        rounds_end_when_idle=chosen.rounds_end_when_idle,
+        rounds_on_grid_only=chosen.rounds_on_grid_only,
+        allocation_reset_s=chosen.allocation_reset_s,
     )
     result = Replay(arrivals, policy, rates, cluster, options).run(progress)
     result.summary.update(describe_sources(oracle, arrivals))
     result.summary.update(
         {"gpus": setup.gpus, "gpus_per_node": setup.gpus_per_node, "round_s": setup.round_s,
-         "hardware": hardware.name, "seed": setup.seed}
+         "hardware": hardware.name, "seed": setup.seed, "semantics": chosen.name}
     )
     return result
 

@@ -44,3 +44,36 @@ def test_user_mistakes_exit_2_with_one_line() -> None:
         assert done.returncode == 2, (args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_the_output_says_which_semantics_ran() -> None:
+    pollux = cli(str(ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"), "--policy", "las",
+                 "--gpus", "64", "--gpus-per-node", "4", "-o", "json")
+    assert pollux.returncode == 0, pollux.stderr
+    result = json.loads(pollux.stdout)
+    assert (result["semantics"], result["round_s"], result["completed"]) == ("pollux", 60.0, 20)
+    table = cli(str(ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"), "--policy", "las",
+                "--gpus", "64", "--gpus-per-node", "4")
+    assert table.returncode == 0, table.stderr
+    assert "semantics: pollux" in table.stdout
+
+
+def test_gavel_bad_input_names_what_to_fix(tmp_path: Path) -> None:
+    throughputs = ROOT / "tests" / "data" / "gavel_throughputs_excerpt.json"
+    trace = tmp_path / "t.trace"
+    trace.write_text("LM (batch size 20)\tcmd\tdir\t-s\t1\t100\t1\t1\t-1\t0\n")
+    done = cli(str(trace), "--policy", "fifo", "--gpus", "4", "--throughputs", str(throughputs))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: no Gavel throughput for 'LM (batch size 20)' x1 on 'v100'"]
+
+
+def test_pollux_application_without_curves_is_refused_with_file_and_line(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "w.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\nb,5,bert,1,12\n")
+    done = cli(str(trace), "--policy", "las")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{trace}:2:" in lines[0] and "'bert'" in lines[0], lines

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from jigsaw.oracle import Oracle
 from jigsaw.profiles import ProfileCatalog
 from jigsaw.traces import GavelThroughputs, load_trace, read_philly
 from jigsaw.traces.model_mix import assign_model
+from jigsaw.traces.pollux_curves import load_app_curves
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SHARED = Path(os.environ.get("JIGSAW_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
@@ -82,7 +84,9 @@ def test_pollux_workload_excerpt() -> None:
     assert len(jobs) == 20
     first = next(j for j in jobs if j.id == "cifar10-0")
     assert (first.num_workers, first.batch_size, first.model) == (6, 342, "cifar10")
-    assert first.iterations == -(-100 * 50_000 // 2048)
+    # Pollux's semantics: 100 epochs through statistical efficiency at the job's batch (6 x 342).
+    curves = load_app_curves(DATA / "pollux" / "apps" / "cifar10")
+    assert first.iterations == math.ceil(curves.iterations_to_finish(6 * 342))
 
 
 @pytest.mark.parametrize(("row", "message"), [

@@ -1,0 +1,119 @@
+"""Which simulator semantics a replay follows, chosen by the trace format.
+
+A result counts only if the instrument agrees with the peers' own simulators on their own
+traces (docs/SCHEDULER.md, "Simulator semantics"). So a replay follows:
+
+- ``jigsaw`` for Philly traces and job lists: our own rules (scheduling on events or 60 s
+  rounds, 30 s restart after a preemption, 30-minute protection of fresh gangs);
+- ``pollux`` for Pollux workloads: Pollux's simulator (petuum/adaptdl, osdi21-artifact):
+  60 s scheduling interval, every (re)allocation costs 30 s, work from the validation curves,
+  and las is its Tiresias baseline (two queues split at 16 GPU-hours, no starvation
+  promotion, no protection);
+- ``gavel`` for Gavel ``.trace`` files replayed with ``--throughputs``: Gavel's simulator
+  (stanford-futuredata/gavel ``scheduler/scheduler.py``): 360 s rounds that end early when
+  every gang of the round has finished, newcomers schedulable only at allocation resets
+  (at least 1,920 s apart), no restart cost, no protection (Gavel time-slices at round
+  granularity), no reservation, and maxmin ranked by Gavel's priority.
+
+No flag picks them; the output says which one ran (``semantics`` in the JSON summary).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jigsaw.policies.fairness import LasConfig
+from jigsaw.policies.jigsaw import JigsawConfig
+from jigsaw.simulator.rates import OverheadModel
+
+TIRESIAS_THRESHOLD_GPU_S = 16 * 3_600.0
+"""Pollux's Tiresias baseline demotes a job to its second queue after 16 GPU-hours."""
+
+TIRESIAS = LasConfig(
+    thresholds=(TIRESIAS_THRESHOLD_GPU_S,), promote_knob=1.0, promote_floor_s=math.inf
+)
+"""Two queues, arrival order within each, never promoted back (its ``solve_starvation`` is 0)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Semantics:
+    name: str
+    summary: str
+    """One line for the CLI output."""
+    round_s: float = 60.0
+    """Round length when the user gives none."""
+    admit_in_rounds: bool = False
+    rounds_end_when_idle: bool = False
+    """Gavel: a round ends when its last gang ends; an idle cluster starts a round at once."""
+    rounds_on_grid_only: bool = False
+    """Pollux: decisions only at multiples of the interval, counted from time 0."""
+    allocation_reset_s: float | None = None
+    """Gavel: newcomers become schedulable, and fifo re-allocates, only at allocation resets
+    at least this far apart (its ``minimum_time_between_allocation_resets``)."""
+    overheads: OverheadModel = field(default_factory=OverheadModel)
+    policy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+JIGSAW = Semantics(
+    "jigsaw",
+    "jigsaw: events (fifo) or 60 s rounds, 30 s restart, 30 min protection (docs/SCHEDULER.md)",
+)
+
+POLLUX = Semantics(
+    "pollux",
+    "pollux: 60 s interval, 30 s per (re)allocation, work = epochs through statistical "
+    "efficiency, las = Tiresias (16 GPU-h queues, no protection)",
+    round_s=60.0,
+    admit_in_rounds=True,
+    rounds_on_grid_only=True,
+    overheads=OverheadModel(launch_s=30.0, restart_s=30.0, replan_s=30.0),
+    policy_options={
+        "las": {
+            "config": TIRESIAS,
+            "min_run_s": 0.0,
+            "reserve": False,
+        },
+        "jigsaw": {"config": JigsawConfig(las=TIRESIAS, min_run_s=0.0)},
+    },
+)
+
+GAVEL = Semantics(
+    "gavel",
+    "gavel: 360 s rounds ending with their last gang, newcomers at allocation resets "
+    "(>= 1,920 s apart), no restart cost, no protection, maxmin = Gavel's priority",
+    round_s=360.0,
+    admit_in_rounds=True,
+    rounds_end_when_idle=True,
+    allocation_reset_s=1_920.0,
+    overheads=OverheadModel(launch_s=0.0, restart_s=0.0, replan_s=0.0),
+    policy_options={"las": {"min_run_s": 0.0, "reserve": False},
+                    "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},
+                    "jigsaw": {"config": JigsawConfig(min_run_s=0.0)}},
+)
+
+
+def trace_format(path: Path) -> str:
+    """``philly``, ``pollux``, ``gavel`` or ``joblist``, as :func:`jigsaw.traces.load_trace`
+    decides."""
+    suffix = path.suffix.lower()
+    if suffix == ".trace":
+        return "gavel"
+    if suffix == ".csv" and path.is_file():
+        with path.open() as handle:
+            header = handle.readline().strip().replace(" ", "")
+        if header.startswith("name,time,application"):
+            return "pollux"
+        return "philly"
+    return "joblist"
+
+
+def semantics_for(path: Path, *, throughputs: bool) -> Semantics:
+    match trace_format(path):
+        case "pollux":
+            return POLLUX
+        case "gavel" if throughputs:
+            return GAVEL
+    return JIGSAW
