@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
 
-from api.schemas.common import Forbidding, Public, Text, Timestamp
+from api.schemas.common import Forbidding, Integer, Public, Text, Timestamp
 from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
 
 JOB_EXAMPLE: dict[str, Any] = {
@@ -23,6 +23,9 @@ JOB_EXAMPLE: dict[str, Any] = {
 }
 
 
+Depth = Annotated[Integer, Field(ge=0, le=1_000_000)]
+
+
 class JobCreate(Forbidding):
     """A job spec. The user comes from the token, never from the body."""
 
@@ -32,19 +35,19 @@ class JobCreate(Forbidding):
 
     name: Text = Field(min_length=1, max_length=NAME_MAX_LENGTH)
     model: Text = Field(min_length=1, max_length=200, description="zoo model or package.mod:fn")
-    workers: int = Field(ge=1, le=MAX_WORKERS)
-    iterations: int = Field(ge=1, le=MAX_ITERATIONS)
-    priority: int = Field(default=0, ge=-1000, le=1000)
+    workers: Integer = Field(ge=1, le=MAX_WORKERS)
+    iterations: Integer = Field(ge=1, le=MAX_ITERATIONS)
+    priority: Integer = Field(default=0, ge=-1000, le=1000)
     spb: (
         Annotated[Text, Field(max_length=8192)]
-        | Annotated[list[Annotated[int, Field(ge=0, le=1_000_000)]], Field(max_length=MAX_WORKERS)]
+        | Annotated[list[Depth], Field(max_length=MAX_WORKERS)]
     ) = Field(
         default="auto",
         description="none | staircase | uniform:k | auto | depths such as 0,1,2,3",
     )
-    batch_size: int = Field(default=32, ge=1, le=2**31 - 1)
+    batch_size: Integer = Field(default=32, ge=1, le=2**31 - 1)
     learning_rate: float = Field(default=0.05, gt=0, le=1e6, allow_inf_nan=False)
-    seed: int = Field(default=0, ge=0, le=2**53)
+    seed: Integer = Field(default=0, ge=0, le=2**53)
     queue: Text = Field(default="default", min_length=1, max_length=128)
 
 
