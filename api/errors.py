@@ -56,7 +56,9 @@ def describe_validation(errors: Sequence[Any]) -> tuple[str, str | None]:
         return "a JSON request body is required", None
     if not names:
         return f"the request body: {_message(first)}", None
-    field = names[0] if source != "body" else ".".join(names)
+    # A body field's path keeps list positions ("scopes.0"); a parameter is named alone.
+    path = [str(p) for p in loc[1:] if isinstance(p, int) or not _is_branch_tag(str(p))]
+    field = names[0] if source != "body" else ".".join(path)
     if kind == "extra_forbidden":
         return f"unknown field {names[-1]!r}; remove it (see the schema at /docs)", names[-1]
     if kind == "missing":
@@ -137,9 +139,6 @@ def _message(error: Any) -> str:
         message = f"must be at most {ctx.get('max_length')} characters, got {len(value)}"
     elif kind == "too_short" and isinstance(value, str):
         message = f"must be at least {ctx.get('min_length')} characters"
-    indexes = [part for part in error.get("loc", ()) if isinstance(part, int)]
-    if indexes:
-        message = f"item {indexes[-1]}: {message}"
     return message
 
 
