@@ -97,7 +97,9 @@ def _union_message(same_field: Sequence[Any]) -> str:
         tag = str(error["loc"][2])
         is_list_branch = "list" in tag
         if isinstance(value, list) == is_list_branch and isinstance(value, str | list):
-            return _message(error)
+            position = [part for part in error["loc"][3:] if isinstance(part, int)]
+            prefix = f"item {position[0]}: " if position else ""
+            return prefix + _message(error)
     kinds = sorted({_kind_of(str(e["loc"][2])) for e in branches})
     return f"must be {' or '.join(kinds)}, got {_json_type(value)}"
 
@@ -167,7 +169,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(InvalidSpecError)
     async def _invalid_spec(_request: Request, error: InvalidSpecError) -> JSONResponse:
-        return error_response(422, str(error), field=error.field)
+        detail = str(error)
+        if error.field and error.field.lower() not in detail.lower():
+            detail = f"field {error.field!r}: {detail}"
+        return error_response(422, detail, field=error.field)
 
     @app.exception_handler(JobNotFoundError)
     async def _job_not_found(_request: Request, error: JobNotFoundError) -> JSONResponse:
