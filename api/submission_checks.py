@@ -4,8 +4,9 @@
 1. ``model`` is a zoo model (:func:`zoo_block_count` knows it) or an entrypoint with the
    ``package.module:function`` syntax, identifier parts only. An entrypoint's block count K
    is unknown until its first lease, so its plan is checked then, not here.
-2. ``spb``, for a zoo model, resolves against the model's K: every depth in ``0..K-1``,
-   ``uniform:k`` with ``k < K``, one depth per worker.
+2. ``spb`` is one of the plan forms (:data:`SPB_TEXT`) and, for a zoo model, resolves
+   against the model's K: every depth in ``0..K-1``, ``uniform:k`` with ``k < K``, one depth
+   per worker.
 3. ``workers`` fits the cluster's GPUs (all nodes the scheduler recorded, or ``JIGSAW_GPUS``
    before it recorded any) and every quota the job is subject to.
 """
@@ -22,6 +23,9 @@ from jigsaw.profiles import ZOO_MODELS, ProfileCatalog
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 ENTRYPOINT = re.compile(rf"^{_IDENTIFIER}(\.{_IDENTIFIER})*:{_IDENTIFIER}$")
 """``package.module:function``: dotted identifiers, a colon, one identifier."""
+
+SPB_TEXT = re.compile(r"^(none|staircase|auto|uniform:[0-9]{1,7}|[0-9]{1,7}( *, *[0-9]{1,7})*)$")
+"""Every ``spb`` string the API takes (the OpenAPI schema states the same pattern)."""
 
 _CATALOG = ProfileCatalog()
 
@@ -58,6 +62,15 @@ def check_model(model: str) -> int | None:
     )
 
 
+def check_spb_text(spb: str) -> None:
+    if SPB_TEXT.fullmatch(spb) is None:
+        raise InvalidSpecError(
+            f"unknown plan {spb[:60]!r}: use none, staircase, uniform:k, auto, or "
+            "comma-separated depths such as 0,1,2,3 (lower case, at most 7 digits each)",
+            field="spb",
+        )
+
+
 def check_plan(spec: JobSpec, num_blocks: int) -> SPBPlan:
     """The plan ``spec.spb`` resolves to on a ``num_blocks``-block model (``auto``: full
     backprop, the policy picks at start)."""
@@ -92,6 +105,7 @@ def check_submission(
     """Every meaning check, in the order a user would fix them. Returns the resolved plan for
     a zoo model, None for an entrypoint (resolved at its first lease)."""
     blocks = check_model(spec.model)
+    check_spb_text(spec.spb)
     plan = check_plan(spec, blocks) if blocks is not None else None
     check_gang_fits(spec, cluster_gpus)
     check_quota(spec, why_never_fits)

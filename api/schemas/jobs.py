@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 
-from api.schemas.common import Forbidding, Integer, Public, Text, Timestamp
+from api.schemas.common import Forbidding, Integer, Public, Text, Timestamp, integral
+from api.submission_checks import ENTRYPOINT, SPB_TEXT
 from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
+from jigsaw.profiles import ZOO_MODELS
 
 JOB_EXAMPLE: dict[str, Any] = {
     "name": "digits-demo",
@@ -23,7 +25,13 @@ JOB_EXAMPLE: dict[str, Any] = {
 }
 
 
-Depth = Annotated[Integer, Field(ge=0, le=1_000_000)]
+Depth = Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+def integral_items(value: Any) -> Any:
+    """``[0, 1.0]`` is ``[0, 1]`` (on the list: a validator on the item would make pydantic
+    print its bounds as ``ge``/``le`` in the JSON schema instead of minimum/maximum)."""
+    return [integral(item) for item in value] if isinstance(value, list) else value
 
 
 class JobCreate(Forbidding):
@@ -34,13 +42,18 @@ class JobCreate(Forbidding):
     )
 
     name: Text = Field(min_length=1, max_length=NAME_MAX_LENGTH)
-    model: Text = Field(min_length=1, max_length=200, description="zoo model or package.mod:fn")
+    model: Text = Field(
+        min_length=1,
+        max_length=200,
+        description="a zoo model, or an entrypoint package.module:function",
+        json_schema_extra={"anyOf": [{"enum": list(ZOO_MODELS)}, {"pattern": ENTRYPOINT.pattern}]},
+    )
     workers: Integer = Field(ge=1, le=MAX_WORKERS)
     iterations: Integer = Field(ge=1, le=MAX_ITERATIONS)
     priority: Integer = Field(default=0, ge=-1000, le=1000)
     spb: (
-        Annotated[Text, Field(max_length=8192)]
-        | Annotated[list[Depth], Field(max_length=MAX_WORKERS)]
+        Annotated[Text, Field(max_length=8192, json_schema_extra={"pattern": SPB_TEXT.pattern})]
+        | Annotated[list[Depth], BeforeValidator(integral_items), Field(max_length=MAX_WORKERS)]
     ) = Field(
         default="auto",
         description="none | staircase | uniform:k | auto | depths such as 0,1,2,3",
