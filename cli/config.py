@@ -52,8 +52,9 @@ def load_config() -> CliConfig:
     if os.environ.get("JIGSAW_TOKEN"):
         token = check_token(os.environ["JIGSAW_TOKEN"], "JIGSAW_TOKEN")
         return CliConfig(url.rstrip("/"), token, "JIGSAW_TOKEN")
-    token = file_values.get("token")
-    return CliConfig(url.rstrip("/"), check_token(token, str(path)) if token else None, str(path))
+    from_file = file_values.get("token")
+    checked = check_token(from_file, str(path)) if from_file else None
+    return CliConfig(url.rstrip("/"), checked, str(path))
 
 
 def check_token(token: str, source: str) -> str:

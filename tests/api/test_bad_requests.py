@@ -7,9 +7,9 @@ has K = 4 blocks.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,14 @@ DIGITS: dict[str, Any] = {**BASE, "model": "digits_cnn", "workers": 2}
 JSON = {"Content-Type": "application/json"}
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Bad:
     case: str
     status: int
     field: str | None
     body: dict[str, Any] | list[Any] | None = None
     raw: bytes | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
     method: str = "POST"
     path: str = "/api/v1/jobs"
     auth: str | None = "alice"
