@@ -8,14 +8,15 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 from sqlalchemy.orm import sessionmaker
 
+from api.auth_cache import PrincipalCache
 from api.db import make_engine
 from api.errors import install_error_handlers
-from api.estimates import OracleView
 from api.limits import BodyLimit
 from api.metrics import Metrics
+from api.oracle_view import OracleView
 from api.routers import cluster, health, job_telemetry, jobs, scheduler, tokens
 from api.settings import Settings
-from api.state import AppState, PrincipalCache
+from api.state import AppState
 from api.store import SqlStore
 
 log = logging.getLogger(__name__)

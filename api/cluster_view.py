@@ -7,11 +7,11 @@ from collections import defaultdict
 
 from sqlalchemy import Engine, select
 
-from api.estimates import OracleView
 from api.models import allocations, jobs, nodes
+from api.oracle_view import OracleView
 from api.privacy import PrivacyMask
 from api.schemas.cluster import GpuPublic, NodePublic, WorkerPublic
-from jigsaw.domain import JobSpec
+from api.store.codec import plan_from_column, spec_from_column
 from jigsaw.lifecycle import JobState
 
 HOLDING = [JobState.ADMITTED.value, JobState.RUNNING.value]
@@ -61,15 +61,17 @@ def list_gpus(
     with engine.connect() as conn:
         rows = list(conn.execute(query))
     for row in rows:
-        spec = JobSpec(**row.spec)
-        plan = tuple(int(d) for d in row.plan)
+        spec = spec_from_column(row.spec)
+        plan = plan_from_column(row.plan)
         placement = tuple((int(n), int(g)) for n, g in row.placement)
         estimate = oracle.worker(spec, plan, row.rank, placement)
         worker = WorkerPublic(
             job_id=row.job_id,
             job_name=row.name,
             rank=row.rank,
-            depth=plan[row.rank] if row.rank < len(plan) else None,
+            depth=(
+                plan.depths[row.rank] if plan is not None and row.rank < plan.num_workers else None
+            ),
             predicted_load=estimate.load,
             memory_bytes=estimate.memory_bytes,
         )

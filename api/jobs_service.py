@@ -8,16 +8,16 @@ from dataclasses import dataclass
 from api.errors import ApiError, not_found
 from api.idempotency import Claim, IdempotencyKeys, Replay, request_hash
 from api.presenters import job_json
-from api.quotas import Quotas
 from api.schemas.jobs import JobCreate
 from api.state import AppState
 from api.store.telemetry import Telemetry
-from api.submission_checks import check_submission
+from api.submission_checks import check_spb_text, check_submission
 from api.tokens import Principal
 from jigsaw.domain import Job, JobEvent, JobSpec, new_job_id, submitted_event, transition
 from jigsaw.errors import ConflictError, JobNotFoundError
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan
+from jigsaw.plan import Plan
+from jigsaw.policies.quota import Quotas
 
 CANCEL_ATTEMPTS = 5
 
@@ -38,10 +38,12 @@ def build_spec(body: JobCreate, principal: Principal) -> JobSpec:
 
 def checked_spec(
     state: AppState, body: JobCreate, principal: Principal
-) -> tuple[JobSpec, SPBPlan | None]:
+) -> tuple[JobSpec, Plan | None]:
     """The spec, once it passed every check a submission must pass (api/submission_checks.py),
     and its plan resolved against the model (None for an entrypoint: K comes at its first
     lease). The one path ``submit`` and ``jobs:validate`` share."""
+    if isinstance(body.spb, str):
+        check_spb_text(body.spb)  # as sent: the spec keeps only its canonical spelling
     spec = build_spec(body, principal)
     totals = state.store.gpu_totals()
     quotas = Quotas(state.settings.queue_quotas, state.settings.user_quotas)

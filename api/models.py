@@ -70,7 +70,8 @@ class JobRow(Base):
     attempt: Mapped[int] = mapped_column(Integer)
     iterations: Mapped[int] = mapped_column(BigInteger)
     iterations_done: Mapped[float] = mapped_column(Double)
-    plan: Mapped[list[Any]] = mapped_column(JSON)
+    plan: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """The resolved plan, :func:`jigsaw.plan.plan_to_json` (JSON ``null`` before a start)."""
     placement: Mapped[list[Any]] = mapped_column(JSON)
     submitted_at: Mapped[float] = mapped_column(Double)
     started_at: Mapped[float | None] = mapped_column(Double)
@@ -98,6 +99,8 @@ class JobEventRow(Base):
     at: Mapped[float] = mapped_column(Double)
     actor: Mapped[str] = mapped_column(String(128))
     epoch: Mapped[int | None] = mapped_column(BigInteger)
+    code: Mapped[str] = mapped_column(String(64), server_default="")
+    """``Type/Reason`` (:class:`jigsaw.reasons.ReasonCode`); empty for events before 0002."""
 
 
 class AllocationRow(Base):

@@ -12,7 +12,6 @@ from jigsaw.domain import Job, JobEvent
 
 def job_public(job: Job, last_loss: float | None = None) -> JobPublic:
     spec = job.spec
-    preempted_by = job.extra.get("preempted_by")
     return JobPublic(
         id=job.id,
         name=spec.name,
@@ -24,7 +23,9 @@ def job_public(job: Job, last_loss: float | None = None) -> JobPublic:
         iterations=spec.iterations,
         iterations_done=job.iterations_done,
         progress=min(max(job.iterations_done / spec.iterations, 0.0), 1.0),
-        plan=list(job.plan),
+        plan=list(job.plan.depths) if job.plan is not None else [],
+        plan_kind=job.plan.kind if job.plan is not None else None,
+        num_blocks=job.plan.num_blocks if job.plan is not None else job.model_blocks,
         placement=[list(gpu) for gpu in job.placement],
         attempt=job.attempt,
         preemptions=job.preemptions,
@@ -35,7 +36,7 @@ def job_public(job: Job, last_loss: float | None = None) -> JobPublic:
         started_at=iso(job.started_at),
         finished_at=iso(job.finished_at),
         last_loss=last_loss,
-        preempted_by=str(preempted_by) if preempted_by is not None else None,
+        preempted_by=job.preempted_by,
     )
 
 
@@ -50,6 +51,7 @@ def event_public(event: JobEvent) -> JobEventPublic:
         reason=event.reason,
         at=iso(event.at),
         actor=event.actor,
+        code=str(event.code),
     )
 
 

@@ -19,9 +19,9 @@ from sqlalchemy import Engine
 from api.app import build_state, create_app
 from api.bootstrap import ensure_admin_token
 from api.db import make_engine, wait_for_database
-from api.estimates import OracleView
 from api.metrics import Metrics
 from api.migrate import upgrade_to_head
+from api.oracle_view import OracleView
 from api.scheduler.leader import SchedulerAlreadyRunningError
 from api.scheduler.service import SchedulerService, build_policy
 from api.settings import Settings

@@ -1,9 +1,10 @@
 """What a submission must mean, beyond its shape: one code path for ``POST /jobs`` and
 ``POST /jobs:validate``. Each check raises :class:`InvalidSpecError` naming the field to fix.
 
-1. ``model`` is a zoo model (:func:`zoo_block_count` knows it) or an entrypoint with the
-   ``package.module:function`` syntax, identifier parts only. An entrypoint's block count K
-   is unknown until its first lease, so its plan is checked then, not here.
+1. ``model`` is a zoo model of the catalog (:mod:`jigsaw.catalog`), or an entrypoint with the
+   ``package.module:function`` syntax, identifier parts only. A trace alias (``bert``,
+   ``cifar10``) is a simulation-only catalog entry no worker can train: refused. An
+   entrypoint's block count K is unknown until its first lease, so its plan is checked then.
 2. ``spb`` is one of the plan forms (:data:`SPB_TEXT`) and, for a zoo model, resolves
    against the model's K: every depth in ``0..K-1``, ``uniform:k`` with ``k < K``, one depth
    per worker.
@@ -15,51 +16,27 @@ from __future__ import annotations
 
 import re
 
+from jigsaw.catalog import ModelKind, default_catalog
 from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.plan import SPBPlan, resolve_plan
-from jigsaw.profiles import ZOO_MODELS, ProfileCatalog
-
-_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-ENTRYPOINT = re.compile(rf"^{_IDENTIFIER}(\.{_IDENTIFIER})*:{_IDENTIFIER}$")
-"""``package.module:function``: dotted identifiers, a colon, one identifier."""
+from jigsaw.plan import Plan
+from jigsaw.profiles import ZOO_MODELS
 
 SPB_TEXT = re.compile(r"^(none|staircase|auto|uniform:[0-9]{1,7}|[0-9]{1,7}( *, *[0-9]{1,7})*)$")
 """Every ``spb`` string the API takes (the OpenAPI schema states the same pattern)."""
 
-_CATALOG = ProfileCatalog()
-
 
 def zoo_block_count(model: str) -> int | None:
-    """K of a zoo model, or None when ``model`` is not one. The one place that says where K
-    comes from (today the oracle's profiles of the worker's zoo; later the model catalog)."""
-    if model not in ZOO_MODELS:
-        return None
-    return _CATALOG.get(model).num_blocks
-
-
-def is_entrypoint(model: str) -> bool:
-    return ENTRYPOINT.fullmatch(model) is not None
-
-
-def check_model(model: str) -> int | None:
-    """K of a zoo model; None for a well-formed entrypoint (K comes at its first lease)."""
-    blocks = zoo_block_count(model)
-    if blocks is not None:
-        return blocks
-    if ":" in model:
-        if not is_entrypoint(model):
-            raise InvalidSpecError(
-                f"model {model!r} is not a valid entrypoint: use package.module:function "
-                "with identifier parts only (letters, digits, _; not starting with a digit)",
-                field="model",
-            )
-        return None
-    raise InvalidSpecError(
-        f"unknown model {model!r}: choose one of {', '.join(ZOO_MODELS)}, "
-        "or give an entrypoint package.module:function",
-        field="model",
-    )
+    """K of a trainable catalog model; None for an entrypoint (K comes at its first lease).
+    Raises naming ``model`` for anything else."""
+    entry = default_catalog().find(model)
+    if entry is None or entry.kind is ModelKind.TRACE:
+        raise InvalidSpecError(
+            f"unknown model {model[:80]!r}: choose a zoo model ({', '.join(ZOO_MODELS)}), "
+            "or give your own as package.module:function (identifier parts only)",
+            field="model",
+        )
+    return entry.num_blocks
 
 
 def check_spb_text(spb: str) -> None:
@@ -71,11 +48,12 @@ def check_spb_text(spb: str) -> None:
         )
 
 
-def check_plan(spec: JobSpec, num_blocks: int) -> SPBPlan:
+def check_plan(spec: JobSpec, num_blocks: int) -> Plan:
     """The plan ``spec.spb`` resolves to on a ``num_blocks``-block model (``auto``: full
     backprop, the policy picks at start)."""
     try:
-        return resolve_plan(spec.spb, spec.workers, num_blocks)
+        spec.plan_request.check_blocks(num_blocks)
+        return spec.plan_request.resolve(spec.workers, num_blocks)
     except InvalidPlanError as error:
         raise InvalidSpecError(
             f"spb {spec.spb!r} does not fit model {spec.model!r} ({num_blocks} blocks): {error}",
@@ -101,11 +79,10 @@ def check_quota(spec: JobSpec, why_never_fits: str | None) -> None:
 
 def check_submission(
     spec: JobSpec, *, cluster_gpus: int, why_never_fits: str | None
-) -> SPBPlan | None:
+) -> Plan | None:
     """Every meaning check, in the order a user would fix them. Returns the resolved plan for
     a zoo model, None for an entrypoint (resolved at its first lease)."""
-    blocks = check_model(spec.model)
-    check_spb_text(spec.spb)
+    blocks = zoo_block_count(spec.model)
     plan = check_plan(spec, blocks) if blocks is not None else None
     check_gang_fits(spec, cluster_gpus)
     check_quota(spec, why_never_fits)

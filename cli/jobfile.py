@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 
 from cli.errors import UsageError
+from jigsaw.errors import InvalidSpecError
+from jigsaw.plan import PlanRequest
 
 REQUIRED_FIELDS = ("name", "model", "workers", "iterations")
 
@@ -84,7 +86,7 @@ def resolve_spec(file_values: Mapping[str, Any], flags: Mapping[str, Any]) -> di
             flag = "--" + key.replace("_", "-")
             raise UsageError(f"{flag} must be a finite number, got {value}")
     if isinstance(spec.get("spb"), list):
-        spec["spb"] = ",".join(str(depth) for depth in spec["spb"])
+        spec["spb"] = plan_text(spec["spb"])
     missing = [name for name in REQUIRED_FIELDS if name not in spec]
     if missing:
         flags_text = ", ".join(f"--{name}" for name in missing)
@@ -94,3 +96,12 @@ def resolve_spec(file_values: Mapping[str, Any], flags: Mapping[str, Any]) -> di
 
 def _kind(path: str) -> str:
     return "JSON" if path.endswith(".json") else "YAML"
+
+
+def plan_text(depths: list[Any]) -> Any:
+    """A YAML list of depths in the API's spelling; anything else is left for the API to
+    refuse with a message naming ``spb``."""
+    try:
+        return PlanRequest.parse(depths).text
+    except InvalidSpecError:
+        return depths

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.client import JigsawClient
-from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError
+from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
 from cli.formatting import (
     STATE_STYLES,
     TERMINAL_STATES,
@@ -116,8 +116,8 @@ class JobWatcher:
         watched.events_seen = len(events)
         job = self.client.get_job(watched.job_id)
         watched.job = job
-        if watched.num_blocks is None:
-            watched.num_blocks = self._num_blocks(job)
+        if isinstance(job.get("num_blocks"), int):
+            watched.num_blocks = job["num_blocks"]
         now = time.monotonic()
         self._update_rate(watched, now)
         samples = self.client.progress(watched.job_id, watched.last_iteration)
@@ -156,15 +156,6 @@ class JobWatcher:
                     else RATE_SMOOTHING * sample + (1 - RATE_SMOOTHING) * watched.rate
                 )
         watched.last_done, watched.last_seen_at = done, now
-
-    def _num_blocks(self, job: dict[str, Any]) -> int | None:
-        """How many blocks the model has, for the depth bars; best effort via a dry run."""
-        spec = {k: v for k, v in (job.get("spec") or {}).items() if k in SPEC_FIELDS}
-        try:
-            blocks = self.client.validate(spec).get("num_blocks")
-        except CliError:
-            return None
-        return int(blocks) if isinstance(blocks, int) else None
 
 
 def _event_line(watched: WatchedJob, event: dict[str, Any]) -> str:

@@ -82,6 +82,3 @@ class Cluster:
         nodes = tuple(replace(n, alive=True) if n.index == index else n for n in self.nodes)
         return Cluster(nodes)
 
-
-def nodes_spanned(placement: Placement) -> int:
-    return len({gpu[0] for gpu in placement})

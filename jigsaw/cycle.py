@@ -17,18 +17,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jigsaw.cluster import Cluster
 from jigsaw.decisions import Decision, Preempt, Replan, Start
 from jigsaw.domain import Job, transition
-from jigsaw.errors import ConflictError, IllegalTransitionError, JobNotFoundError
+from jigsaw.errors import (
+    ConflictError,
+    IllegalTransitionError,
+    InvalidPlanError,
+    JobNotFoundError,
+)
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import SPBPlan
 from jigsaw.poison import find_poison, without
 from jigsaw.policies.base import Policy
+from jigsaw.reasons import ReasonCode
 from jigsaw.seams import Clock, Executor, Store
 from jigsaw.snapshot import Snapshot
 
@@ -116,13 +123,13 @@ class SchedulingCycle:
         return snapshot, self.policy.decide(snapshot)
 
     def _fail_poison(self, job: Job, error: Exception, now: float) -> None:
-        name = getattr(self.policy, "name", type(self.policy).__name__)
+        name = self.policy.name
         reason = (
             f"the {name} policy raises whenever it decides with this job "
             f"({type(error).__name__}: {error}); failed so the rest of the queue keeps moving"
         )
         log.error("job %s: %s", job.id, reason)
-        self._move(job, JobState.FAILED, reason, now)
+        self._move(job, JobState.FAILED, reason, now, code=ReasonCode.POISON)
         if job.state.holds_resources:
             self.executor.stop(job.id, checkpoint=False)
 
@@ -148,10 +155,11 @@ class SchedulingCycle:
             case Started(at=at):
                 if job.state == JobState.ADMITTED:
                     self._move(job, JobState.RUNNING, "all workers up", at, actor="executor")
-            case Progressed(iterations_done=done):
+            case Progressed(iterations_done=done, metrics=metrics):
                 if job.state == JobState.RUNNING and done > job.iterations_done:
                     self.store.save(
-                        replace(job, iterations_done=done), expected_version=job.version
+                        replace(job, iterations_done=done, **learned_model_facts(job, metrics)),
+                        expected_version=job.version,
                     )
             case Finished(at=at, iterations_done=done):
                 self._move(
@@ -167,12 +175,13 @@ class SchedulingCycle:
 
     def _fail(self, job: Job, reason: str, at: float, *, retryable: bool, charge: bool) -> None:
         failures = job.failures + 1 if charge else job.failures
-        history = [float(t) for t in job.extra.get("failure_times", ())] + ([at] if charge else [])
+        history = [*job.failure_times, at] if charge else list(job.failure_times)
         counted = self.retry.counted_failures(failures, history, at)
         if not retryable or counted > self.retry.max_failures:
             within = f" in {self.retry.window_s:g}s" if self.retry.window_s is not None else ""
             why = reason if not retryable else f"{reason}; gave up after {counted} failures{within}"
-            self._move(job, JobState.FAILED, why, at, actor="executor")
+            code = ReasonCode.CRASH_LOOP if retryable else ReasonCode.FAILED
+            self._move(job, JobState.FAILED, why, at, actor="executor", code=code)
             return
         retry_after = at + self.retry.backoff(failures)
         if job.state != JobState.RUNNING:
@@ -181,11 +190,8 @@ class SchedulingCycle:
             charged = (
                 {
                     "failures": failures,
-                    "extra": {
-                        **job.extra,
-                        "retry_after": retry_after,
-                        "failure_times": history[-(self.retry.max_failures + 1) :],
-                    },
+                    "retry_after": retry_after,
+                    "failure_times": tuple(history[-(self.retry.max_failures + 1) :]),
                 }
                 if charge
                 else {}
@@ -196,6 +202,7 @@ class SchedulingCycle:
                 f"{reason}; will be re-admitted",
                 at,
                 actor="executor",
+                code=ReasonCode.REQUEUED_AFTER_FAILURE,
                 preemptions=job.preemptions,
                 **charged,
             )
@@ -207,11 +214,8 @@ class SchedulingCycle:
             at,
             actor="executor",
             failures=failures,
-            extra={
-                **job.extra,
-                "retry_after": retry_after,
-                "failure_times": history[-(self.retry.max_failures + 1) :],
-            },
+            retry_after=retry_after,
+            failure_times=tuple(history[-(self.retry.max_failures + 1) :]),
         )
 
     # -- 2. reconcile -------------------------------------------------------------------
@@ -282,8 +286,13 @@ class SchedulingCycle:
                 self.executor.start(admitted, placement, plan)
             case Preempt(reason=reason, by=by):
                 why = f"{reason} (preempted by {by})" if by else reason
-                extra = {**job.extra, "preempted_by": by} if by else job.extra
-                self._move(job, JobState.PREEMPTED, why, now, extra=extra)
+                if by:
+                    self._move(
+                        job, JobState.PREEMPTED, why, now,
+                        code=ReasonCode.PREEMPTED_BY, preempted_by=by,
+                    )
+                else:
+                    self._move(job, JobState.PREEMPTED, why, now)
                 self.executor.stop(job.id, checkpoint=True)
             case Replan(placement=placement, plan=plan, reason=reason):
                 if not job.state.holds_resources:
@@ -302,9 +311,26 @@ class SchedulingCycle:
         at: float,
         *,
         actor: str | None = None,
+        code: ReasonCode | None = None,
         **changes: Any,
     ) -> Job:
         moved, event = transition(
-            job, target, reason=reason, at=at, actor=actor or self.actor, **changes
+            job, target, reason=reason, at=at, actor=actor or self.actor, code=code, **changes
         )
         return self.store.save(moved, expected_version=job.version, event=event)
+
+
+def learned_model_facts(job: Job, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """What a lease report teaches the control plane about a model it could not profile: the
+    block count K the workers built, and the plan they resolved against it (the scheduler
+    had started the job with full backprop, which needs no K)."""
+    if job.model_blocks is not None:
+        return {}
+    blocks, depths = metrics.get("num_blocks"), metrics.get("plan")
+    if not isinstance(blocks, int) or job.plan is None or blocks == job.plan.num_blocks:
+        return {}
+    try:
+        plan = SPBPlan(tuple(int(d) for d in depths or ()), blocks)
+    except (InvalidPlanError, TypeError, ValueError):
+        return {"model_blocks": blocks}
+    return {"model_blocks": blocks, "plan": plan}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jigsaw.cluster import Placement
+from jigsaw.plan import Plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,7 +14,7 @@ class Start:
 
     job_id: str
     placement: Placement
-    plan: tuple[int, ...]
+    plan: Plan
     reason: str
 
 
@@ -31,7 +32,7 @@ class Replan:
     """Switch a running job to a new SPB plan and/or placement at its next lease boundary."""
 
     job_id: str
-    plan: tuple[int, ...]
+    plan: Plan
     placement: Placement
     reason: str
 

@@ -10,7 +10,8 @@ from typing import Any
 from jigsaw.cluster import Placement
 from jigsaw.errors import IllegalTransitionError, InvalidSpecError
 from jigsaw.lifecycle import JobState, can_transition
-from jigsaw.plan import check_plan_spec
+from jigsaw.plan import Plan, PlanRequest
+from jigsaw.reasons import ReasonCode, default_code
 
 MAX_WORKERS = 1024
 MAX_ITERATIONS = 10**9
@@ -32,6 +33,8 @@ class JobSpec:
     seed: int = 0
     queue: str = "default"
     user: str = "anonymous"
+    plan_request: PlanRequest = field(init=False, repr=False, compare=False)
+    """``spb`` parsed once, at construction; ``spb`` itself holds its canonical spelling."""
 
     def __post_init__(self) -> None:
         _require(bool(self.name.strip()), "name", "name must not be empty")
@@ -48,12 +51,15 @@ class JobSpec:
         _require(self.batch_size >= 1, "batch_size", "batch_size must be at least 1")
         _require(self.learning_rate > 0, "learning_rate", "learning_rate must be positive")
         _require(-1000 <= self.priority <= 1000, "priority", "priority must be in -1000..1000")
-        check_plan_spec(self.spb, self.workers)
+        request = PlanRequest.parse(self.spb)
+        request.check_workers(self.workers)
+        object.__setattr__(self, "plan_request", request)
+        object.__setattr__(self, "spb", request.text)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> JobSpec:
         """Build from a YAML/JSON mapping, naming the first unknown or mistyped field."""
-        known = set(cls.__dataclass_fields__)
+        known = set(SPEC_FIELDS)
         unknown = sorted(set(data) - known)
         if unknown:
             raise InvalidSpecError(
@@ -65,7 +71,7 @@ class JobSpec:
                 raise InvalidSpecError(f"field {required!r} is required", field=required)
         values: dict[str, Any] = dict(data)
         if isinstance(values.get("spb"), list):
-            values["spb"] = ",".join(str(d) for d in values["spb"])
+            values["spb"] = PlanRequest.parse(values["spb"]).text
         for name, kind in _FIELD_TYPES.items():
             if name in values and not _is_instance(values[name], kind):
                 raise InvalidSpecError(
@@ -74,7 +80,10 @@ class JobSpec:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {name: getattr(self, name) for name in SPEC_FIELDS}
+
+
+SPEC_FIELDS = tuple(name for name, f in JobSpec.__dataclass_fields__.items() if f.init)
 
 
 _FIELD_TYPES: dict[str, type] = {
@@ -115,6 +124,9 @@ class JobEvent:
     reason: str
     at: float
     actor: str
+    code: ReasonCode | str = ""
+    """A short machine-readable reason, ``Type/Reason`` as Kueue's conditions have
+    (``Preempted/OutrankedBy``, ``Failed/CrashLoop``); empty for events stored before codes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +140,8 @@ class Job:
     version: int = 0
     attempt: int = 0
     iterations_done: float = 0.0
-    plan: tuple[int, ...] = ()
+    plan: Plan | None = None
+    """The resolved plan of the current (or last) run; ``None`` before the first start."""
     placement: Placement = ()
     started_at: float | None = None
     run_started_at: float | None = None
@@ -137,7 +150,15 @@ class Job:
     preemptions: int = 0
     failures: int = 0
     reason: str = "submitted"
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    retry_after: float | None = None
+    """After a failure: the job waits, unscheduled, until this time (back-off)."""
+    failure_times: tuple[float, ...] = ()
+    """When recent charged failures happened (the crash-loop window counts them)."""
+    preempted_by: str | None = None
+    """The job the last preemption made room for."""
+    model_blocks: int | None = None
+    """The model's block count K as a worker reported it (entrypoint models the catalog does
+    not know); ``None`` until reported."""
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds received so far, counting the current run up to ``now``."""
@@ -156,11 +177,20 @@ def new_job_id() -> str:
 
 
 def submitted_event(job: Job, actor: str) -> JobEvent:
-    return JobEvent(job.id, None, JobState.PENDING, "submitted", job.submitted_at, actor)
+    return JobEvent(
+        job.id, None, JobState.PENDING, "submitted", job.submitted_at, actor, ReasonCode.SUBMITTED
+    )
 
 
 def transition(
-    job: Job, target: JobState, *, reason: str, at: float, actor: str, **changes: Any
+    job: Job,
+    target: JobState,
+    *,
+    reason: str,
+    at: float,
+    actor: str,
+    code: ReasonCode | None = None,
+    **changes: Any,
 ) -> tuple[Job, JobEvent]:
     """Move ``job`` to ``target`` if the lifecycle table allows it.
 
@@ -189,5 +219,7 @@ def transition(
     if target.is_terminal:
         updates["finished_at"] = at
     updates.update(changes)
-    event = JobEvent(job.id, job.state, target, reason, at, actor)
+    event = JobEvent(
+        job.id, job.state, target, reason, at, actor, code or default_code(job.state, target)
+    )
     return replace(job, **updates), event

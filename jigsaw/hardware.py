@@ -164,10 +164,6 @@ CPU_WORKSPACE_BYTES = 256 * 2**20
 PRESET_NAMES = tuple(_DATASHEETS)
 
 
-def datasheet_source(name: str) -> str:
-    return _DATASHEETS[_check_name(name)].source
-
-
 def preset(name: str) -> HardwareSpec:
     """A named preset (``k80 p100 v100 a100 h100 t4 cpu``), calibrated where data allows."""
     return _preset(_check_name(name))

@@ -1,11 +1,20 @@
-"""SPB plans: one stop depth per data-parallel worker.
+"""Execution plans: what a job's workers run, from the user's request to the training step.
 
-A model has ``K`` blocks numbered 1..K from input to output. Worker ``r`` has stop depth
-``d_r`` in ``0..K-1`` and backpropagates only through blocks ``d_r+1..K``. Block ``b`` is
+Two types carry a plan through the system (docs/ARCHITECTURE.md, "A plan's one path"):
+
+- :class:`PlanRequest` is what the user asked for. It is parsed once, when a
+  :class:`~jigsaw.domain.JobSpec` is built, and knows nothing of the model.
+- :data:`Plan` is what a policy resolved that request into for a model of K blocks and N
+  workers. It is a tagged union; today its one member is :class:`SPBPlan`, and pipeline and
+  hybrid plans join it as further members with their own ``kind``. Decisions, jobs, executors,
+  rate models, gang requests and the store all carry a ``Plan``.
+
+SPB plans: a model has ``K`` blocks numbered 1..K from input to output. Worker ``r`` has stop
+depth ``d_r`` in ``0..K-1`` and backpropagates only through blocks ``d_r+1..K``. Block ``b`` is
 trained by its contributors ``C_b = {r : d_r < b}``; a plan is *structured* (valid) when every
 block has at least one contributor, which is the same as ``min(d) == 0``.
 
-Plan specs accepted everywhere (API, CLI, YAML, worker):
+Plan requests accepted everywhere (API, CLI, YAML):
 
 - ``none``: every worker does full backprop, ``d = (0, ..., 0)``.
 - ``staircase``: ``d_r = floor(r * K / N)``; for N = K = 4 that is ``(0, 1, 2, 3)``.
@@ -16,8 +25,10 @@ Plan specs accepted everywhere (API, CLI, YAML, worker):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar, TypeAlias
 
 from jigsaw.errors import InvalidPlanError
 
@@ -25,9 +36,16 @@ AUTO = "auto"
 NAMED_PLANS = ("none", "staircase", "uniform:k", AUTO)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class SPBPlan:
-    """Stop depths per worker for a model of ``num_blocks`` blocks. Always valid once built."""
+    """Stop depths per worker for a model of ``num_blocks`` blocks. Always valid once built.
+
+    It reads as its depths (``len``, iteration, ``plan[rank]``), and it equals a bare tuple of
+    the same depths, so ``plan == (0, 1, 2, 3)`` says what it means; two plans are equal when
+    depths and block count both are.
+    """
+
+    kind: ClassVar[str] = "spb"
 
     depths: tuple[int, ...]
     num_blocks: int
@@ -39,6 +57,26 @@ class SPBPlan:
     def num_workers(self) -> int:
         return len(self.depths)
 
+    # A plan reads as its per-worker stop depths: len, iteration and indexing by rank.
+    def __len__(self) -> int:
+        return len(self.depths)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.depths)
+
+    def __getitem__(self, rank: int) -> int:
+        return self.depths[rank]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SPBPlan):
+            return self.depths == other.depths and self.num_blocks == other.num_blocks
+        if isinstance(other, tuple):
+            return self.depths == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.depths)
+
     @property
     def is_full_backprop(self) -> bool:
         return all(d == 0 for d in self.depths)
@@ -49,16 +87,42 @@ class SPBPlan:
             raise InvalidPlanError(f"block {block} is outside 1..{self.num_blocks}")
         return tuple(r for r, d in enumerate(self.depths) if d < block)
 
-    def trained_fraction(self, rank: int) -> float:
-        """Fraction of blocks this rank backpropagates through (by count, not by cost)."""
-        return (self.num_blocks - self.depths[rank]) / self.num_blocks
-
     def rank_order(self) -> tuple[int, ...]:
         """Ranks sorted by depth, ties by rank: every ``C_b`` is then a prefix of this order."""
         return tuple(sorted(range(self.num_workers), key=lambda r: (self.depths[r], r)))
 
     def describe(self) -> str:
         return ",".join(str(d) for d in self.depths)
+
+    def rebased(self, num_blocks: int) -> SPBPlan:
+        """The same plan for a model of ``num_blocks`` blocks. Only full backprop means the
+        same thing at every K (a job whose model's K was not known yet starts with it)."""
+        if num_blocks == self.num_blocks:
+            return self
+        if not self.is_full_backprop:
+            raise InvalidPlanError(
+                f"plan {self.describe()} was resolved for {self.num_blocks} blocks; "
+                f"the model has {num_blocks}"
+            )
+        return full_backprop(self.num_workers, num_blocks)
+
+
+Plan: TypeAlias = SPBPlan
+"""A resolved execution plan. A tagged union (``plan.kind``); SPB is its one member today."""
+
+PLAN_KINDS: dict[str, type[SPBPlan]] = {SPBPlan.kind: SPBPlan}
+
+
+def plan_to_json(plan: Plan) -> dict[str, Any]:
+    """The one stored and wire form of a plan (the store's ``plan`` column, gang requests)."""
+    return {"kind": plan.kind, "depths": list(plan.depths), "num_blocks": plan.num_blocks}
+
+
+def plan_from_json(data: Mapping[str, Any]) -> Plan:
+    kind = data.get("kind")
+    if kind not in PLAN_KINDS:
+        raise InvalidPlanError(f"unknown plan kind {kind!r}; known: {', '.join(PLAN_KINDS)}")
+    return SPBPlan(tuple(int(d) for d in data["depths"]), int(data["num_blocks"]))
 
 
 def validate_depths(depths: Sequence[int], num_blocks: int) -> None:
@@ -92,52 +156,96 @@ def full_backprop(num_workers: int, num_blocks: int) -> SPBPlan:
     return SPBPlan((0,) * num_workers, num_blocks)
 
 
-def check_plan_spec(spec: str | Sequence[int], num_workers: int | None = None) -> None:
-    """Check everything that can be checked without knowing the model (used at submit time):
-    syntax, one depth per worker, no negative depth, and some worker at depth 0. Depths beyond
-    the model's last block are caught later by :func:`resolve_plan`, once K is known."""
-    if isinstance(spec, str):
-        text = spec.strip().lower()
-        if text in ("none", "staircase", AUTO):
-            return
-        if text.startswith("uniform:"):
-            _parse_uniform_depth(text)
-            return
-        depths: Sequence[int] = _parse_depth_list(text)
-    else:
-        depths = spec
-    for depth in depths:
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-            raise InvalidPlanError(f"explicit depths must be non-negative integers, got {depth!r}")
-    if num_workers is not None and len(depths) != num_workers:
-        raise InvalidPlanError(
-            f"plan lists {len(depths)} depths but the job has {num_workers} workers"
-        )
-    if not depths or min(depths) != 0:
-        raise InvalidPlanError(
-            f"plan {list(depths)} leaves block 1 untrained: at least one worker needs depth 0"
-        )
+class RequestKind(StrEnum):
+    NONE = "none"
+    STAIRCASE = "staircase"
+    UNIFORM = "uniform"
+    AUTO = "auto"
+    EXPLICIT = "explicit"
 
 
-def resolve_plan(spec: str | Sequence[int], num_workers: int, num_blocks: int) -> SPBPlan:
-    """Turn a plan spec into concrete depths. ``auto`` resolves to full backprop here;
-    SPB-aware policies resolve ``auto`` themselves before calling this."""
-    if isinstance(spec, str):
-        text = spec.strip().lower()
-        if text in ("none", AUTO):
-            return full_backprop(num_workers, num_blocks)
-        if text == "staircase":
-            return staircase(num_workers, num_blocks)
-        if text.startswith("uniform:"):
-            return uniform(num_workers, num_blocks, _parse_uniform_depth(text))
-        depths: Sequence[int] = _parse_depth_list(text)
-    else:
-        depths = list(spec)
-    if len(depths) != num_workers:
-        raise InvalidPlanError(
-            f"plan lists {len(depths)} depths but the job has {num_workers} workers"
-        )
-    return SPBPlan(tuple(depths), num_blocks)
+@dataclass(frozen=True, slots=True)
+class PlanRequest:
+    """A user's plan request, parsed once. Checks all that can be checked without the model."""
+
+    kind: RequestKind
+    depth: int | None = None
+    """``k`` of ``uniform:k``."""
+    depths: tuple[int, ...] = ()
+    """An explicit plan's depths."""
+
+    @classmethod
+    def parse(cls, spec: str | Sequence[int] | PlanRequest) -> PlanRequest:
+        if isinstance(spec, PlanRequest):
+            return spec
+        if isinstance(spec, str):
+            text = spec.strip().lower()
+            if text in (RequestKind.NONE, RequestKind.STAIRCASE, RequestKind.AUTO):
+                return cls(RequestKind(text))
+            if text.startswith("uniform:"):
+                return cls(RequestKind.UNIFORM, depth=_parse_uniform_depth(text))
+            depths: Sequence[Any] = _parse_depth_list(text)
+        else:
+            depths = list(spec)
+        for depth in depths:
+            if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+                raise InvalidPlanError(
+                    f"explicit depths must be non-negative integers, got {depth!r}"
+                )
+        if not depths or min(depths) != 0:
+            raise InvalidPlanError(
+                f"plan {list(depths)} leaves block 1 untrained: at least one worker needs depth 0"
+            )
+        return cls(RequestKind.EXPLICIT, depths=tuple(depths))
+
+    @property
+    def text(self) -> str:
+        """The canonical spelling (what the spec stores and the API shows)."""
+        if self.kind is RequestKind.UNIFORM:
+            return f"uniform:{self.depth}"
+        if self.kind is RequestKind.EXPLICIT:
+            return ",".join(str(d) for d in self.depths)
+        return self.kind.value
+
+    @property
+    def is_auto(self) -> bool:
+        return self.kind is RequestKind.AUTO
+
+    def check_workers(self, num_workers: int) -> None:
+        if self.kind is RequestKind.EXPLICIT and len(self.depths) != num_workers:
+            raise InvalidPlanError(
+                f"plan lists {len(self.depths)} depths but the job has {num_workers} workers"
+            )
+
+    def check_blocks(self, num_blocks: int) -> None:
+        """Refuse a request that cannot resolve for a model of ``num_blocks`` blocks."""
+        deepest = self.depth if self.kind is RequestKind.UNIFORM else max(self.depths, default=0)
+        if deepest is not None and deepest >= num_blocks:
+            raise InvalidPlanError(
+                f"depth {deepest} is outside the model: depths must be in "
+                f"0..{num_blocks - 1} for a {num_blocks}-block model"
+            )
+
+    def resolve(self, num_workers: int, num_blocks: int) -> SPBPlan:
+        """Concrete depths. ``auto`` resolves to full backprop here; SPB-aware policies
+        resolve ``auto`` themselves before calling this."""
+        match self.kind:
+            case RequestKind.NONE | RequestKind.AUTO:
+                return full_backprop(num_workers, num_blocks)
+            case RequestKind.STAIRCASE:
+                return staircase(num_workers, num_blocks)
+            case RequestKind.UNIFORM:
+                assert self.depth is not None
+                return uniform(num_workers, num_blocks, self.depth)
+        self.check_workers(num_workers)
+        return SPBPlan(self.depths, num_blocks)
+
+
+def resolve_plan(
+    spec: str | Sequence[int] | PlanRequest, num_workers: int, num_blocks: int
+) -> SPBPlan:
+    """Parse and resolve in one step (standalone tools: benchmarks, the engine's own tests)."""
+    return PlanRequest.parse(spec).resolve(num_workers, num_blocks)
 
 
 def _parse_uniform_depth(text: str) -> int:

@@ -13,6 +13,7 @@ from jigsaw.cluster import Placement
 from jigsaw.domain import Job, JobEvent
 from jigsaw.executor_events import ExecutorEvent
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import Plan
 
 
 class Clock(Protocol):
@@ -51,11 +52,11 @@ class Store(Protocol):
 class Executor(Protocol):
     """Runs gangs. Calls return at once; outcomes arrive through :meth:`poll`."""
 
-    def start(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> None: ...
+    def start(self, job: Job, placement: Placement, plan: Plan) -> None: ...
 
     def stop(self, job_id: str, *, checkpoint: bool) -> None: ...
 
-    def replan(self, job_id: str, placement: Placement, plan: tuple[int, ...]) -> None: ...
+    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None: ...
 
     def poll(self, now: float) -> Sequence[ExecutorEvent]: ...
 

@@ -40,8 +40,8 @@ class Snapshot:
             elif state is JobState.PENDING or state is JobState.PREEMPTED or (
                 state is JobState.RETRYING
             ):
-                retry_after = float(job.extra.get("retry_after", 0.0)) if job.extra else 0.0
-                if retry_after <= now:
+                retry_after = job.retry_after
+                if retry_after is None or retry_after <= now:
                     waiting.append(job)
                 elif next_retry_at is None or retry_after < next_retry_at:
                     next_retry_at = retry_after
@@ -66,8 +66,3 @@ class Snapshot:
         """GPUs with no worker on them, of nodes that are alive, in a stable order."""
         used = {gpu for job in self.running for gpu in job.placement}
         return [gpu for gpu in self.cluster.gpu_ids() if gpu not in used]
-
-    def lost_placements(self) -> list[Job]:
-        """Running jobs with a worker on a GPU that is no longer in the cluster."""
-        alive = {node.index for node in self.cluster.alive_nodes}
-        return [job for job in self.running if any(g[0] not in alive for g in job.placement)]

@@ -23,9 +23,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from jigsaw.catalog import default_catalog
 from jigsaw.cluster import Cluster, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
+from jigsaw.plan import Plan
 from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
 from worker.runtime.gang import Gang, GangRequest
 from worker.runtime.inventory import RayInventory, connect
@@ -55,6 +57,7 @@ class RayExecutor:
         """Gangs told to stop; they may still be checkpointing. Their reports are dropped."""
         self._outbox: list[_Report] = []
         self._ledger = ProgressLedger()
+        self.catalog = default_catalog()
 
     @classmethod
     def from_env(cls) -> RayExecutor:
@@ -66,13 +69,16 @@ class RayExecutor:
         return self.inventory.cluster()
 
     # -- Executor seam ------------------------------------------------------------------
-    def start(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> None:
+    def start(self, job: Job, placement: Placement, plan: Plan) -> None:
+        model = job.spec.model
+        blocks_unknown = job.model_blocks is None and self.catalog.num_blocks(model) is None
         request = GangRequest(
             job_id=job.id,
             attempt=job.attempt,
             model=job.spec.model,
             placement=tuple(placement),
-            plan=tuple(plan),
+            plan=plan,
+            plan_request=job.spec.plan_request if blocks_unknown else None,
             batch_size=job.spec.batch_size,
             learning_rate=job.spec.learning_rate,
             seed=job.spec.seed,
@@ -117,20 +123,22 @@ class RayExecutor:
         CheckpointStore(self.settings.checkpoint_dir, job_id).remove_all()
         return True
 
-    def replan(self, job_id: str, placement: Placement, plan: tuple[int, ...]) -> None:
+    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
         with self._lock:
             gang = self._gangs.get(job_id)
         if gang is None:
             log.info("replan of %s ignored: no gang", job_id)
             return
         if tuple(placement) == gang.placement:
-            gang.offer_plan(tuple(plan))
+            gang.offer_plan(plan)
             return
         # Another placement: checkpoint where it is, restore where it should be.
         with self._lock:
             self._gangs.pop(job_id, None)
             self._retiring.append(gang)
-            request = replace(gang.request, placement=tuple(placement), plan=tuple(plan))
+            request = replace(
+                gang.request, placement=tuple(placement), plan=plan, plan_request=None
+            )
             successor = Gang(request, self.settings, self.inventory, self._emit, predecessor=gang)
             self._gangs[job_id] = successor
         gang.stop_after_checkpoint()

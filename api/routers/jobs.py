@@ -22,9 +22,7 @@ from api.schemas.jobs import (
     PredictionPublic,
 )
 from api.store.telemetry import Telemetry
-from jigsaw.errors import InvalidSpecError
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import full_backprop
 
 router = APIRouter(
     route_class=JsonRoute,
@@ -81,18 +79,13 @@ def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobV
     """Check a spec and show its resolved plan and the oracle's prediction; stores nothing."""
     spec, checked = jobs_service.checked_spec(state, body, principal)
     note = "" if spec.spb != "auto" else "; spb=auto: the policy picks the plan at start"
-    plan = checked
-    if plan is None:  # an entrypoint: K and its plan are checked at the first lease
-        note += "; an entrypoint's block count is known at its first lease"
-        try:
-            plan = state.oracle.plan_for(spec)
-        except InvalidSpecError:
-            plan = full_backprop(spec.workers, state.oracle.num_blocks(spec.model))
+    # An entrypoint: its K and its plan are checked at the first lease; full backprop shown.
+    plan = checked if checked is not None else state.oracle.plan_for(spec)
     prediction = state.oracle.predict(spec, plan)
     return JobValidation(
         spec=spec.to_dict(),
         plan=list(plan.depths),
-        num_blocks=plan.num_blocks,
+        num_blocks=plan.num_blocks if checked is not None else None,
         prediction=PredictionPublic(
             iteration_time_s=prediction.iteration_time_s,
             per_worker_memory_bytes=prediction.per_worker_memory_bytes,

@@ -11,11 +11,11 @@ from api.deps import Reader, StateDep, reject_unknown_query
 from api.json_body import JsonRoute
 from api.privacy import privacy_mask
 from api.queue_estimate import estimate_queue
-from api.quotas import Quotas
 from api.schemas.common import COMMON_ERRORS
 from api.schemas.scheduler import DecisionPublic, QueueEntry, QueuePublic, SchedulerPublic
 from api.timefmt import iso
 from jigsaw.domain import Job
+from jigsaw.policies.quota import Quotas
 
 router = APIRouter(
     route_class=JsonRoute,

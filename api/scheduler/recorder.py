@@ -93,7 +93,7 @@ class ProgressRecorder:
             at=at,
             loss=loss if isinstance(loss, int | float) else None,
             throughput=throughput if isinstance(throughput, int | float) else None,
-            plan=job.plan,
+            plan=job.plan.depths if job.plan is not None else (),
             metrics=metrics,
             lease_boundary=boundary,
         )

@@ -8,21 +8,18 @@ polls for leadership. Losing leadership drops the executor's gangs and returns t
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.estimates import OracleView
 from api.idempotency import IdempotencyKeys
 from api.metrics import Metrics
-from api.quotas import QuotaPolicy, Quotas
+from api.oracle_view import OracleView
 from api.scheduler.leader import Leadership, SchedulerAlreadyRunningError, leadership_for
 from api.scheduler.recorder import LeadershipLostError, ProgressRecorder, RoundRecorder
 from api.settings import Settings
@@ -31,12 +28,12 @@ from api.store.telemetry import Telemetry
 from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import RetryPolicy, SchedulingCycle
-from jigsaw.policies import create_policy
-from jigsaw.policies.base import Policy, policy_factory
-from jigsaw.policies.options import policy_options
+from jigsaw.policies.base import Policy
+from jigsaw.policies.builder import build_policy as build_named_policy
+from jigsaw.policies.quota import Quotas
+from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 from jigsaw.retention import sweep_checkpoints
 from jigsaw.seams import Executor, KeepsCheckpoints
-from jigsaw.simexec import ConstantRate, SimulatedExecutor
 
 log = logging.getLogger(__name__)
 
@@ -64,23 +61,19 @@ def build_executor(settings: Settings) -> ExecutorHandle:
         return ExecutorHandle(ray, ray.cluster)
     rates = ConstantRate(settings.sim_iterations_per_second, settings.sim_startup_seconds)
     cluster = Cluster.uniform(settings.gpus, settings.gpus_per_node, gpu_type=settings.gpu_type)
-    return ExecutorHandle(SimulatedExecutor(rates, report_progress=True), lambda: cluster)
+    return ExecutorHandle(RateDrivenExecutor(rates, report_progress=True), lambda: cluster)
 
 
 def build_policy(settings: Settings, oracle: OracleView) -> Policy:
-    """The named policy with ``JIGSAW_POLICY_OPTIONS`` (nested configs allowed, see
-    :mod:`jigsaw.policies.options`), given what it can use of the oracle (``blocks_of`` for
-    the gang policies, ``oracle`` for jigsaw), wrapped in quotas."""
-    options = policy_options(settings.policy, dict(settings.policy_options))
-    wants = set(inspect.signature(policy_factory(settings.policy)).parameters)
-    supplied: dict[str, Any] = {}
-    if "blocks_of" in wants:
-        supplied["blocks_of"] = oracle.num_blocks
-    if "oracle" in wants:
-        supplied["oracle"] = oracle.oracle
-    policy = create_policy(settings.policy, **supplied, **options)
-    quotas = Quotas(settings.queue_quotas, settings.user_quotas)
-    return policy if quotas.empty else QuotaPolicy(policy, quotas)
+    """The configured policy, built as the simulator builds it
+    (:func:`jigsaw.policies.builder.build_policy`), with the service's quotas."""
+    return build_named_policy(
+        settings.policy,
+        oracle.oracle,
+        dict(settings.policy_options),
+        quotas=Quotas(settings.queue_quotas, settings.user_quotas),
+        catalog=oracle.catalog,
+    )
 
 
 class SchedulerService:

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from api.schemas.common import Forbidding, Integer, Public, Text, Timestamp, integral
-from api.submission_checks import ENTRYPOINT, SPB_TEXT
+from api.submission_checks import SPB_TEXT
+from jigsaw.catalog import ENTRYPOINT
 from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
 from jigsaw.profiles import ZOO_MODELS
 
@@ -24,6 +25,9 @@ JOB_EXAMPLE: dict[str, Any] = {
     "queue": "default",
 }
 
+
+ENTRYPOINT_PATTERN = f"^{ENTRYPOINT.pattern}$"
+"""jigsaw.catalog's entrypoint syntax, anchored (a JSON Schema pattern matches anywhere)."""
 
 Depth = Annotated[int, Field(ge=0, le=1_000_000)]
 
@@ -46,7 +50,7 @@ class JobCreate(Forbidding):
         min_length=1,
         max_length=200,
         description="a zoo model, or an entrypoint package.module:function",
-        json_schema_extra={"anyOf": [{"enum": list(ZOO_MODELS)}, {"pattern": ENTRYPOINT.pattern}]},
+        json_schema_extra={"anyOf": [{"enum": list(ZOO_MODELS)}, {"pattern": ENTRYPOINT_PATTERN}]},
     )
     workers: Integer = Field(ge=1, le=MAX_WORKERS)
     iterations: Integer = Field(ge=1, le=MAX_ITERATIONS)
@@ -75,7 +79,19 @@ class JobPublic(Public):
     iterations: int
     iterations_done: float
     progress: float = Field(ge=0, le=1, description="iterations_done / iterations")
-    plan: list[int] = Field(examples=[[0, 1, 2, 3]])
+    plan: list[int] = Field(
+        examples=[[0, 1, 2, 3]],
+        description="Stop depth per worker of the current (or last) run; [] before a start",
+    )
+    plan_kind: str | None = Field(
+        default=None, examples=["spb"], description="The plan's type; null before a start"
+    )
+    num_blocks: int | None = Field(
+        default=None,
+        examples=[4],
+        description="The model's block count K the plan was resolved for (or the one the "
+        "workers reported); null while unknown",
+    )
     placement: list[list[int]] = Field(examples=[[[0, 0], [0, 1], [0, 2], [0, 3]]])
     attempt: int
     preemptions: int
@@ -102,6 +118,11 @@ class JobEventPublic(Public):
     reason: str = Field(examples=["fifo: head fits"])
     at: Timestamp
     actor: str = Field(examples=["scheduler"])
+    code: str = Field(
+        default="",
+        examples=["Preempted/OutrankedBy"],
+        description="Machine-readable Type/Reason; empty for events recorded before codes",
+    )
 
 
 class JobEventList(Public):
@@ -143,5 +164,8 @@ class PredictionPublic(Public):
 class JobValidation(Public):
     spec: dict[str, Any]
     plan: list[int]
-    num_blocks: int
+    num_blocks: int | None = Field(
+        description="The model's block count K; null for an entrypoint model until its "
+        "first lease reports it (the plan shown is then full backprop)"
+    )
     prediction: PredictionPublic

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from jigsaw.cluster import Placement
-from jigsaw.domain import Job, JobEvent, JobSpec
+from jigsaw.domain import SPEC_FIELDS, Job, JobEvent, JobSpec
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import Plan, plan_from_json, plan_to_json
 
 
 def job_values(job: Job) -> dict[str, Any]:
@@ -23,7 +24,7 @@ def job_values(job: Job) -> dict[str, Any]:
         "attempt": job.attempt,
         "iterations": spec.iterations,
         "iterations_done": job.iterations_done,
-        "plan": list(job.plan),
+        "plan": plan_to_json(job.plan) if job.plan is not None else None,
         "placement": [list(gpu) for gpu in job.placement],
         "submitted_at": job.submitted_at,
         "started_at": job.started_at,
@@ -33,8 +34,33 @@ def job_values(job: Job) -> dict[str, Any]:
         "preemptions": job.preemptions,
         "failures": job.failures,
         "reason": job.reason,
-        "extra": dict(job.extra),
+        "extra": _typed_state(job),
     }
+
+
+def _typed_state(job: Job) -> dict[str, Any]:
+    """The job's typed retry, preemption and model facts, stored in the ``extra`` column."""
+    state: dict[str, Any] = {}
+    if job.retry_after is not None:
+        state["retry_after"] = job.retry_after
+    if job.failure_times:
+        state["failure_times"] = list(job.failure_times)
+    if job.preempted_by is not None:
+        state["preempted_by"] = job.preempted_by
+    if job.model_blocks is not None:
+        state["model_blocks"] = job.model_blocks
+    return state
+
+
+def plan_from_column(raw: Any) -> Plan | None:
+    """The ``plan`` column (a :func:`~jigsaw.plan.plan_to_json` object, or JSON null)."""
+    return plan_from_json(raw) if raw else None
+
+
+def spec_from_column(raw: Mapping[str, Any]) -> JobSpec:
+    """The ``spec`` column; written from a valid spec, so it is not re-checked field by
+    field (the plan request is parsed once more, which is cheap)."""
+    return JobSpec(**{name: raw[name] for name in SPEC_FIELDS if name in raw})
 
 
 def placement_of(raw: list[Any]) -> Placement:
@@ -44,13 +70,13 @@ def placement_of(raw: list[Any]) -> Placement:
 def job_from_row(row: Mapping[Any, Any]) -> Job:
     return Job(
         id=row["id"],
-        spec=JobSpec(**row["spec"]),
+        spec=spec_from_column(row["spec"]),
         submitted_at=row["submitted_at"],
         state=JobState(row["state"]),
         version=row["version"],
         attempt=row["attempt"],
         iterations_done=row["iterations_done"],
-        plan=tuple(int(d) for d in row["plan"]),
+        plan=plan_from_column(row["plan"]),
         placement=placement_of(row["placement"]),
         started_at=row["started_at"],
         run_started_at=row["run_started_at"],
@@ -59,8 +85,20 @@ def job_from_row(row: Mapping[Any, Any]) -> Job:
         preemptions=row["preemptions"],
         failures=row["failures"],
         reason=row["reason"],
-        extra=dict(row["extra"] or {}),
+        **_typed_fields(row["extra"] or {}),
     )
+
+
+def _typed_fields(state: Mapping[str, Any]) -> dict[str, Any]:
+    retry_after = state.get("retry_after")
+    preempted_by = state.get("preempted_by")
+    model_blocks = state.get("model_blocks")
+    return {
+        "retry_after": float(retry_after) if retry_after is not None else None,
+        "failure_times": tuple(float(t) for t in state.get("failure_times", ())),
+        "preempted_by": str(preempted_by) if preempted_by is not None else None,
+        "model_blocks": int(model_blocks) if model_blocks is not None else None,
+    }
 
 
 def event_values(event: JobEvent, epoch: int | None) -> dict[str, Any]:
@@ -72,6 +110,7 @@ def event_values(event: JobEvent, epoch: int | None) -> dict[str, Any]:
         "at": event.at,
         "actor": event.actor,
         "epoch": epoch,
+        "code": str(event.code),
     }
 
 
@@ -84,6 +123,7 @@ def event_from_row(row: Mapping[Any, Any]) -> JobEvent:
         reason=row["reason"],
         at=row["at"],
         actor=row["actor"],
+        code=row["code"] or "",
     )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jigsaw.cluster import GpuId, Placement
-from jigsaw.efficiency import EfficiencyTable, EtaEstimate
+from jigsaw.efficiency import EfficiencyTable
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import HardwareSpec
 from jigsaw.oracle.costs import ModelCosts, PlanCosts, model_costs, plan_costs
@@ -168,10 +168,6 @@ class Oracle:
 
     def eta(self, model: str, plan: SPBPlan) -> float:
         return self.efficiency.lookup(model, plan).eta
-
-    def eta_estimate(self, model: str, plan: SPBPlan) -> EtaEstimate:
-        """eta with its source (measured, measured plan shape, conservative default)."""
-        return self.efficiency.lookup(model, plan)
 
     def goodput(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jigsaw.decisions import Decision
@@ -11,32 +12,65 @@ from jigsaw.snapshot import Snapshot
 
 
 class Policy(Protocol):
+    """A policy decides; it changes nothing. Besides ``decide`` it declares three speed hints,
+    which let the simulator skip work without changing a single decision."""
+
     name: str
+    periodic: bool
+    """Decides in rounds (every ``round_s``), not only on arrivals and finishes."""
+    serves_arrival_prefix: bool
+    """Decides from the oldest waiting jobs only, never more of them than there are free GPUs
+    plus one: the simulator may hold the rest of the queue back."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]: ...
 
+    def stable_until(self, snapshot: Snapshot) -> float | None:
+        """After a round with no decisions at ``snapshot.now``: the earliest time at which the
+        same world (no arrival, finish or other state change) could get a different answer, or
+        ``None`` when the policy cannot say. The simulator skips the rounds before it; the
+        result is the same as asking every round (tests/core/test_simulator_skip.py)."""
+        ...
 
-class StableHint(Protocol):
-    """Optional: a policy whose decisions depend on time only through known crossings.
 
-    After a round with no decisions at ``snapshot.now``, ``stable_until(snapshot)`` is the
-    earliest time at which the same world (no arrival, finish or other state change) could
-    get a different answer. The simulator skips the rounds before it; the result is the same
-    as asking every round (tests/core/test_simulator_skip.py checks the decision logs match).
-    """
+class PolicyBase:
+    """Defaults for the speed hints: no rounds, the whole queue, no stability promise."""
 
-    def stable_until(self, snapshot: Snapshot) -> float: ...
+    name = "policy"
+    periodic = False
+    serves_arrival_prefix = False
+
+    def stable_until(self, snapshot: Snapshot) -> float | None:
+        del snapshot
+        return None
 
 
 PolicyFactory = Callable[..., Policy]
-_REGISTRY: dict[str, PolicyFactory] = {}
+
+SUPPLIED = frozenset({"oracle", "blocks_of"})
+"""What a policy factory may ask the builder for (:mod:`jigsaw.policies.builder`)."""
 
 
-def register(name: str) -> Callable[[PolicyFactory], PolicyFactory]:
+@dataclass(frozen=True, slots=True)
+class Registration:
+    factory: PolicyFactory
+    uses: frozenset[str]
+    """Which of :data:`SUPPLIED` the builder hands the factory."""
+
+
+_REGISTRY: dict[str, Registration] = {}
+
+
+def register(
+    name: str, *, uses: frozenset[str] = frozenset()
+) -> Callable[[PolicyFactory], PolicyFactory]:
+    unknown = uses - SUPPLIED
+    if unknown:
+        raise ValueError(f"policy {name!r} uses {sorted(unknown)}; suppliable: {sorted(SUPPLIED)}")
+
     def decorator(factory: PolicyFactory) -> PolicyFactory:
         if name in _REGISTRY:
             raise ValueError(f"policy {name!r} is registered twice")
-        _REGISTRY[name] = factory
+        _REGISTRY[name] = Registration(factory, uses)
         return factory
 
     return decorator
@@ -46,13 +80,17 @@ def policy_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def policy_factory(name: str) -> PolicyFactory:
+def registration(name: str) -> Registration:
     try:
         return _REGISTRY[name]
     except KeyError:
         raise InvalidSpecError(
             f"unknown policy {name!r}; choose one of: {', '.join(policy_names())}", field="policy"
         ) from None
+
+
+def policy_factory(name: str) -> PolicyFactory:
+    return registration(name).factory
 
 
 def create_policy(name: str, **options: Any) -> Policy:

@@ -9,36 +9,22 @@ job's own spec (``auto`` means full backprop here: FIFO is not SPB-aware).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision, Start
-from jigsaw.domain import Job
 from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.plan import resolve_plan
-from jigsaw.policies.base import register
+from jigsaw.policies.base import PolicyBase, register
+from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks, resolve_for
 from jigsaw.snapshot import Snapshot
 
-BlocksOf = Callable[[str], int]
 
-
-def default_blocks_of(_model: str) -> int:
-    return 4
-
-
-def plan_from_spec(job: Job, blocks_of: BlocksOf) -> tuple[int, ...]:
-    if job.plan:
-        return job.plan
-    return resolve_plan(job.spec.spb, job.spec.workers, blocks_of(job.spec.model)).depths
-
-
-class FifoPolicy:
+class FifoPolicy(PolicyBase):
     name = "fifo"
     serves_arrival_prefix = True
     """Decides from the oldest waiting jobs only, never more of them than there are free
     GPUs plus one: the simulator may hold the rest of the queue back (same decisions)."""
 
-    def __init__(self, blocks_of: BlocksOf = default_blocks_of) -> None:
-        self._blocks_of = blocks_of
+    def __init__(self, blocks_of: BlocksOf | None = None) -> None:
+        self._blocks_of = blocks_of or catalog_blocks(default_catalog())
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         free = group_by_node(snapshot.free_gpus())
@@ -52,9 +38,9 @@ class FifoPolicy:
                 break
             take(free, placement)
             decisions.append(
-                Start(job.id, placement, plan_from_spec(job, self._blocks_of), "fifo: head fits")
+                Start(job.id, placement, resolve_for(job, self._blocks_of), "fifo: head fits")
             )
         return decisions
 
 
-register("fifo")(FifoPolicy)
+register("fifo", uses=frozenset({"blocks_of"}))(FifoPolicy)

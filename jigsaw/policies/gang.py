@@ -23,7 +23,7 @@ from jigsaw.cluster import GpuId
 from jigsaw.decisions import Decision, Preempt, Start
 from jigsaw.domain import Job
 from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.policies.fifo import BlocksOf, plan_from_spec
+from jigsaw.policies.plan_resolution import BlocksOf, resolve_for
 from jigsaw.snapshot import Snapshot
 
 DEFAULT_MIN_RUN_S = 1_800.0
@@ -110,7 +110,7 @@ def gang_round(
         take(pool, placement)
         owner_of.update(dict.fromkeys(placement, job.id))
         starts.append(
-            Start(job.id, placement, plan_from_spec(job, blocks_of), f"{label}: ranked to run")
+            Start(job.id, placement, resolve_for(job, blocks_of), f"{label}: ranked to run")
         )
     started_ids = {decision.job_id for decision in starts}
     first_newcomer = next((job.id for job in newcomers if job.id in started_ids), None)

@@ -27,7 +27,8 @@ from jigsaw.decisions import Decision, Preempt, Replan, Start
 from jigsaw.domain import Job
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
-from jigsaw.policies.base import register
+from jigsaw.plan import Plan
+from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig, las_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
 from jigsaw.policies.las import stable_ranking_until
@@ -77,7 +78,7 @@ class _Round:
     """Free GPUs held for the best-ranked waiting job that could not be placed this round."""
 
 
-class JigsawPolicy:
+class JigsawPolicy(PolicyBase):
     name = "jigsaw"
     periodic = True
 
@@ -93,13 +94,12 @@ class JigsawPolicy:
         self.config = config if config is not None else JigsawConfig()
         self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
 
-    def blocks_of(self, model: str) -> int:
-        return self.oracle.num_blocks(model)
-
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         config = self.config
         now = snapshot.now
-        spb_running = [j for j in snapshot.running if any(j.plan)]
+        spb_running = [
+            j for j in snapshot.running if j.plan is not None and not j.plan.is_full_backprop
+        ]
         if not snapshot.waiting and not spb_running:
             return []
         ranked = las_order(snapshot.running + snapshot.waiting, now, config.las)
@@ -110,7 +110,7 @@ class JigsawPolicy:
         )
         footprints: dict[str, Footprint] = {}
         for job in snapshot.running:
-            footprint = self.catalog.footprint(job, job.plan, job.placement)
+            footprint = self.catalog.footprint(job, _plan_of(job), job.placement)
             footprints[job.id] = footprint
             ledger.add_all(footprint)
         victims = [
@@ -139,7 +139,7 @@ class JigsawPolicy:
 
     def stable_until(self, snapshot: Snapshot) -> float:
         """Placement, packing and re-plans depend on the ledger, not on time; the ranking
-        and the protection of fresh gangs are LAS's (see :class:`StableHint`)."""
+        and the protection of fresh gangs are LAS's (see :meth:`Policy.stable_until`)."""
         return stable_ranking_until(snapshot, self.config.las, self.config.min_run_s)
 
     # -- 2. fairness guard ------------------------------------------------------------------
@@ -199,7 +199,7 @@ class JigsawPolicy:
             placement = ledger.packed(option.loads, option.memories)
             if placement is None:
                 continue
-            footprint = self.catalog.footprint(job, option.depths, placement)
+            footprint = self.catalog.footprint(job, option.plan, placement)
             if all(ledger.fits(gpu, load, memory) for gpu, load, memory in footprint):
                 return option, placement
         return None
@@ -230,38 +230,44 @@ class JigsawPolicy:
     def _commit(
         self, job: Job, option: PlanOption, placement: Placement, how: str, state: _Round
     ) -> Start:
-        footprint = self.catalog.footprint(job, option.depths, placement)
+        footprint = self.catalog.footprint(job, option.plan, placement)
         state.ledger.add_all(footprint)
         state.footprints[job.id] = footprint
-        return Start(job.id, placement, option.depths, f"jigsaw: {how}, plan {option.label}")
+        return Start(job.id, placement, option.plan, f"jigsaw: {how}, plan {option.label}")
 
     # -- 5. in-place re-plans ---------------------------------------------------------------
     def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
         replans: list[Decision] = []
         for job in spb_running:
-            if job.id in state.preempted or job.spec.spb.strip().lower() != "auto":
+            if job.id in state.preempted or not job.spec.plan_request.is_auto:
                 continue
-            current = self.catalog.goodput(job, job.plan, job.placement)
+            current = self.catalog.goodput(job, _plan_of(job), job.placement)
             ledger = state.ledger
             ledger.remove_all(state.footprints[job.id])
             chosen: tuple[PlanOption, Footprint] | None = None
             for option in self.catalog.options(job):
                 if option.goodput <= current * (1.0 + self.config.replan_gain):
                     break
-                footprint = self.catalog.footprint(job, option.depths, job.placement)
+                footprint = self.catalog.footprint(job, option.plan, job.placement)
                 if all(ledger.fits(g, load, memory) for g, load, memory in footprint):
                     chosen = (option, footprint)
                     break
             if chosen is None:
-                ledger.add_all(self.catalog.footprint(job, job.plan, job.placement))
+                ledger.add_all(self.catalog.footprint(job, _plan_of(job), job.placement))
                 continue
             ledger.add_all(chosen[1])
             state.footprints[job.id] = chosen[1]
             replans.append(
-                Replan(job.id, chosen[0].depths, job.placement, f"jigsaw: re-plan to "
+                Replan(job.id, chosen[0].plan, job.placement, f"jigsaw: re-plan to "
                        f"{chosen[0].label} in place")
             )
         return replans
 
 
-register("jigsaw")(JigsawPolicy)
+def _plan_of(job: Job) -> Plan:
+    """A running job's plan (the cycle records it on the job when it admits the job)."""
+    assert job.plan is not None, f"running job {job.id} has no plan"
+    return job.plan
+
+
+register("jigsaw", uses=frozenset({"oracle"}))(JigsawPolicy)

@@ -9,26 +9,27 @@ ranking into starts and preemptions; each preemption names its preemptor.
 
 from __future__ import annotations
 
+from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision
-from jigsaw.policies.base import register
+from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig, las_order, las_stable_until
-from jigsaw.policies.fifo import BlocksOf, default_blocks_of
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round, protection_ends
+from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks
 from jigsaw.snapshot import Snapshot
 
 
-class LasPolicy:
+class LasPolicy(PolicyBase):
     name = "las"
     periodic = True
 
     def __init__(
         self,
-        blocks_of: BlocksOf = default_blocks_of,
+        blocks_of: BlocksOf | None = None,
         *,
         config: LasConfig | None = None,
         min_run_s: float = DEFAULT_MIN_RUN_S,
     ) -> None:
-        self._blocks_of = blocks_of
+        self._blocks_of = blocks_of or catalog_blocks(default_catalog())
         self.config = config if config is not None else LasConfig()
         self.min_run_s = min_run_s
 
@@ -42,7 +43,7 @@ class LasPolicy:
 
     def stable_until(self, snapshot: Snapshot) -> float:
         """Until a LAS key or a gang's protection changes, or a back-off ends, the ranking
-        and so the round's decisions stay as they are (see :class:`StableHint`)."""
+        and so the round's decisions stay as they are (see :meth:`Policy.stable_until`)."""
         return stable_ranking_until(snapshot, self.config, self.min_run_s)
 
 
@@ -55,4 +56,4 @@ def stable_ranking_until(snapshot: Snapshot, config: LasConfig, min_run_s: float
     )
 
 
-register("las")(LasPolicy)
+register("las", uses=frozenset({"blocks_of"}))(LasPolicy)

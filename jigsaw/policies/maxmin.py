@@ -11,22 +11,23 @@ rounds are shorter, or time-slicing would spend most of the time checkpointing.
 
 from __future__ import annotations
 
+from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision
-from jigsaw.policies.base import register
+from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import fair_shares, maxmin_order
-from jigsaw.policies.fifo import BlocksOf, default_blocks_of
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
+from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks
 from jigsaw.snapshot import Snapshot
 
 
-class MaxMinPolicy:
+class MaxMinPolicy(PolicyBase):
     name = "maxmin"
     periodic = True
 
     def __init__(
-        self, blocks_of: BlocksOf = default_blocks_of, *, min_run_s: float = DEFAULT_MIN_RUN_S
+        self, blocks_of: BlocksOf | None = None, *, min_run_s: float = DEFAULT_MIN_RUN_S
     ) -> None:
-        self._blocks_of = blocks_of
+        self._blocks_of = blocks_of or catalog_blocks(default_catalog())
         self.min_run_s = min_run_s
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
@@ -40,4 +41,4 @@ class MaxMinPolicy:
         )
 
 
-register("maxmin")(MaxMinPolicy)
+register("maxmin", uses=frozenset({"blocks_of"}))(MaxMinPolicy)

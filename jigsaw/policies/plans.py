@@ -18,7 +18,7 @@ from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.errors import InvalidSpecError
 from jigsaw.oracle import Oracle
-from jigsaw.plan import AUTO, SPBPlan, full_backprop, resolve_plan, staircase, uniform
+from jigsaw.plan import Plan, SPBPlan, full_backprop, staircase, uniform
 
 Footprint = tuple[tuple[GpuId, float, int], ...]
 """Per GPU of a placement: (gpu, summed load of the job's workers there, their memory)."""
@@ -29,7 +29,7 @@ EtaOf = Callable[[str, SPBPlan], float]
 @dataclass(frozen=True, slots=True)
 class PlanOption:
     label: str
-    depths: tuple[int, ...]
+    plan: Plan
     loads: tuple[float, ...]
     """Per rank: share of a GPU's time the worker keeps busy (job alone, compact)."""
     memories: tuple[int, ...]
@@ -39,7 +39,7 @@ class PlanOption:
 
     @property
     def is_full_backprop(self) -> bool:
-        return not any(self.depths)
+        return self.plan.is_full_backprop
 
 
 class PlanCatalog:
@@ -56,7 +56,7 @@ class PlanCatalog:
         self._eta_of: EtaOf = eta_of if eta_of is not None else oracle.eta
         self._opaque_load = opaque_load
         self._options: dict[tuple[str, int, int, str], tuple[PlanOption, ...]] = {}
-        self._footprints: dict[str, tuple[tuple[int, ...], Placement, Footprint]] = {}
+        self._footprints: dict[str, tuple[Plan, Placement, Footprint]] = {}
 
     def options(self, job: Job) -> tuple[PlanOption, ...]:
         """Candidate plans, best goodput first (full backprop wins ties)."""
@@ -71,17 +71,16 @@ class PlanCatalog:
         """The plan the job runs on GPUs of its own: the best exclusive goodput."""
         return self.options(job)[0]
 
-    def footprint(self, job: Job, depths: tuple[int, ...], placement: Placement) -> Footprint:
+    def footprint(self, job: Job, plan: Plan, placement: Placement) -> Footprint:
         cached = self._footprints.get(job.id)
-        if cached is not None and cached[0] == depths and cached[1] == placement:
+        if cached is not None and cached[0] == plan and cached[1] == placement:
             return cached[2]
-        footprint = self._build_footprint(job, depths, placement)
-        self._footprints[job.id] = (depths, placement, footprint)
+        footprint = self._build_footprint(job, plan, placement)
+        self._footprints[job.id] = (plan, placement, footprint)
         return footprint
 
-    def goodput(self, job: Job, depths: tuple[int, ...], placement: Placement) -> float:
+    def goodput(self, job: Job, plan: Plan, placement: Placement) -> float:
         try:
-            plan = SPBPlan(depths, self.oracle.num_blocks(job.spec.model))
             prediction = self.oracle.predict(job.spec.model, job.spec.batch_size, plan, placement)
         except InvalidSpecError:
             return 0.0
@@ -102,12 +101,12 @@ class PlanCatalog:
         try:
             blocks = self.oracle.num_blocks(spec.model)
         except InvalidSpecError:
-            depths = (0,) * spec.workers
+            opaque = full_backprop(spec.workers, 1)
             loads = (self._opaque_load,) * spec.workers
-            return (PlanOption("none", depths, loads, (0,) * spec.workers, 1.0, 0.0),)
+            return (PlanOption("none", opaque, loads, (0,) * spec.workers, 1.0, 0.0),)
         plans: list[tuple[str, SPBPlan]] = []
-        if spec.spb.strip().lower() != AUTO:
-            plans.append((spec.spb, resolve_plan(spec.spb, spec.workers, blocks)))
+        if not spec.plan_request.is_auto:
+            plans.append((spec.spb, spec.plan_request.resolve(spec.workers, blocks)))
         else:
             plans.append(("none", full_backprop(spec.workers, blocks)))
             if self.spb and spec.workers > 1:
@@ -128,7 +127,7 @@ class PlanCatalog:
             options.append(
                 PlanOption(
                     label,
-                    plan.depths,
+                    plan,
                     tuple(
                         self.oracle.worker_load(model, batch, plan, r)
                         for r in range(plan.num_workers)
@@ -141,12 +140,9 @@ class PlanCatalog:
         options.sort(key=lambda o: (-o.goodput, not o.is_full_backprop))
         return tuple(options)
 
-    def _build_footprint(
-        self, job: Job, depths: tuple[int, ...], placement: Placement
-    ) -> Footprint:
+    def _build_footprint(self, job: Job, plan: Plan, placement: Placement) -> Footprint:
         spec = job.spec
         try:
-            plan = SPBPlan(depths, self.oracle.num_blocks(spec.model))
             loads = self.oracle.gpu_loads(spec.model, spec.batch_size, plan, placement)
             memory: dict[GpuId, int] = {}
             for rank, gpu in enumerate(placement):

@@ -14,13 +14,13 @@ def describe(at: float, decision: Decision) -> str:
     match decision:
         case Start(job_id=job_id, placement=placement, plan=plan, reason=reason):
             gpus = " ".join(f"{n}:{g}" for n, g in placement)
-            depths = ",".join(map(str, plan))
+            depths = plan.describe()
             return f"{at:.3f} start {job_id} plan={depths} gpus={gpus} ({reason})"
         case Preempt(job_id=job_id, reason=reason, by=by):
             return f"{at:.3f} preempt {job_id} by={by or '-'} ({reason})"
         case Replan(job_id=job_id, placement=placement, plan=plan, reason=reason):
             gpus = " ".join(f"{n}:{g}" for n, g in placement)
-            depths = ",".join(map(str, plan))
+            depths = plan.describe()
             return f"{at:.3f} replan {job_id} plan={depths} gpus={gpus} ({reason})"
     raise TypeError(f"not a decision: {decision!r}")
 

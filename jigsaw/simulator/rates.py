@@ -16,8 +16,8 @@ from jigsaw.domain import Job
 from jigsaw.efficiency import EfficiencyTable, EtaEstimate
 from jigsaw.errors import InvalidSpecError
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan, full_backprop
-from jigsaw.simexec import RateModel
+from jigsaw.plan import Plan, SPBPlan
+from jigsaw.rate_executor import RateModel
 from jigsaw.traces import GavelThroughputs
 
 
@@ -49,34 +49,27 @@ class OracleRate:
     def __init__(self, oracle: Oracle, gpus_per_node: int) -> None:
         self.oracle = oracle
         self.gpus_per_node = gpus_per_node
-        self._blocks: dict[str, int] = {}
         self._reference: dict[tuple[str, int, int], float] = {}
-
-    def plan_of(self, job: Job, plan: tuple[int, ...]) -> SPBPlan:
-        blocks = self._blocks.get(job.spec.model)
-        if blocks is None:
-            blocks = self._blocks[job.spec.model] = self.oracle.num_blocks(job.spec.model)
-        return SPBPlan(plan, blocks)
 
     def rate(
         self,
         job: Job,
         placement: Placement,
-        plan: tuple[int, ...],
+        plan: Plan,
         other_load: Mapping[GpuId, float],
     ) -> float:
         contended = {gpu: load for gpu, load in other_load.items() if load > 1e-12}
         return self.oracle.goodput(
             job.spec.model,
             job.spec.batch_size,
-            self.plan_of(job, plan),
+            plan,
             placement,
             gpu_load=contended or None,
         )
 
-    def load(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> dict[GpuId, float]:
+    def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.oracle.gpu_loads(
-            job.spec.model, job.spec.batch_size, self.plan_of(job, plan), placement
+            job.spec.model, job.spec.batch_size, plan, placement
         )
 
     def startup_s(self, job: Job) -> float:
@@ -121,7 +114,7 @@ class GavelRate:
         self,
         job: Job,
         placement: Placement,
-        plan: tuple[int, ...],
+        plan: Plan,
         other_load: Mapping[GpuId, float],
     ) -> float:
         relative = self.oracle_rate.rate(job, placement, plan, other_load) / (
@@ -129,7 +122,7 @@ class GavelRate:
         )
         return self.reference_rate(job) * relative
 
-    def load(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> dict[GpuId, float]:
+    def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.oracle_rate.load(job, placement, plan)
 
     def startup_s(self, job: Job) -> float:
@@ -147,6 +140,3 @@ class UnitEfficiency(EfficiencyTable):
         del model, plan
         return EtaEstimate(1.0, "ablation: eta = 1")
 
-
-def full_plan(oracle: Oracle, job: Job) -> tuple[int, ...]:
-    return full_backprop(job.spec.workers, oracle.num_blocks(job.spec.model)).depths

@@ -33,9 +33,9 @@ from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.policies.base import Policy
 from jigsaw.simulator.decisionlog import DecisionLog
-from jigsaw.simulator.executor import SimulatorExecutor
 from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds
 from jigsaw.simulator.rates import OverheadModel, ReferenceRate
+from jigsaw.simulator.replay_executor import ReplayExecutor
 from jigsaw.simulator.workload import Arrival
 
 ProgressHook = Callable[[int, int, float], None]
@@ -96,7 +96,7 @@ class Replay:
         self.clock = VirtualClock(self.arrivals[0].at if self.arrivals else 0.0)
         self.store = InMemoryStore(keep_events=False)
         self.timeline = BusyTimeline()
-        self.executor = SimulatorExecutor(
+        self.executor = ReplayExecutor(
             rates, self.options.overheads, self.clock, on_busy_change=self.timeline.change
         )
         self.log = DecisionLog(keep_lines=self.options.keep_log)
@@ -109,7 +109,7 @@ class Replay:
             on_decision=self._on_decision,
         )
         self._finished = 0
-        self._prefix_only = bool(getattr(policy, "serves_arrival_prefix", False))
+        self._prefix_only = policy.serves_arrival_prefix
         self._backlog: deque[Arrival] = deque()
         self._fed = 0
         self._started: set[str] = set()
@@ -118,10 +118,8 @@ class Replay:
     def run(self, progress: ProgressHook | None = None) -> ReplayResult:
         started = time.perf_counter()
         options = self.options
-        in_rounds = bool(getattr(self.policy, "periodic", False)) or options.admit_in_rounds
-        stable_until = getattr(self.policy, "stable_until", None)
-        if not options.skip_quiet_rounds:
-            stable_until = None
+        in_rounds = self.policy.periodic or options.admit_in_rounds
+        skip_quiet = options.skip_quiet_rounds
         pending = list(reversed(self.arrivals))
         next_round = self.clock.now()
         quiet_until = -math.inf
@@ -178,9 +176,11 @@ class Replay:
             cycles += 1
             dirty = False
             quiet_until = -math.inf
-            if stable_until is not None and not report.decisions and report.snapshot is not None:
-                # Margin: float round-off must never push the jump past a real crossing.
-                quiet_until = stable_until(report.snapshot) - 1e-3
+            if skip_quiet and not report.decisions and report.snapshot is not None:
+                stable = self.policy.stable_until(report.snapshot)
+                if stable is not None:
+                    # Margin: float round-off must never push the jump past a real crossing.
+                    quiet_until = stable - 1e-3
             idle = not report.decisions and not self.executor.running_jobs() and not pending
             waiting = idle and (bool(self.store.active_jobs()) or bool(self._backlog))
             idle_rounds = idle_rounds + 1 if waiting else 0
@@ -254,7 +254,7 @@ class Replay:
             num_gpus,
         )
         summary: dict[str, Any] = {
-            "policy": getattr(self.policy, "name", type(self.policy).__name__),
+            "policy": self.policy.name,
             "jobs": len(jobs),
             "completed": len(done),
             "avg_jct_s": math.fsum(jcts) / len(jcts) if jcts else math.nan,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ from jigsaw.efficiency import EfficiencyTable
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
-from jigsaw.policies.base import Policy, policy_factory
+from jigsaw.policies.base import Policy
+from jigsaw.policies.builder import build_policy
 from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel, ReferenceRate
 from jigsaw.simulator.replay import ProgressHook, Replay, ReplayOptions, ReplayResult
 from jigsaw.simulator.workload import Arrival, arrivals_from_trace, read_workload
@@ -44,15 +44,9 @@ def make_oracle(setup: SimulationSetup, efficiency: EfficiencyTable | None = Non
 
 
 def make_policy(name: str, oracle: Oracle, **options: Any) -> Policy:
-    """Create a registered policy, handing it the oracle or the models' block counts when its
-    factory asks for them (fifo, las and maxmin resolve plans; jigsaw prices them)."""
-    parameters = set(inspect.signature(policy_factory(name)).parameters)
-    extra: dict[str, Any] = {}
-    if "oracle" in parameters:
-        extra["oracle"] = oracle
-    if "blocks_of" in parameters:
-        extra["blocks_of"] = oracle.num_blocks
-    return policy_factory(name)(**extra, **options)
+    """The registered policy ``name`` built as the service builds it
+    (:func:`jigsaw.policies.builder.build_policy`), with no quotas."""
+    return build_policy(name, oracle, options)
 
 
 def load_jobs(

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from jigsaw.errors import InvalidSpecError, TraceFormatError
-from jigsaw.plan import check_plan_spec
+from jigsaw.plan import PlanRequest
 from jigsaw.profiles import analytic_profile, canonical_name
 from jigsaw.traces.record import TraceJob
 
@@ -83,7 +83,7 @@ def _parse_job(raw: Any, label: str, number: int) -> TraceJob:
     if spb is not None:
         spb = ",".join(str(d) for d in spb) if isinstance(spb, list) else str(spb)
         try:
-            check_plan_spec(spb)
+            PlanRequest.parse(spb)
         except InvalidSpecError as error:
             raise fail(str(error)) from None
     return TraceJob(

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import Engine, text
 
 from api.db import make_engine
-from api.estimates import OracleView
 from api.metrics import Metrics
+from api.oracle_view import OracleView
 from api.scheduler.leader import (
     PostgresLeadership,
     SchedulerAlreadyRunningError,
@@ -30,7 +30,7 @@ from jigsaw.cycle import SchedulingCycle
 from jigsaw.domain import Job, JobSpec, submitted_event, transition
 from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy
-from jigsaw.simexec import ConstantRate, SimulatedExecutor
+from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.conftest import REPO, ServerProcess, _libpq
 
 
@@ -187,7 +187,7 @@ def test_a_stale_leaders_rounds_change_nothing(
         clock = VirtualClock(time.time())
         old = SchedulingCycle(
             SqlStore(engine, epoch=1),
-            SimulatedExecutor(ConstantRate(10.0), report_progress=True),
+            RateDrivenExecutor(ConstantRate(10.0), report_progress=True),
             create_policy("fifo"),
             clock,
             lambda: Cluster.uniform(4, 4),

@@ -9,12 +9,12 @@ import time
 import httpx
 import pytest
 
-from api.quotas import QuotaPolicy, Quotas
 from jigsaw.cluster import Cluster
 from jigsaw.decisions import Start
 from jigsaw.domain import Job, JobSpec
 from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy
+from jigsaw.policies.quota import QuotaPolicy, Quotas
 from jigsaw.snapshot import Snapshot
 from tests.api.conftest import make_api
 from tests.conftest import StartServer

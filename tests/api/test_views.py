@@ -16,7 +16,7 @@ from jigsaw.domain import Job, JobSpec, transition
 from jigsaw.executor_events import Progressed
 from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy
-from jigsaw.simexec import ConstantRate, SimulatedExecutor
+from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.api.conftest import ApiClient
 
 
@@ -27,7 +27,7 @@ def run_round(api: ApiClient, cluster: Cluster) -> None:
     recorder = RoundRecorder(api.state.engine, api.state.metrics, 1, "fifo")
     cycle = SchedulingCycle(
         store,
-        SimulatedExecutor(ConstantRate(10.0)),
+        RateDrivenExecutor(ConstantRate(10.0)),
         create_policy("fifo", blocks_of=api.state.oracle.num_blocks),
         WallClock(),
         lambda: cluster,

@@ -14,13 +14,13 @@ from jigsaw.executor_events import Failed
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.policies import create_policy
-from jigsaw.simexec import ConstantRate, SimulatedExecutor
+from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 
 
 def setup(num_gpus: int = 4, per_node: int = 2, rate: float = 10.0, startup: float = 0.0):
     store = InMemoryStore()
     clock = VirtualClock()
-    executor = SimulatedExecutor(ConstantRate(rate, startup))
+    executor = RateDrivenExecutor(ConstantRate(rate, startup))
     cluster = Cluster.uniform(num_gpus, per_node)
     cycle = SchedulingCycle(
         store,
@@ -40,7 +40,7 @@ def submit(store: InMemoryStore, job_id: str, workers: int, iterations: int, at:
 
 
 def run_until_idle(
-    clock: VirtualClock, executor: SimulatedExecutor, cycle: SchedulingCycle, limit: int = 1000
+    clock: VirtualClock, executor: RateDrivenExecutor, cycle: SchedulingCycle, limit: int = 1000
 ) -> None:
     for _ in range(limit):
         cycle.run_once()
@@ -124,7 +124,7 @@ def test_retryable_failure_backs_off_then_resumes_from_progress() -> None:
     cycle.observe([Failed("a", 4.0, "worker 1 died", retryable=True)])
     retrying = store.get("a")
     assert retrying.state == JobState.RETRYING and retrying.failures == 1
-    assert retrying.extra["retry_after"] == pytest.approx(9.0)
+    assert retrying.retry_after == pytest.approx(9.0)
     clock.advance_to(6.0)
     cycle.run_once()
     assert store.get("a").state == JobState.RETRYING  # still backing off
@@ -156,7 +156,7 @@ def test_control_plane_restart_requeues_without_charging_retries() -> None:
     submit(store, "a", workers=2, iterations=100, at=0.0)
     cycle.run_once()
     cycle.run_once()
-    fresh = SimulatedExecutor(ConstantRate(10.0))
+    fresh = RateDrivenExecutor(ConstantRate(10.0))
     restarted = SchedulingCycle(store, fresh, create_policy("fifo"), clock, cycle.cluster)
     restarted.run_once()
     job = store.get("a")

@@ -20,7 +20,7 @@ from jigsaw.lifecycle import TRANSITIONS, JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.oracle import Oracle
 from jigsaw.plan import SPBPlan
-from jigsaw.simexec import SimulatedExecutor
+from jigsaw.rate_executor import RateDrivenExecutor
 from jigsaw.simulator.rates import OracleRate
 from jigsaw.simulator.run import make_policy
 
@@ -49,7 +49,7 @@ class World:
         self.store = InMemoryStore()
         self.clock = VirtualClock()
         self.cluster = Cluster.uniform(NUM_NODES * PER_NODE, PER_NODE)
-        self.executor = SimulatedExecutor(OracleRate(ORACLE, PER_NODE))
+        self.executor = RateDrivenExecutor(OracleRate(ORACLE, PER_NODE))
         self.cycle = SchedulingCycle(
             self.store, self.executor, make_policy(policy, ORACLE), self.clock,
             lambda: self.cluster,

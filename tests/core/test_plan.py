@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from jigsaw.errors import InvalidPlanError
-from jigsaw.plan import SPBPlan, check_plan_spec, resolve_plan, staircase
+from jigsaw.plan import PlanRequest, SPBPlan, resolve_plan, staircase
 
 
 def test_staircase_four_by_four() -> None:
@@ -56,9 +56,9 @@ def test_bad_plans_get_clear_errors(spec: str, message: str) -> None:
 
 
 def test_check_plan_spec_accepts_names_and_rejects_garbage() -> None:
-    check_plan_spec("uniform:1")
+    PlanRequest.parse("uniform:1")
     with pytest.raises(InvalidPlanError):
-        check_plan_spec("stairs")
+        PlanRequest.parse("stairs")
 
 
 @pytest.mark.parametrize("spec,workers,message", [

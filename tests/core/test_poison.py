@@ -10,11 +10,12 @@ from jigsaw.cycle import MAX_POISON_PER_ROUND
 from jigsaw.decisions import Decision
 from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy
+from jigsaw.policies.base import PolicyBase
 from jigsaw.snapshot import Snapshot
 from tests.core.test_cycle import run_until_idle, setup, submit
 
 
-class RaisesWhen:
+class RaisesWhen(PolicyBase):
     """The real fifo policy, except that it raises when ``trigger(ids in the snapshot)``:
     a stand-in for a bug in a policy or the oracle that only some jobs reach."""
 

@@ -12,6 +12,7 @@ from jigsaw.domain import Job, JobSpec, transition
 from jigsaw.hardware import preset
 from jigsaw.lifecycle import JobState
 from jigsaw.oracle import Oracle
+from jigsaw.plan import full_backprop
 from jigsaw.policies import create_policy, policy_names
 from jigsaw.policies.fairness import LasConfig, fair_shares, las_order, priority_weight
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
@@ -33,7 +34,7 @@ def waiting(job_id: str, workers: int, *, at: float = 0.0, priority: int = 0, **
 def running(job: Job, placement, *, since: float = 0.0, attained: float = 0.0) -> Job:
     admitted, _ = transition(
         job, JobState.ADMITTED, reason="t", at=since, actor="t",
-        placement=tuple(placement), plan=(0,) * job.spec.workers,
+        placement=tuple(placement), plan=full_backprop(job.spec.workers, 4),
     )
     moved, _ = transition(admitted, JobState.RUNNING, reason="t", at=since, actor="t")
     return Job(**{**{f: getattr(moved, f) for f in moved.__dataclass_fields__},

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from jigsaw.policies.base import PolicyBase
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def test_logs_are_identical_across_hash_seeds() -> None:
     assert len(outputs[0].splitlines()) == 4
 
 
-class WholeQueueFifo:
+class WholeQueueFifo(PolicyBase):
     """FIFO without its prefix hint: the simulator then feeds it the whole queue."""
 
     name = "fifo"

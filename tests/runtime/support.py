@@ -17,13 +17,13 @@ from jigsaw.memstore import InMemoryStore
 from jigsaw.placement import compact_placement, group_by_node, take
 from jigsaw.plan import resolve_plan
 from jigsaw.policies import create_policy
-from jigsaw.policies.base import Policy
+from jigsaw.policies.base import Policy, PolicyBase
 from jigsaw.snapshot import Snapshot
 from worker.ray_executor import RayExecutor
 from worker.runtime.settings import RuntimeSettings
 
 
-class PriorityPreemptingPolicy:
+class PriorityPreemptingPolicy(PolicyBase):
     """Test policy: start by priority; evict the lowest-priority running job for a waiting one
     of higher priority that does not fit (naming it as the preemptor)."""
 
@@ -37,7 +37,7 @@ class PriorityPreemptingPolicy:
             placement = compact_placement(free, job.spec.workers)
             if placement is not None:
                 take(free, placement)
-                plan = job.plan or resolve_plan(job.spec.spb, job.spec.workers, 4).depths
+                plan = job.plan or resolve_plan(job.spec.spb, job.spec.workers, 4)
                 decisions.append(Start(job.id, placement, plan, "priority: fits"))
                 continue
             victims = [r for r in snapshot.running if r.spec.priority < job.spec.priority]

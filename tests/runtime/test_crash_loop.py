@@ -11,13 +11,13 @@ from jigsaw.executor_events import Failed
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.policies import create_policy
-from jigsaw.simexec import ConstantRate, SimulatedExecutor
+from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 
 
 def make_cycle(retry: RetryPolicy) -> tuple[InMemoryStore, VirtualClock, SchedulingCycle]:
     store, clock = InMemoryStore(), VirtualClock()
     cluster = Cluster.uniform(2, 2)
-    executor = SimulatedExecutor(ConstantRate(1.0))
+    executor = RateDrivenExecutor(ConstantRate(1.0))
     cycle = SchedulingCycle(
         store, executor, create_policy("fifo"), clock, lambda: cluster, retry=retry
     )
@@ -65,7 +65,7 @@ def test_a_gang_that_fails_to_launch_counts_and_backs_off() -> None:
     cycle.observe([Failed("a", 0.0, "could not reserve", retryable=True, attempt=admitted.attempt)])
     waiting = store.get("a")
     assert waiting.state == JobState.PREEMPTED and waiting.failures == 1
-    assert waiting.extra["retry_after"] == 30.0
+    assert waiting.retry_after == 30.0
     clock.advance_to(10.0)
     cycle.run_once()
     assert store.get("a").state == JobState.PREEMPTED  # still backing off

@@ -47,18 +47,9 @@ class ControlChannel:
         with self._lock:
             self._stop_requested = True
 
-    @property
-    def stop_requested(self) -> bool:
-        with self._lock:
-            return self._stop_requested
-
     def offer(self, plan: PlanOffer) -> None:
         with self._lock:
             self._offers.setdefault(plan.version, plan)
-
-    def newest_version(self) -> int:
-        with self._lock:
-            return max(self._offers)
 
     def agree(self, reduce_max: ReduceMax) -> Agreement:
         with self._lock:

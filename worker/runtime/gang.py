@@ -29,6 +29,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from jigsaw.cluster import Placement
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.plan import Plan, PlanRequest
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.failures import GangFailure, diagnose
 from worker.runtime.gang_worker import RemoteGangWorker
@@ -60,11 +61,13 @@ class GangRequest:
     attempt: int
     model: str
     placement: Placement
-    plan: tuple[int, ...]
+    plan: Plan
     batch_size: int
     learning_rate: float
     seed: int
     iterations: int
+    plan_request: PlanRequest | None = None
+    """The job's request, when the plan was resolved without knowing the model's K."""
 
 
 class Gang:
@@ -103,14 +106,14 @@ class Gang:
         self._thread.start()
 
     @property
-    def plan(self) -> tuple[int, ...]:
+    def plan(self) -> Plan:
         with self._lock:
-            return self._plan.depths
+            return self._plan.plan
 
-    def offer_plan(self, depths: tuple[int, ...]) -> PlanOffer:
+    def offer_plan(self, plan: Plan) -> PlanOffer:
         """A new plan version; ranks install it together at their next control point."""
         with self._lock:
-            self._plan = PlanOffer(self._plan.version + 1, tuple(depths))
+            self._plan = PlanOffer(self._plan.version + 1, plan)
             offer, actors = self._plan, list(self._actors)
         for actor in actors:
             actor.offer_plan.remote(offer)
@@ -252,6 +255,7 @@ class Gang:
             control_every=settings.control_every,
             eval_samples=settings.eval_samples,
             checkpoints_kept=settings.checkpoints_kept,
+            plan_request=request.plan_request,
         )
         starts = self._get_all([a.setup.remote(config, address) for a in actors], deadline, "setup")
         if len(set(starts)) != 1:

@@ -79,7 +79,7 @@ class GangWorker:
         trainer = SPBTrainer(
             TrainerConfig(
                 model=config.model,
-                plan=config.plan,
+                plan=config.plan_request.text if config.plan_request else config.plan,
                 batch_size=config.batch_size,
                 lr=config.learning_rate,
                 seed=config.seed,
@@ -91,8 +91,8 @@ class GangWorker:
         if config.restore_from is not None:
             # The plan may differ from the saved one (the scheduler re-planned, or the world
             # size changed), so it is passed explicitly.
-            trainer.load_checkpoint(config.restore_from, plan=config.plan)
-        channel = ControlChannel(PlanOffer(0, tuple(config.plan)))
+            trainer.load_checkpoint(config.restore_from, plan=trainer.plan)
+        channel = ControlChannel(PlanOffer(0, trainer.plan))
         with self._lock:
             # Requests that raced ahead of setup (a preemption right after the start).
             if self._stop_before_setup:
@@ -171,7 +171,7 @@ class GangWorker:
                     tick = time.perf_counter()
                     agreement = channel.agree(self._reduce_max)
                     if agreement.plan is not None:
-                        trainer.schedule_plan(agreement.plan.depths, apply_at=trainer.iteration)
+                        trainer.schedule_plan(agreement.plan.plan, apply_at=trainer.iteration)
                         switches.append((agreement.plan.version, trainer.iteration))
                     control_s += time.perf_counter() - tick
                     if agreement.stop:
@@ -216,6 +216,7 @@ class GangWorker:
             end_iteration=trainer.iteration,
             plan_version=channel.current.version,
             plan=tuple(trainer.plan.depths),
+            num_blocks=trainer.num_blocks,
             switches=tuple(switches),
             stopped=stopped,
             losses=tuple(m.loss for m in steps),

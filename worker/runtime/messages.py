@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jigsaw.plan import Plan, PlanRequest
+
 
 @dataclass(frozen=True, slots=True)
 class GangConfig:
@@ -18,7 +20,7 @@ class GangConfig:
     attempt: int
     model: str
     world_size: int
-    plan: tuple[int, ...]
+    plan: Plan
     batch_size: int
     learning_rate: float
     seed: int
@@ -32,6 +34,9 @@ class GangConfig:
     control_every: int = 25
     eval_samples: int | None = None
     checkpoints_kept: int = 2
+    plan_request: PlanRequest | None = None
+    """Set when the control plane did not know the model's K: resolve this request against
+    the model the trainer built (``plan`` is then full backprop over one block)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +45,7 @@ class PlanOffer:
     same iteration boundary (see :mod:`worker.runtime.control`)."""
 
     version: int
-    depths: tuple[int, ...]
+    plan: Plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,9 @@ class LeaseReport:
     """Completed iterations after the lease (absolute, survives restarts)."""
     plan_version: int
     plan: tuple[int, ...]
+    """Depths of the plan the rank ended the lease on."""
+    num_blocks: int
+    """The model's block count K as built (the control plane learns it from here)."""
     switches: tuple[tuple[int, int], ...]
     """(plan version, iteration) of every plan version this lease installed."""
     stopped: bool

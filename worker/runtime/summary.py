@@ -49,6 +49,7 @@ def summarize(reports: Sequence[LeaseReport]) -> dict[str, Any]:
         "attempt": head.attempt,
         "lease_iterations": iterations,
         "plan": list(head.plan),
+        "num_blocks": head.num_blocks,
         "plan_version": head.plan_version,
         "loss": fmean(losses) if losses else None,
         "last_loss": fmean(last_losses) if last_losses else None,

@@ -154,6 +154,9 @@ class SPBTrainer:
             if isinstance(spec, SPBPlan)
             else resolve_plan(spec, self.world_size, self.num_blocks)
         )
+        if plan.is_full_backprop and plan.num_workers == self.world_size:
+            # Resolved before the control plane knew K: full backprop means the same at any K.
+            plan = plan.rebased(self.num_blocks)
         if plan.num_workers != self.world_size or plan.num_blocks != self.num_blocks:
             raise InvalidSpecError(
                 f"plan is for {plan.num_workers} workers x {plan.num_blocks} blocks but this job "
@@ -331,7 +334,7 @@ class SPBTrainer:
         return path
 
     def load_checkpoint(
-        self, directory: str | Path, *, plan: str | Sequence[int] | None = None
+        self, directory: str | Path, *, plan: str | Sequence[int] | SPBPlan | None = None
     ) -> None:
         """Collective. Restores weights, optimizer, data position, RNG and iteration.
 

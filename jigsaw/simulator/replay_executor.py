@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
+from jigsaw.plan import Plan
+from jigsaw.rate_executor import RateDrivenExecutor, RateModel
 from jigsaw.seams import Clock
-from jigsaw.simexec import RateModel, SimulatedExecutor
 from jigsaw.simulator.rates import OverheadModel
 
 
@@ -33,7 +34,7 @@ class _StartupByKind:
         return base + extra
 
 
-class SimulatorExecutor(SimulatedExecutor):
+class ReplayExecutor(RateDrivenExecutor):
     def __init__(
         self,
         rates: RateModel,
@@ -54,7 +55,7 @@ class SimulatorExecutor(SimulatedExecutor):
     def busy_gpus(self) -> int:
         return len(self._gangs_on)
 
-    def start(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> None:
+    def start(self, job: Job, placement: Placement, plan: Plan) -> None:
         if self._replanning is not None:
             self._kinds.kind = self._replanning
         else:
@@ -80,7 +81,7 @@ class SimulatorExecutor(SimulatedExecutor):
                 del self._gangs_on[gpu]
         self._busy_changed()
 
-    def replan(self, job_id: str, placement: Placement, plan: tuple[int, ...]) -> None:
+    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
         self._replanning = "replan" if self._placements.get(job_id) == placement else "migrate"
         try:
             super().replan(job_id, placement, plan)

@@ -1,9 +1,9 @@
-"""The oracle as the service uses it: block counts, predictions for ``jobs:validate``, worker
-loads for the packing view and rates for queue ETAs.
+"""The oracle as the service uses it: predictions for ``jobs:validate``, worker loads for the
+packing view and rates for queue ETAs. Block counts come from the model catalog.
 
-Models the oracle has no profile for (``package.mod:fn`` entry points) still work: they get
-``FALLBACK_BLOCKS`` blocks and the constant rate of the simulated executor, and every answer
-says so in its ``source``.
+Models without a profile (``package.mod:fn`` entry points) still work: their K is unknown
+until their first lease reports it, they run full backprop until then, they get the
+configured fallback rate, and every answer says so in its ``source``.
 """
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from jigsaw.catalog import ModelCatalog
 from jigsaw.cluster import Placement
 from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import PRESET_NAMES, preset
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan, resolve_plan
+from jigsaw.plan import Plan, full_backprop
 
 log = logging.getLogger(__name__)
 
-FALLBACK_BLOCKS = 4
-"""Blocks assumed for a model without a profile (the same default FIFO uses)."""
 FALLBACK_HARDWARE = "v100"
 
 
@@ -56,31 +55,36 @@ class OracleView:
         self.fallback_rate = fallback_rate
         self.simulated_rate = simulated_rate
         """Set when the executor is the constant-rate simulator: every job runs at it."""
-        self._blocks: dict[str, int | None] = {}
+        self.catalog = ModelCatalog(self._oracle.profiles)
 
     @property
     def oracle(self) -> Oracle:
         return self._oracle
 
     def known(self, model: str) -> bool:
-        return self._profile_blocks(model) is not None
+        return self.catalog.has_profile(model)
 
-    def num_blocks(self, model: str) -> int:
-        blocks = self._profile_blocks(model)
-        return blocks if blocks is not None else FALLBACK_BLOCKS
+    def num_blocks(self, model: str) -> int | None:
+        """K from the catalog; ``None`` for a model whose workers have not reported it."""
+        return self.catalog.num_blocks(model)
 
-    def plan_for(self, spec: JobSpec) -> SPBPlan:
-        return resolve_plan(spec.spb, spec.workers, self.num_blocks(spec.model))
+    def plan_for(self, spec: JobSpec) -> Plan:
+        """The plan a gang policy would start ``spec`` with (full backprop while K is
+        unknown: the workers resolve the request against the model they build)."""
+        blocks = self.num_blocks(spec.model)
+        if blocks is None:
+            return full_backprop(spec.workers, 1)
+        return spec.plan_request.resolve(spec.workers, blocks)
 
-    def predict(self, spec: JobSpec, plan: SPBPlan) -> PredictionView:
+    def predict(self, spec: JobSpec, plan: Plan) -> PredictionView:
         if not self.known(spec.model):
             return PredictionView(
                 None,
                 [],
                 [],
                 [],
-                f"no oracle profile for model {spec.model!r}: nothing predicted; the scheduler "
-                f"assumes {FALLBACK_BLOCKS} blocks",
+                f"no oracle profile for model {spec.model!r}: nothing predicted; its block "
+                "count is reported by its first lease",
             )
         placement = self._oracle.compact(spec.workers, self._gpus_per_node)
         prediction = self._oracle.predict(spec.model, spec.batch_size, plan, placement)
@@ -93,41 +97,30 @@ class OracleView:
         )
 
     def worker(
-        self, spec: JobSpec, plan: tuple[int, ...], rank: int, placement: Placement
+        self, spec: JobSpec, plan: Plan | None, rank: int, placement: Placement
     ) -> WorkerEstimate:
-        if not plan or not self.known(spec.model):
+        if plan is None or not self.known(spec.model):
             return WorkerEstimate(None, None)
         try:
-            depths = SPBPlan(plan, self.num_blocks(spec.model))
-            load = self._oracle.worker_load(spec.model, spec.batch_size, depths, rank, placement)
-            memory = self._oracle.worker_memory_bytes(spec.model, spec.batch_size, depths, rank)
+            load = self._oracle.worker_load(spec.model, spec.batch_size, plan, rank, placement)
+            memory = self._oracle.worker_memory_bytes(spec.model, spec.batch_size, plan, rank)
         except (InvalidSpecError, ValueError, KeyError) as error:
             log.debug("no worker estimate for %s rank %s: %s", spec.name, rank, error)
             return WorkerEstimate(None, None)
         return WorkerEstimate(load, memory)
 
-    def rate(self, spec: JobSpec, plan: tuple[int, ...]) -> float:
+    def rate(self, spec: JobSpec, plan: Plan | None) -> float:
         """Iterations per second the job should reach alone on a compact placement."""
         if self.simulated_rate is not None:
             return self.simulated_rate
         if not self.known(spec.model):
             return self.fallback_rate
         try:
-            depths = SPBPlan(plan, self.num_blocks(spec.model)) if plan else self.plan_for(spec)
+            chosen = plan if plan is not None else self.plan_for(spec)
             placement = self._oracle.compact(spec.workers, self._gpus_per_node)
             seconds = self._oracle.predict(
-                spec.model, spec.batch_size, depths, placement
+                spec.model, spec.batch_size, chosen, placement
             ).iteration_time_s
         except (InvalidSpecError, ValueError, KeyError):
             return self.fallback_rate
         return 1.0 / seconds if seconds > 0 else self.fallback_rate
-
-    def _profile_blocks(self, model: str) -> int | None:
-        if model not in self._blocks:
-            if len(self._blocks) > 10_000:  # model names come from users: keep it bounded
-                self._blocks.clear()
-            try:
-                self._blocks[model] = self._oracle.num_blocks(model)
-            except (InvalidSpecError, OSError):  # OSError: a name too long for a file name
-                self._blocks[model] = None
-        return self._blocks[model]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from jigsaw.decisions import Decision, Preempt, Start
 from jigsaw.domain import Job, JobSpec
-from jigsaw.policies.base import Policy
+from jigsaw.policies.base import Policy, PolicyBase
 from jigsaw.snapshot import Snapshot
 
 
@@ -54,11 +54,15 @@ class _Usage:
         self.users[spec.user] += gpus
 
 
-class QuotaPolicy:
+class QuotaPolicy(PolicyBase):
+    """Wraps a policy; decides in rounds when it does. It filters the queue, so it promises
+    neither an arrival prefix nor a stable interval (the defaults)."""
+
     def __init__(self, inner: Policy, quotas: Quotas) -> None:
         self.inner = inner
         self.quotas = quotas
         self.name = inner.name
+        self.periodic = inner.periodic
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         usage = _Usage(snapshot.running)

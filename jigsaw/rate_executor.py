@@ -18,6 +18,7 @@ from typing import Protocol
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Finished, Progressed, Started
+from jigsaw.plan import Plan
 
 _EPS = 1e-9
 
@@ -27,13 +28,13 @@ class RateModel(Protocol):
         self,
         job: Job,
         placement: Placement,
-        plan: tuple[int, ...],
+        plan: Plan,
         other_load: Mapping[GpuId, float],
     ) -> float:
         """Effective progress in iterations per second (already multiplied by eta)."""
         ...
 
-    def load(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> dict[GpuId, float]:
+    def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         """Fraction of each GPU's time this gang keeps busy when it runs unhindered."""
         ...
 
@@ -53,14 +54,14 @@ class ConstantRate:
         self,
         job: Job,
         placement: Placement,
-        plan: tuple[int, ...],
+        plan: Plan,
         other_load: Mapping[GpuId, float],
     ) -> float:
         del job, plan
         slowdown = max((1.0 + other_load.get(gpu, 0.0) for gpu in placement), default=1.0)
         return self.iterations_per_second / slowdown
 
-    def load(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> dict[GpuId, float]:
+    def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         del job, plan
         return dict.fromkeys(placement, 1.0)
 
@@ -73,7 +74,7 @@ class ConstantRate:
 class _Gang:
     job: Job
     placement: Placement
-    plan: tuple[int, ...]
+    plan: Plan
     done: float
     rate: float
     settled_at: float
@@ -83,7 +84,7 @@ class _Gang:
     started_reported: bool = False
 
 
-class SimulatedExecutor:
+class RateDrivenExecutor:
     def __init__(self, rates: RateModel, *, report_progress: bool = False) -> None:
         self._rates = rates
         self._gangs: dict[str, _Gang] = {}
@@ -96,7 +97,7 @@ class SimulatedExecutor:
         self._token = 0
 
     # -- Executor seam ------------------------------------------------------------------
-    def start(self, job: Job, placement: Placement, plan: tuple[int, ...]) -> None:
+    def start(self, job: Job, placement: Placement, plan: Plan) -> None:
         begins = self._now + self._rates.startup_s(job)
         gang = _Gang(
             job,
@@ -125,7 +126,7 @@ class SimulatedExecutor:
             self._gpu_jobs[gpu].discard(job_id)
         self._rerate(self._neighbours(gang.placement))
 
-    def replan(self, job_id: str, placement: Placement, plan: tuple[int, ...]) -> None:
+    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
         gang = self._gangs[job_id]
         self.stop(job_id, checkpoint=True)
         self._settle(gang)
