@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import stat
@@ -18,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import tomli_w
 from sqlalchemy import Engine
 
 from api.settings import Settings
@@ -74,29 +74,7 @@ def write_config(path: Path, values: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     partial = path.with_name(path.name + ".partial")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(dump_toml(values))
+    with os.fdopen(descriptor, "wb") as handle:
+        tomli_w.dump(values, handle)
     os.chmod(partial, 0o600)
     os.replace(partial, path)
-
-
-def dump_toml(values: dict[str, Any]) -> str:
-    """Enough TOML for a config file: scalars, lists of scalars and one level of tables."""
-    scalars = [f"{key} = {_toml_value(v)}" for key, v in values.items() if not isinstance(v, dict)]
-    tables = [
-        f"\n[{key}]\n" + "\n".join(f"{k} = {_toml_value(v)}" for k, v in table.items())
-        for key, table in values.items()
-        if isinstance(table, dict)
-    ]
-    return "\n".join(scalars + tables) + "\n"
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    # A JSON string is a valid TOML basic string (same escapes).
-    return json.dumps(str(value))

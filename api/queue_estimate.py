@@ -47,7 +47,7 @@ def estimate_queue(
             moment, gpus = heapq.heappop(releases)
             clock = max(clock, moment)
             free += gpus
-        clock = max(clock, float(job.extra.get("retry_after", 0.0)))
+        clock = max(clock, job.retry_after or 0.0)
         free -= need
         heapq.heappush(releases, (clock + _duration(job, rate_of), need))
         estimates.append(QueueEstimate(job, position, clock))

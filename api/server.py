@@ -13,7 +13,6 @@ import threading
 from types import FrameType
 
 import uvicorn
-from pydantic import ValidationError
 from sqlalchemy import Engine
 
 from api.app import build_state, create_app
@@ -24,19 +23,26 @@ from api.migrate import upgrade_to_head
 from api.oracle_view import OracleView
 from api.scheduler.leader import SchedulerAlreadyRunningError
 from api.scheduler.service import SchedulerService, build_policy
-from api.settings import Settings
+from api.settings import Settings, read_settings
+from jigsaw.environment import InvalidSettingError
 from jigsaw.errors import InvalidSpecError
 
 log = logging.getLogger("jigsaw.server")
 
 
 def load_settings(**overrides: object) -> Settings:
+    """The service's settings, and the Ray runtime's too when it will run gangs: a rejected
+    value stops start-up with one line (never later, in the scheduler thread)."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
-    except ValidationError as error:
-        first = error.errors()[0]
-        name = "JIGSAW_" + "_".join(str(part) for part in first["loc"]).upper()
-        raise SystemExit(f"jigsaw: invalid setting {name}: {first['msg']}") from None
+        settings = read_settings(**overrides)
+        if settings.executor == "ray":
+            # Lazy: the runtime's settings module imports neither Ray nor torch.
+            from worker.runtime.settings import RuntimeSettings
+
+            RuntimeSettings.from_env()
+    except InvalidSettingError as error:
+        raise SystemExit(f"jigsaw: invalid setting: {error}") from None
+    return settings
 
 
 def check_policy(settings: Settings, oracle: OracleView) -> None:

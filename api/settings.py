@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from jigsaw.environment import (
+    ENV_PREFIX,
+    GPU_TYPE_DEFAULT,
+    GPUS_DEFAULT,
+    GPUS_MAX,
+    LEASE_ITERATIONS_DEFAULT,
+    default_data_dir,
+    expand_user,
+    rejected,
+)
 
 MIB = 2**20
 
@@ -18,20 +30,20 @@ PLACEHOLDER_SECRETS = frozenset(
 MIN_SECRET_LENGTH = 16
 
 
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "jigsaw"
-
-
 def default_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "jigsaw" / "config.toml"
 
 
 class Settings(BaseSettings):
-    """Every field is ``JIGSAW_<NAME>`` in the environment (docs/API.md has the table)."""
+    """Every field is ``JIGSAW_<NAME>`` in the environment (docs/API.md has the table).
 
-    model_config = SettingsConfigDict(env_prefix="JIGSAW_", extra="ignore")
+    The variables the Ray runtime reads too (``JIGSAW_DATA_DIR``, ``JIGSAW_GPUS``,
+    ``JIGSAW_GPU_TYPE``, ``JIGSAW_LEASE_ITERATIONS``) take their meaning, default and range
+    from :mod:`jigsaw.environment`. An empty variable counts as unset.
+    """
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="ignore")
 
     environment: Literal["development", "production"] = "development"
     database_url: str | None = None
@@ -44,21 +56,20 @@ class Settings(BaseSettings):
 
     executor: Literal["simulated", "ray"] = "simulated"
     policy: str = "fifo"
-    policy_options: dict[str, Any] = Field(default_factory=dict)
+    policy_options: Annotated[dict[str, Any], NoDecode] = Field(default_factory=dict)
     """JSON keyword arguments for the policy, e.g. ``{"min_run_s": 30}`` for las/maxmin."""
     scheduler: Literal["embedded", "off"] = "embedded"
     """``embedded`` runs the scheduler loop inside ``serve``; ``off`` expects a separate
     ``jigsaw-cli scheduler`` process."""
     round_seconds: float = Field(default=1.0, gt=0, le=3600)
-    gpus: int = Field(default=4, ge=1, le=100_000)
+    gpus: int = Field(default=GPUS_DEFAULT, ge=1, le=GPUS_MAX)
+    """The simulated cluster's GPUs (the Ray runtime reads it for its local Ray)."""
     gpus_per_node: int = Field(default=4, ge=1, le=1024)
-    gpu_type: str = "v100"
-    ray_address: str | None = None
-    checkpoint_dir: Path | None = None
+    gpu_type: str = GPU_TYPE_DEFAULT
     checkpoint_sweep_s: float = Field(default=300.0, gt=0)
     """How often the leading scheduler deletes the checkpoints of jobs that ended for good
     (cancelled, failed); successful jobs delete their own at once."""
-    lease_iterations: int = Field(default=50, ge=1)
+    lease_iterations: int = Field(default=LEASE_ITERATIONS_DEFAULT, gt=0)
     sim_iterations_per_second: float = Field(default=10.0, gt=0)
     sim_startup_seconds: float = Field(default=0.0, ge=0)
     max_failures: int = Field(default=3, ge=0)
@@ -68,15 +79,33 @@ class Settings(BaseSettings):
     idempotency_ttl_s: float = Field(default=24 * 3600.0, ge=24 * 3600.0)
     """Idempotency keys are kept at least this long (never less than 24 h)."""
     progress_samples_per_job: int = Field(default=2000, ge=10)
-    queue_quotas: dict[str, int] = Field(default_factory=dict)
+    queue_quotas: Annotated[dict[str, int], NoDecode] = Field(default_factory=dict)
     """JSON ``{"queue": max_gpus}``: GPUs a queue's running jobs may hold together."""
-    user_quotas: dict[str, int] = Field(default_factory=dict)
+    user_quotas: Annotated[dict[str, int], NoDecode] = Field(default_factory=dict)
     """JSON ``{"user": max_gpus}``: GPUs one user's running jobs may hold together."""
     private_jobs: bool = False
     """Hide other users' job ids, names and users from non-admin tokens in the cluster,
     scheduler and queue views (Slurm's PrivateData); api/privacy.py."""
     admin_token: SecretStr | None = None
     """Bootstrap admin token (registered at start if no admin token exists yet)."""
+
+    @field_validator("data_dir", "config_path", mode="before")
+    @classmethod
+    def _expand_home(cls, value: object) -> object:
+        return expand_user(value)
+
+    @field_validator("policy_options", "queue_quotas", "user_quotas", mode="before")
+    @classmethod
+    def _json_object(cls, value: object) -> object:
+        """The environment gives text: it must be one JSON object."""
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f'not JSON ({error}); give a JSON object such as {{"name": 8}}, got {value!r}'
+            ) from None
 
     @field_validator("queue_quotas", "user_quotas")
     @classmethod
@@ -113,3 +142,13 @@ class Settings(BaseSettings):
     def public_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
         return f"http://{host}:{self.port}"
+
+
+def read_settings(**overrides: object) -> Settings:
+    """Settings from the environment (and ``overrides``). A rejected value raises
+    :class:`~jigsaw.environment.InvalidSettingError`, naming every variable to fix and what
+    it accepts."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        raise rejected(error.errors()) from None

@@ -275,7 +275,7 @@ def _new_job_statement(job_columns: tuple[str, ...]) -> Insert:
     return statement
 
 
-_EVENT_COLUMNS = ("job_id", "from_state", "to_state", "reason", "at", "actor", "epoch")
+_EVENT_COLUMNS = ("job_id", "from_state", "to_state", "reason", "at", "actor", "epoch", "code")
 
 
 def _new_job_params(row: dict[str, Any], event: JobEvent, epoch: int | None) -> dict[str, Any]:

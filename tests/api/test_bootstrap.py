@@ -94,3 +94,20 @@ def test_data_dir_honours_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     settings = Settings()
     assert settings.resolved_database_url == f"sqlite:///{tmp_path}/data/jigsaw/jigsaw.db"
     assert settings.config_path == tmp_path / "config" / "jigsaw" / "config.toml"
+
+
+def test_the_config_file_round_trips_any_toml_value(tmp_path: Path) -> None:
+    """Written with tomli-w: quotes, backslashes, non-ASCII text and nested tables survive."""
+    values = {
+        "url": "http://127.0.0.1:8765",
+        "token": 'jgs_"quoted"\\back\nslash',
+        "note": "café ☕",
+        "retries": 3,
+        "verbose": True,
+        "profiles": {"lab": {"url": "http://lab:8765", "ports": [1, 2]}},
+    }
+    path = tmp_path / "jigsaw" / "config.toml"
+    write_config(path, values)
+    assert tomllib.loads(path.read_text(encoding="utf-8")) == values
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert not path.with_name("config.toml.partial").exists()

@@ -15,6 +15,7 @@ from jigsaw.domain import Job, JobSpec, submitted_event, transition
 from jigsaw.errors import ConflictError, JobNotFoundError
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
+from jigsaw.plan import SPBPlan
 from jigsaw.seams import Store
 
 
@@ -51,7 +52,7 @@ def admit(store: Store, job: Job, at: float = 10.0) -> Job:
         at=at,
         actor="scheduler",
         placement=((0, 0), (0, 1)),
-        plan=(0, 1),
+        plan=SPBPlan((0, 1), 4),
         attempt=job.attempt + 1,
     )
     return store.save(moved, expected_version=job.version, event=event)

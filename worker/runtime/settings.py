@@ -1,118 +1,127 @@
-"""Runtime settings, read from the same ``JIGSAW_*`` environment the service uses.
+"""Runtime settings, read by pydantic-settings from the ``JIGSAW_*`` environment the service uses.
 
-The service's own settings (pydantic-settings in ``api/``) name the shared variables
-(``JIGSAW_RAY_ADDRESS``, ``JIGSAW_CHECKPOINT_DIR``, ``JIGSAW_LEASE_ITERATIONS``, ``JIGSAW_GPUS``);
-the rest are runtime knobs with defaults that suit both a laptop and a cluster.
+The variables the service reads too (``JIGSAW_DATA_DIR``, ``JIGSAW_GPUS``, ``JIGSAW_GPU_TYPE``,
+``JIGSAW_LEASE_ITERATIONS``) take their meaning, default and range from
+:mod:`jigsaw.environment`; the rest are runtime knobs with defaults that suit both a laptop and
+a cluster. A rejected value raises :class:`~jigsaw.environment.InvalidSettingError` naming the
+variable, what is wrong and what it accepts.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
-from jigsaw.errors import InvalidSpecError
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
-ENV_PREFIX = "JIGSAW_"
+from jigsaw.environment import (
+    ENV_PREFIX,
+    GPU_TYPE_DEFAULT,
+    GPUS_DEFAULT,
+    GPUS_MAX,
+    LEASE_ITERATIONS_DEFAULT,
+    default_checkpoint_dir,
+    default_data_dir,
+    expand_user,
+    rejected,
+)
 
 
-def default_data_dir(env: Mapping[str, str]) -> Path:
-    if env.get("JIGSAW_DATA_DIR"):
-        return Path(env["JIGSAW_DATA_DIR"])
-    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg) / "jigsaw"
+class RuntimeSettings(BaseSettings):
+    """Every field is ``JIGSAW_<NAME>``; constructing one reads the process environment, and
+    keyword arguments override it. :meth:`from_env` reads a given mapping instead."""
 
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="ignore", frozen=True
+    )
 
-@dataclass(frozen=True)
-class RuntimeSettings:
     ray_address: str | None = None
     """``JIGSAW_RAY_ADDRESS``: join this Ray cluster (``host:port`` or ``auto``); unset starts
-    a local Ray with ``local_cpus`` CPUs and ``local_gpus`` logical GPUs."""
-    checkpoint_dir: Path = field(default_factory=lambda: default_data_dir(os.environ) / "ckpt")
+    a local Ray with ``local_cpus`` CPUs and ``gpus`` logical GPUs."""
+    data_dir: Path = Field(default_factory=default_data_dir)
+    """``JIGSAW_DATA_DIR``: the service's data directory; checkpoints go under it by default."""
+    checkpoint_dir: Path = Field(
+        default_factory=lambda values: default_checkpoint_dir(
+            values.get("data_dir") or default_data_dir()
+        )
+    )
     """``JIGSAW_CHECKPOINT_DIR``: a local directory embedded; a shared path (NFS, a mounted
     bucket) on a multi-node cluster, because a resumed gang may land on other nodes."""
-    lease_iterations: int = 50
+    lease_iterations: int = Field(default=LEASE_ITERATIONS_DEFAULT, gt=0)
     """``JIGSAW_LEASE_ITERATIONS``: iterations per lease; progress is reported per lease."""
-    control_every: int = 25
+    control_every: int = Field(default=25, gt=0)
     """Ranks agree on stop requests and new plan versions every this many iterations (and at
     the first iteration of each lease): the bound on preemption and re-plan latency."""
-    checkpoint_every_leases: int = 1
+    checkpoint_every_leases: int = Field(default=1, gt=0)
     """Checkpoint after every this many leases (a worker's death loses at most that much)."""
-    checkpoints_kept: int = 2
-    local_cpus: int | None = None
-    local_gpus: int = 4
-    """``JIGSAW_GPUS``: logical GPUs of the local Ray (allowed on machines without GPUs)."""
-    cpus_per_worker: float = 0.0
+    checkpoints_kept: int = Field(default=2, gt=0)
+    local_cpus: int | None = Field(default=None, gt=0)
+    gpus: int = Field(default=GPUS_DEFAULT, ge=1, le=GPUS_MAX)
+    """``JIGSAW_GPUS``: logical GPUs of the local Ray (allowed on machines without GPUs); not
+    read when joining a cluster (``ray_address``). The same variable sizes the simulated
+    cluster of the service."""
+    cpus_per_worker: float = Field(default=0.0, ge=0)
     """CPU reserved per worker bundle. 0 lets CPU-only test boxes pack many workers."""
-    gpu_per_worker: float = 0.25
+    gpu_per_worker: float = Field(default=0.25, gt=0, le=1)
     """GPU fraction reserved per worker: at most ``1 / gpu_per_worker`` workers share one GPU.
     The scheduler decides which workers share; Ray only enforces capacity per node."""
-    threads_per_worker: int = 1
+    threads_per_worker: int = Field(default=1, gt=0)
     device: str = "auto"
     """``auto``: CUDA when the actor sees a GPU, else CPU (gloo)."""
-    gpu_type: str = "v100"
+    gpu_type: str = GPU_TYPE_DEFAULT
     """Reported for nodes whose Ray resources name no ``accelerator_type``."""
-    startup_timeout_s: float = 180.0
+    startup_timeout_s: float = Field(default=180.0, gt=0)
     """Reserve + launch + rendezvous + restore must finish within this or the start fails."""
-    heartbeat_interval_s: float = 2.0
-    hang_timeout_s: float = 60.0
+    heartbeat_interval_s: float = Field(default=2.0, gt=0)
+    hang_timeout_s: float = Field(default=60.0, gt=0)
     """A rank that completes no iteration for this long is hung: the gang is killed."""
-    checkpoint_timeout_s: float = 120.0
-    eval_samples: int | None = None
+    checkpoint_timeout_s: float = Field(default=120.0, gt=0)
+    eval_samples: int | None = Field(default=None, gt=0)
     """Held-out samples scored at the end of a job (all by default)."""
     ray_temp_dir: str | None = None
     pythonpath: str | None = None
     """Put on the actors' PYTHONPATH (the repository when it is not pip-installed)."""
 
-    def __post_init__(self) -> None:
-        positive = {
-            "lease_iterations": self.lease_iterations,
-            "control_every": self.control_every,
-            "checkpoint_every_leases": self.checkpoint_every_leases,
-            "checkpoints_kept": self.checkpoints_kept,
-            "threads_per_worker": self.threads_per_worker,
-            "heartbeat_interval_s": self.heartbeat_interval_s,
-            "hang_timeout_s": self.hang_timeout_s,
-        }
-        for name, value in positive.items():
-            if value <= 0:
-                raise InvalidSpecError(
-                    f"{ENV_PREFIX}{name.upper()} must be positive, got {value}", field=name
-                )
-        if not 0.0 < self.gpu_per_worker <= 1.0:
-            raise InvalidSpecError(
-                f"{ENV_PREFIX}GPU_PER_WORKER must be in (0, 1], got {self.gpu_per_worker}",
-                field="gpu_per_worker",
-            )
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(f"RuntimeSettings has no setting {', '.join(unknown)}")
+        try:
+            super().__init__(**values)
+        except ValidationError as error:
+            raise rejected(error.errors()) from None
+
+    @field_validator("data_dir", "checkpoint_dir", mode="before")
+    @classmethod
+    def _expand_home(cls, value: object) -> object:
+        return expand_user(value)
+
+    @property
+    def local_gpus(self) -> int:
+        """Logical GPUs of the local Ray this runtime starts when it joins no cluster."""
+        return self.gpus
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> RuntimeSettings:
-        """Read ``JIGSAW_<FIELD>`` for every field (``JIGSAW_GPUS`` for ``local_gpus``)."""
-        source = os.environ if env is None else env
-        values: dict[str, object] = {}
-        aliases = {"local_gpus": "GPUS"}
-        for spec in fields(cls):
-            key = ENV_PREFIX + aliases.get(spec.name, spec.name.upper())
-            raw = source.get(key)
-            if raw is None or raw == "":
-                continue
-            values[spec.name] = _parse(spec.name, key, raw, spec.type)
-        if "checkpoint_dir" not in values:
-            values["checkpoint_dir"] = default_data_dir(source) / "ckpt"
-        values.update(overrides)
-        return cls(**values)  # type: ignore[arg-type]
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> RuntimeSettings:
+        """Read the process environment, or ``env`` alone when given (``overrides`` win)."""
+        if env is None:
+            return cls(**overrides)
+        found = _MappingSource(cls, env)()
+        try:
+            return cls.model_validate({**found, **overrides})
+        except ValidationError as error:
+            raise rejected(error.errors()) from None
 
 
-def _parse(name: str, key: str, raw: str, kind: object) -> object:
-    text = str(kind)
-    try:
-        if "Path" in text:
-            return Path(raw).expanduser()
-        if text.startswith("int"):
-            return int(raw)
-        if text.startswith("float"):
-            return float(raw)
-    except ValueError:
-        raise InvalidSpecError(f"{key} must be a number, got {raw!r}", field=name) from None
-    return raw
+class _MappingSource(EnvSettingsSource):
+    """pydantic-settings' environment source, reading a given mapping instead of
+    ``os.environ`` (same prefix, same parsing, empty values unset)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._given = env
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {key.lower(): value for key, value in self._given.items() if value != ""}

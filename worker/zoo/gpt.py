@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from torch.nn import functional
 
 from worker.zoo.datasets import BYTE_VOCAB, pydoc_text
-from worker.zoo.workload import Workload, register
+from worker.zoo.workload import Workload
 
 
 class DecoderLayer(nn.Module):
@@ -64,7 +64,6 @@ def next_byte_loss(logits: Tensor, targets: Tensor) -> Tensor:
     return functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-@register("gpt_small")
 def build_gpt_small(
     *, width: int = 128, heads: int = 4, layers: int = 4, context: int = 64
 ) -> Workload:

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from torch.nn import functional
 
 from worker.zoo.datasets import synthetic_images
-from worker.zoo.workload import Workload, register
+from worker.zoo.workload import Workload
 
 
 class BasicBlock(nn.Module):
@@ -113,21 +113,17 @@ def _resnet(name: str, depth: int, image_size: int) -> Workload:
     )
 
 
-@register("resnet18_32")
 def build_resnet18_32() -> Workload:
     return _resnet("resnet18_32", 18, 32)
 
 
-@register("resnet18_224")
 def build_resnet18_224() -> Workload:
     return _resnet("resnet18_224", 18, 224)
 
 
-@register("resnet50_32")
 def build_resnet50_32() -> Workload:
     return _resnet("resnet50_32", 50, 32)
 
 
-@register("resnet50_224")
 def build_resnet50_224() -> Workload:
     return _resnet("resnet50_224", 50, 224)

@@ -7,12 +7,11 @@ from torch import nn
 from torch.nn import functional
 
 from worker.zoo.datasets import digits
-from worker.zoo.workload import Workload, register
+from worker.zoo.workload import Workload
 
 DIGIT_CLASSES = 10
 
 
-@register("mlp")
 def build_mlp(*, hidden: int = 128) -> Workload:
     """Four blocks: three Linear+ReLU hidden layers and the classifier (64 -> 10)."""
     blocks: list[nn.Module] = [
@@ -37,7 +36,6 @@ def _conv_bn(cin: int, cout: int) -> list[nn.Module]:
     return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
 
 
-@register("digits_cnn")
 def build_digits_cnn(*, width: int = 32) -> Workload:
     """Four blocks on 1x8x8 digits: conv (8x8), conv+pool (4x4), conv+pool (2x2), classifier.
     Uses BatchNorm so that the engine's BN handling is exercised by a model we can train."""

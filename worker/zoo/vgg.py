@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn import functional
 
 from worker.zoo.datasets import synthetic_images
-from worker.zoo.workload import Workload, register
+from worker.zoo.workload import Workload
 
 STAGES = ((64, 64), (128, 128), (256, 256, 256), (512, 512, 512), (512, 512, 512))
 
@@ -62,11 +62,9 @@ def _vgg(name: str, image_size: int) -> Workload:
     )
 
 
-@register("vgg16_224")
 def build_vgg16_224() -> Workload:
     return _vgg("vgg16_224", 224)
 
 
-@register("vgg16_32")
 def build_vgg16_32() -> Workload:
     return _vgg("vgg16_32", 32)

@@ -1,12 +1,12 @@
 """What a trainable workload is: an ordered list of blocks, a loss and a data factory.
 
 Everything the SPB engine needs to know about a model lives in :class:`Workload`. Zoo models
-and user entrypoints (``package.module:function``) both return one; see docs/MODELS.md.
+(listed in :mod:`worker.zoo.registry`) and user entrypoints (``package.module:function``) both
+return one; see docs/MODELS.md.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -119,76 +119,6 @@ class Workload:
 
 
 WorkloadBuilder = Callable[..., Workload]
-_REGISTRY: dict[str, WorkloadBuilder] = {}
 # Builders draw initial weights from torch's global RNG; ranks simulated as threads of one
 # process must not interleave those draws, or their "identical" replicas would differ.
 GLOBAL_RNG_LOCK = threading.Lock()
-
-
-class UnknownModelError(InvalidSpecError):
-    """The model name is neither registered in the zoo nor a ``module:function`` entrypoint."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, field="model")
-
-
-def register(name: str) -> Callable[[WorkloadBuilder], WorkloadBuilder]:
-    """Register a zoo builder under ``name`` (the name the scheduler and job specs use)."""
-
-    def decorate(builder: WorkloadBuilder) -> WorkloadBuilder:
-        if name in _REGISTRY:
-            raise ValueError(f"model {name!r} is registered twice")
-        _REGISTRY[name] = builder
-        return builder
-
-    return decorate
-
-
-def list_models() -> list[str]:
-    _ensure_zoo_loaded()
-    return sorted(_REGISTRY)
-
-
-def load_workload(name: str, *, seed: int = 0, **options: Any) -> Workload:
-    """Build a workload by zoo name or ``package.module:function`` entrypoint.
-
-    The builder runs under ``torch.manual_seed(seed)`` so that every rank that calls this with
-    the same seed gets bit-identical initial weights without any broadcast.
-    """
-    builder = _resolve_builder(name)
-    with GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        workload = builder(**options)
-    if not isinstance(workload, Workload):
-        raise UnknownModelError(
-            f"{name!r} returned {type(workload).__name__}, expected worker.zoo.Workload"
-        )
-    return workload
-
-
-def _resolve_builder(name: str) -> WorkloadBuilder:
-    if ":" in name:
-        module_name, _, attr = name.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise UnknownModelError(
-                f"cannot import module {module_name!r} of entrypoint {name!r}: {exc}"
-            ) from exc
-        builder = getattr(module, attr, None)
-        if not callable(builder):
-            raise UnknownModelError(f"entrypoint {name!r}: {module_name} has no function {attr!r}")
-        return builder  # type: ignore[no-any-return]
-    _ensure_zoo_loaded()
-    if name not in _REGISTRY:
-        raise UnknownModelError(
-            f"unknown model {name!r}: choose one of {', '.join(sorted(_REGISTRY))} "
-            "or give an entrypoint 'package.module:function'"
-        )
-    return _REGISTRY[name]
-
-
-def _ensure_zoo_loaded() -> None:
-    # The zoo modules register themselves on import; importing here keeps the registry
-    # complete even when a caller imported only this module.
-    importlib.import_module("worker.zoo.models")

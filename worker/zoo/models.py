@@ -1,5 +1,0 @@
-"""Importing this module registers every zoo model."""
-
-from worker.zoo import gpt, resnet, small, vgg
-
-__all__ = ["gpt", "resnet", "small", "vgg"]
