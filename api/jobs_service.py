@@ -42,9 +42,9 @@ def checked_spec(
     """The spec, once it passed every check a submission must pass (api/submission_checks.py),
     and its plan resolved against the model (None for an entrypoint: K comes at its first
     lease). The one path ``submit`` and ``jobs:validate`` share."""
+    spec = build_spec(body, principal)
     if isinstance(body.spb, str):
         check_spb_text(body.spb)  # as sent: the spec keeps only its canonical spelling
-    spec = build_spec(body, principal)
     totals = state.store.gpu_totals()
     quotas = Quotas(state.settings.queue_quotas, state.settings.user_quotas)
     plan = check_submission(

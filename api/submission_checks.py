@@ -22,14 +22,23 @@ from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.plan import Plan
 from jigsaw.profiles import ZOO_MODELS
 
-SPB_TEXT = re.compile(r"^(none|staircase|auto|uniform:[0-9]{1,7}|[0-9]{1,7}( *, *[0-9]{1,7})*)$")
-"""Every ``spb`` string the API takes (the OpenAPI schema states the same pattern)."""
+SPB_TEXT = re.compile(
+    r"^(none|staircase|auto|uniform:[0-9]{1,7}|([0-9]{1,7} *, *)*0{1,7}( *, *[0-9]{1,7})*)$"
+)
+"""Every ``spb`` string the API takes (the OpenAPI schema states the same pattern): a named
+plan, or depths of at most 7 digits of which one is 0 (block 1 must be trained)."""
 
 
 def zoo_block_count(model: str) -> int | None:
     """K of a trainable catalog model; None for an entrypoint (K comes at its first lease).
     Raises naming ``model`` for anything else."""
     entry = default_catalog().find(model)
+    if entry is None and ":" in model:
+        raise InvalidSpecError(
+            f"model {model[:80]!r} is not a valid entrypoint: use package.module:function "
+            "with identifier parts only (letters, digits, _; not starting with a digit)",
+            field="model",
+        )
     if entry is None or entry.kind is ModelKind.TRACE:
         raise InvalidSpecError(
             f"unknown model {model[:80]!r}: choose a zoo model ({', '.join(ZOO_MODELS)}), "

@@ -57,7 +57,15 @@ class JobCreate(Forbidding):
     priority: Integer = Field(default=0, ge=-1000, le=1000)
     spb: (
         Annotated[Text, Field(max_length=8192, json_schema_extra={"pattern": SPB_TEXT.pattern})]
-        | Annotated[list[Depth], BeforeValidator(integral_items), Field(max_length=MAX_WORKERS)]
+        | Annotated[
+            list[Depth],
+            BeforeValidator(integral_items),
+            Field(
+                min_length=1,
+                max_length=MAX_WORKERS,
+                json_schema_extra={"contains": {"const": 0}},  # block 1 must be trained
+            ),
+        ]
     ) = Field(
         default="auto",
         description="none | staircase | uniform:k | auto | depths such as 0,1,2,3",
