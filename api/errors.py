@@ -110,13 +110,17 @@ def _is_tag_at(error: Any, index: int) -> bool:
 
 
 def _kind_of(tag: str) -> str:
-    if "list" in tag:
+    """What a union branch takes, from its tag (``list[constrained-int]``,
+    ``function-after[printable(), str]``): whole words only (``printable`` is no ``int``)."""
+    if re.search(r"\blist\b", tag):
         return "a list of integers"
-    if "int" in tag:
+    if re.search(r"\bstr\b", tag):
+        return "a string"
+    if re.search(r"\bint\b", tag):
         return "an integer"
-    if "float" in tag:
+    if re.search(r"\bfloat\b", tag):
         return "a number"
-    return "a string"
+    return "a value of another type"
 
 
 def _json_type(value: Any) -> str:

@@ -258,3 +258,20 @@ def _stored(api: ApiClient) -> tuple[int, int, int]:
         keys = conn.execute(select(func.count()).select_from(idempotency_keys)).scalar_one()
         events = conn.execute(select(func.count()).select_from(job_events)).scalar_one()
     return api.state.store.count_jobs(), int(keys), int(events)
+
+
+@pytest.mark.parametrize(
+    ("spb", "says"),
+    [
+        (5, "field 'spb': must be a list of integers or a string, got a number"),
+        (True, "must be a list of integers or a string, got a boolean"),
+        ([0, "a"], "field 'spb': item 1: Input should be a valid integer"),
+        ("0" * 8193, "must be at most 8192 characters, got 8193"),
+    ],
+)
+def test_a_union_field_says_what_it_takes(bad_api: ApiClient, spb: object, says: str) -> None:
+    response = bad_api.client.post(
+        "/api/v1/jobs", json=digits(spb=spb), headers=bad_api.headers("alice")
+    )
+    assert response.status_code == 422
+    assert says in response.json()["detail"]
