@@ -5,11 +5,17 @@ per module; the server has 4 GPUs)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
+from api.idempotency import request_hash
+from api.schemas.jobs import JobCreate
 from tests.cli.conftest import Cli
+from tests.conftest import ServerProcess
 
 pytestmark = pytest.mark.integration
 
@@ -135,3 +141,27 @@ def test_a_mistake_is_one_error_line_and_exit_2(cli: Cli, tmp_path: Path, mistak
     assert mistake.says.lower() in lines[0].lower(), lines[0]
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
+
+
+def test_keyed_submit_waits_through_a_dead_claim_saying_why(
+    cli: Cli, cli_server: ServerProcess
+) -> None:
+    """A server died between claiming a key and storing its job: the key answers 409 until
+    the claim lapses (60 s). The CLI says what it waits for, retries and gets its job."""
+    spec = {"name": "keyed", "model": "mlp", "workers": 1, "iterations": 5}
+    digest = request_hash(JobCreate.model_validate(spec).model_dump())
+    database = Path(cli_server.env["JIGSAW_DATA_DIR"]) / "jigsaw.db"
+    with sqlite3.connect(database) as conn:  # the dead server's claim, 52 s old
+        conn.execute(
+            "INSERT INTO idempotency_keys (username, key, request_hash, status, created_at) "
+            "VALUES ('admin', 'dead-claim', ?, 'in_flight', ?)",
+            (digest, time.time() - 52),
+        )
+    args = ["--name", "keyed", "--model", "mlp", "--workers", "1", "--iterations", "5"]
+    result = cli("submit", *args, "--idempotency-key", "dead-claim", "-o", "json", timeout=90)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["name"] == "keyed"
+    waits = [line for line in result.stderr.splitlines() if "still in flight" in line]
+    assert 1 <= len(waits) <= 4, result.stderr
+    assert "claim lapses after 60 s" in waits[0] and "retrying in 5 s" in waits[0]
