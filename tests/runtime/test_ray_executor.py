@@ -17,11 +17,35 @@ import pytest
 from jigsaw.domain import transition
 from jigsaw.executor_events import Finished, Progressed
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import SPBPlan
 from jigsaw.retention import sweep_checkpoints
 from tests.runtime.support import PriorityPreemptingPolicy, make_harness
 from worker.runtime.checkpoints import CheckpointStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
+
+
+def test_an_entrypoint_model_reports_its_block_count_and_runs_its_requested_plan(
+    tmp_path: Path,
+) -> None:
+    """The catalog cannot know a user's model: the job starts with full backprop, the workers
+    resolve `staircase` against the 3 blocks they built, and the first lease teaches the
+    control plane K and the plan they run."""
+    h = make_harness(tmp_path)
+    try:
+        h.submit(
+            "mine", model="worker.zoo.examples.tiny_regression:build", workers=2, iterations=40
+        )
+        h.run_until(lambda: bool(h.progress_of("mine")), timeout_s=120)
+        learned = h.store.get("mine")
+        assert learned.model_blocks == 3
+        assert learned.plan == SPBPlan((0, 1), 3)
+        h.run_until(h.all_terminal, timeout_s=120)
+        assert h.store.get("mine").state == JobState.SUCCEEDED, h.store.get("mine").reason
+        first = next(e for e in h.events if isinstance(e, Progressed))
+        assert first.metrics["plan"] == [0, 1] and first.metrics["num_blocks"] == 3
+    finally:
+        h.executor.shutdown()
 
 
 def test_digits_cnn_trains_to_success_and_switches_plan_on_every_rank_at_once(

@@ -105,3 +105,25 @@ def test_a_name_listed_twice_is_refused() -> None:
     twice = [ZooModel("mlp", build_mlp, blocks=4), ZooModel("mlp", build_mlp, blocks=4)]
     with pytest.raises(ValueError, match="'mlp' is listed twice"):
         index_by_name(twice)
+
+
+def test_the_catalog_knows_every_zoo_model_with_the_block_count_the_workers_build() -> None:
+    """The control plane resolves plans against the catalog's K; the workers train the zoo's
+    model. The two must agree for every model, or a resolved plan would not fit."""
+    from jigsaw.catalog import ModelKind, default_catalog
+
+    catalog = default_catalog()
+    for model in ZOO_MODELS:
+        entry = catalog.lookup(model.name)
+        assert entry.kind is ModelKind.ZOO, model.name
+        assert entry.num_blocks == model.blocks, model.name
+
+
+def test_a_worker_refuses_a_zoo_model_whose_k_disagrees_with_the_catalog() -> None:
+    from jigsaw.errors import InvalidSpecError
+    from worker.runtime.gang_worker import check_against_catalog
+
+    check_against_catalog("digits_cnn", 4)
+    check_against_catalog("my_pkg.models:build", 7)  # an entrypoint: K is whatever it built
+    with pytest.raises(InvalidSpecError, match="catalog says 4"):
+        check_against_catalog("digits_cnn", 5)

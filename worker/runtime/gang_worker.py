@@ -16,6 +16,8 @@ import ray
 import torch
 import torch.distributed as dist
 
+from jigsaw.catalog import default_catalog
+from jigsaw.errors import InvalidSpecError
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.control import ControlChannel, is_control_point
 from worker.runtime.messages import GangConfig, Heartbeat, LeaseOrder, LeaseReport, PlanOffer
@@ -88,6 +90,7 @@ class GangWorker:
             ),
             collectives,
         )
+        check_against_catalog(config.model, trainer.num_blocks)
         if config.restore_from is not None:
             # The plan may differ from the saved one (the scheduler re-planned, or the world
             # size changed), so it is passed explicitly.
@@ -256,3 +259,14 @@ class GangWorker:
 
 
 RemoteGangWorker = ray.remote(concurrency_groups={"control": 2})(GangWorker)
+
+
+def check_against_catalog(model: str, built_blocks: int) -> None:
+    """The model a worker built must have the K the control plane resolved plans against."""
+    known = default_catalog().num_blocks(model)
+    if known is not None and known != built_blocks:
+        raise InvalidSpecError(
+            f"model {model!r} built with {built_blocks} blocks, but the model catalog says "
+            f"{known}: the worker and the control plane run different versions",
+            field="model",
+        )

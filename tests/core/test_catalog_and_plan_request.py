@@ -1,0 +1,133 @@
+"""The model catalog, the parsed plan request, the plan's one stored form, the one policy
+builder, and what a first lease teaches the control plane about an entrypoint model."""
+
+from __future__ import annotations
+
+import pytest
+
+from jigsaw.catalog import ModelCatalog, ModelKind, is_entrypoint
+from jigsaw.cycle import learned_model_facts
+from jigsaw.domain import Job, JobSpec, transition
+from jigsaw.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.hardware import preset
+from jigsaw.lifecycle import JobState
+from jigsaw.oracle import Oracle
+from jigsaw.plan import (
+    PlanRequest,
+    RequestKind,
+    SPBPlan,
+    full_backprop,
+    plan_from_json,
+    plan_to_json,
+)
+from jigsaw.policies.base import policy_names
+from jigsaw.policies.builder import build_policy
+from jigsaw.policies.plan_resolution import resolve_for
+from jigsaw.policies.quota import QuotaPolicy, Quotas
+from jigsaw.reasons import ReasonCode
+
+CATALOG = ModelCatalog()
+
+
+def job(model: str, spb: str = "staircase", workers: int = 4, **changes: object) -> Job:
+    spec = JobSpec(name="j", model=model, workers=workers, iterations=10, spb=spb)
+    return Job(id="j-1", spec=spec, submitted_at=0.0, **changes)  # type: ignore[arg-type]
+
+
+def test_catalog_tells_zoo_trace_and_entrypoint_models_apart() -> None:
+    assert CATALOG.lookup("digits_cnn").kind is ModelKind.ZOO
+    assert CATALOG.lookup("digits_cnn").num_blocks == 4
+    assert CATALOG.lookup("vgg16_32").num_blocks == 5
+    assert CATALOG.lookup("cifar10").kind is ModelKind.TRACE
+    entry = CATALOG.lookup("my_pkg.models:build")
+    assert entry.kind is ModelKind.ENTRYPOINT and entry.num_blocks is None
+
+
+@pytest.mark.parametrize("name", ["no_such_model", "../../etc/passwd", "pkg.mod:", "a:b:c", ""])
+def test_catalog_refuses_unknown_names_naming_the_model_field(name: str) -> None:
+    assert CATALOG.find(name) is None
+    with pytest.raises(InvalidSpecError) as caught:
+        CATALOG.lookup(name)
+    assert caught.value.field == "model"
+
+
+def test_entrypoint_syntax_takes_identifier_parts_only() -> None:
+    assert is_entrypoint("pkg.sub_mod:build2")
+    assert not is_entrypoint("pkg-x.mod:build")
+    assert not is_entrypoint("pkg.mod:build()")
+
+
+def test_plan_request_is_parsed_once_and_spelled_canonically() -> None:
+    spec = JobSpec(name="a", model="mlp", workers=3, iterations=5, spb=" Uniform:2 ")
+    assert spec.spb == "uniform:2"
+    assert spec.plan_request == PlanRequest(RequestKind.UNIFORM, depth=2)
+    listed = JobSpec.from_mapping(
+        {"name": "b", "model": "mlp", "workers": 3, "iterations": 5, "spb": [0, 1, 1]}
+    )
+    assert listed.spb == "0,1,1" and listed.plan_request.depths == (0, 1, 1)
+    assert "plan_request" not in listed.to_dict()
+
+
+def test_plan_request_checks_depths_against_a_known_block_count() -> None:
+    PlanRequest.parse("uniform:3").check_blocks(4)
+    with pytest.raises(InvalidPlanError, match="outside the model"):
+        PlanRequest.parse("uniform:4").check_blocks(4)
+    with pytest.raises(InvalidPlanError, match="outside the model"):
+        PlanRequest.parse("0,9").check_blocks(4)
+
+
+def test_a_plan_has_one_stored_form_that_round_trips() -> None:
+    plan = SPBPlan((0, 1, 2, 3), 4)
+    assert plan_to_json(plan) == {"kind": "spb", "depths": [0, 1, 2, 3], "num_blocks": 4}
+    assert plan_from_json(plan_to_json(plan)) == plan
+    with pytest.raises(InvalidPlanError, match="unknown plan kind"):
+        plan_from_json({"kind": "warp", "depths": [0], "num_blocks": 1})
+
+
+def test_plans_are_equal_only_with_the_same_block_count() -> None:
+    assert SPBPlan((0, 0), 4) != SPBPlan((0, 0), 5)
+    assert SPBPlan((0, 1), 4) == (0, 1)
+
+
+def test_gang_policies_resolve_against_the_catalog_or_start_full_backprop_without_k() -> None:
+    blocks_of = CATALOG.num_blocks
+    assert resolve_for(job("digits_cnn"), blocks_of) == SPBPlan((0, 1, 2, 3), 4)
+    unknown = resolve_for(job("my_pkg.models:build"), blocks_of)
+    assert unknown.is_full_backprop and unknown.num_blocks == 1
+    assert full_backprop(4, 1).rebased(6) == SPBPlan((0, 0, 0, 0), 6)
+    with pytest.raises(InvalidPlanError):
+        SPBPlan((0, 1), 4).rebased(6)
+    # a reported K wins over the catalog's silence
+    learned = job("my_pkg.models:build", model_blocks=6)
+    assert resolve_for(learned, blocks_of) == SPBPlan((0, 1, 3, 4), 6)
+
+
+def test_the_first_lease_report_teaches_k_and_the_plan_the_workers_resolved() -> None:
+    started = job("my_pkg.models:build", plan=full_backprop(4, 1))
+    facts = learned_model_facts(started, {"num_blocks": 6, "plan": [0, 1, 3, 4]})
+    assert facts == {"model_blocks": 6, "plan": SPBPlan((0, 1, 3, 4), 6)}
+    known = job("digits_cnn", plan=SPBPlan((0, 1, 2, 3), 4))
+    assert learned_model_facts(known, {"num_blocks": 4, "plan": [0, 1, 2, 3]}) == {}
+
+
+def test_one_builder_serves_every_registered_policy_and_wraps_quotas() -> None:
+    oracle = Oracle(preset("v100"))
+    for name in policy_names():
+        policy = build_policy(name, oracle)
+        assert policy.name == name
+        assert isinstance(policy.periodic, bool) and isinstance(policy.serves_arrival_prefix, bool)
+    wrapped = build_policy("las", oracle, {"min_run_s": 60}, quotas=Quotas({"q": 2}, {}))
+    assert isinstance(wrapped, QuotaPolicy) and wrapped.periodic
+    with pytest.raises(InvalidSpecError, match="has no option"):
+        build_policy("fifo", oracle, {"oracle": 1})
+
+
+def test_events_carry_a_reason_code() -> None:
+    start = job("digits_cnn")
+    admitted, event = transition(start, JobState.ADMITTED, reason="r", at=1.0, actor="t")
+    assert event.code == ReasonCode.ADMITTED
+    _, preempted = transition(
+        admitted, JobState.PREEMPTED, reason="r", at=2.0, actor="t",
+        code=ReasonCode.PREEMPTED_BY, preempted_by="j-2",
+    )
+    assert preempted.code == "Preempted/OutrankedBy"
