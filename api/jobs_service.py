@@ -20,6 +20,8 @@ from jigsaw.plan import Plan
 from jigsaw.policies.quota import Quotas
 
 CANCEL_ATTEMPTS = 5
+INVENTORY_MAX_AGE_S = 1.0
+"""The cluster size a submission is checked against may be this old (saves a query)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,7 @@ def checked_spec(
     spec = build_spec(body, principal)
     if isinstance(body.spb, str):
         check_spb_text(body.spb)  # as sent: the spec keeps only its canonical spelling
-    totals = state.store.gpu_totals()
+    totals = state.store.gpu_totals(max_age_s=INVENTORY_MAX_AGE_S)
     quotas = Quotas(state.settings.queue_quotas, state.settings.user_quotas)
     plan = check_submission(
         spec,

@@ -42,6 +42,7 @@ class SqlStore:
         self._single_statement = single_statement_writer(engine)
         self._one_statement_add = not is_sqlite(engine)
         self._epoch = epoch
+        self._gpu_totals: tuple[float, scheduler_records.GpuTotals] | None = None
 
     @property
     def engine(self) -> Engine:
@@ -175,8 +176,16 @@ class SqlStore:
     def leader_state(self) -> scheduler_records.LeaderState | None:
         return scheduler_records.leader_state(self._engine)
 
-    def gpu_totals(self) -> scheduler_records.GpuTotals:
-        return scheduler_records.gpu_totals(self._engine)
+    def gpu_totals(self, *, max_age_s: float = 0.0) -> scheduler_records.GpuTotals:
+        """The recorded inventory's GPU counts; ``max_age_s`` lets a caller take an answer
+        up to that old (submissions do: the inventory changes on node joins and losses)."""
+        now = time.monotonic()
+        cached = self._gpu_totals
+        if cached is not None and now - cached[0] <= max_age_s:
+            return cached[1]
+        totals = scheduler_records.gpu_totals(self._engine)
+        self._gpu_totals = (now, totals)
+        return totals
 
     def observed_rates(self, job_ids: Iterable[str]) -> dict[str, float]:
         return scheduler_records.observed_rates(self._engine, list(job_ids))
