@@ -9,6 +9,7 @@ from sqlalchemy import Engine, select
 
 from api.models import allocations, jobs, nodes
 from api.oracle_view import OracleView
+from api.privacy import PrivacyMask
 from api.schemas.cluster import GpuPublic, NodePublic, WorkerPublic
 from api.store.codec import plan_from_column, spec_from_column
 from jigsaw.lifecycle import JobState
@@ -34,7 +35,13 @@ def list_nodes(engine: Engine) -> list[NodePublic]:
         ]
 
 
-def list_gpus(engine: Engine, oracle: OracleView, node_list: list[NodePublic]) -> list[GpuPublic]:
+def list_gpus(
+    engine: Engine,
+    oracle: OracleView,
+    node_list: list[NodePublic],
+    mask: PrivacyMask | None = None,
+) -> list[GpuPublic]:
+    """Every GPU with the workers on it; ``mask`` hides other users' jobs (api/privacy.py)."""
     query = (
         select(
             allocations.c.job_id,
@@ -58,19 +65,18 @@ def list_gpus(engine: Engine, oracle: OracleView, node_list: list[NodePublic]) -
         plan = plan_from_column(row.plan)
         placement = tuple((int(n), int(g)) for n, g in row.placement)
         estimate = oracle.worker(spec, plan, row.rank, placement)
+        worker = WorkerPublic(
+            job_id=row.job_id,
+            job_name=row.name,
+            rank=row.rank,
+            depth=(
+                plan.depths[row.rank] if plan is not None and row.rank < plan.num_workers else None
+            ),
+            predicted_load=estimate.load,
+            memory_bytes=estimate.memory_bytes,
+        )
         workers[(row.node, row.gpu)].append(
-            WorkerPublic(
-                job_id=row.job_id,
-                job_name=row.name,
-                rank=row.rank,
-                depth=(
-                    plan.depths[row.rank]
-                    if plan is not None and row.rank < plan.num_workers
-                    else None
-                ),
-                predicted_load=estimate.load,
-                memory_bytes=estimate.memory_bytes,
-            )
+            worker if mask is None else mask.worker(worker, spec.user)
         )
     gpus: list[GpuPublic] = []
     for node in node_list:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -88,13 +89,27 @@ async def get_store(state: StateDep) -> SqlStore:
 StoreDep = Annotated[SqlStore, Depends(get_store)]
 
 
+_BEARER = re.compile(r"^[Bb][Ee][Aa][Rr][Ee][Rr] ([\x21-\x7e]+)$")
+"""``Bearer``, exactly one space, and a token of printable ASCII (RFC 6750's b64token and
+more): ``Bearer  <token>`` with two spaces is refused, not trimmed."""
+
+
 async def current_principal(
     state: StateDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Principal:
-    if credentials is None or credentials.scheme.lower() != "bearer":
+    header = request.headers.get("authorization")
+    if header is None:
         raise ApiError(401, "missing bearer token: send Authorization: Bearer <token>")
-    token = credentials.credentials
+    match = _BEARER.match(header)
+    if match is None:
+        raise ApiError(
+            401,
+            "malformed Authorization header: send exactly 'Bearer <token>' "
+            "(one space, no spaces inside the token)",
+        )
+    token = match.group(1)
     principal = state.principals.cached(token)
     if principal is None:  # a cache miss queries the database: not on the event loop
         principal = await run_in_threadpool(state.principals.get, token)

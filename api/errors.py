@@ -39,27 +39,113 @@ def error_response(status: int, detail: str, **extra: Any) -> JSONResponse:
 
 
 def describe_validation(errors: Sequence[Any]) -> tuple[str, str | None]:
-    """One sentence for the first problem, and the field it concerns."""
+    """One sentence for the first problem, and the user-facing field it concerns: a body
+    field, query parameter, header or path parameter by its own name, never pydantic's
+    internal location (union branches such as ``function-after[...]``, list indexes)."""
     if not errors:
         return "the request is invalid", None
     first = errors[0]
     kind = first.get("type", "")
-    location = [str(part) for part in first.get("loc", ()) if part != "body"]
+    loc = tuple(first.get("loc", ()))
     if kind == "json_invalid":
         ctx = first.get("ctx", {})
         return f"the request body is not valid JSON ({ctx.get('error', 'parse error')})", None
-    if kind == "extra_forbidden":
-        name = location[-1] if location else "?"
-        return f"unknown field {name!r}; remove it (see the schema at /docs)", name
-    field = ".".join(location) if location else None
-    if kind == "missing" and first.get("loc", ())[:1] == ("body",) and not location:
+    source = loc[0] if loc and loc[0] in ("body", "query", "header", "path") else "body"
+    names = [part for part in loc[1:] if isinstance(part, str) and not _is_branch_tag(part)]
+    if kind == "missing" and source == "body" and not names:
         return "a JSON request body is required", None
+    if not names:
+        return f"the request body: {_message(first)}", None
+    # A body field's path keeps list positions ("scopes.0"); a parameter is named alone.
+    path = [str(p) for p in loc[1:] if isinstance(p, int) or not _is_branch_tag(str(p))]
+    field = names[0] if source != "body" else ".".join(path)
+    if kind == "extra_forbidden":
+        return f"unknown field {names[-1]!r}; remove it (see the schema at /docs)", names[-1]
     if kind == "missing":
-        return f"field {field!r} is required", field
-    where = f"field {field!r}" if field else "the request body"
-    if first.get("loc", ())[:1] in (("query",), ("header",), ("path",)):
-        where = f"{first['loc'][0]} parameter {location[-1]!r}"
-    return f"{where}: {first.get('msg', 'invalid value')}", field
+        where = "field" if source == "body" else f"{source} parameter"
+        return f"{where} {field!r} is required", field
+    where = f"field {field!r}" if source == "body" else f"{source} parameter {field!r}"
+    same_field = [e for e in errors if _field_loc(e) == _field_loc(first)]
+    return f"{where}: {_union_message(same_field)}", field
+
+
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "bytes"})
+
+
+def _is_branch_tag(part: str) -> bool:
+    """pydantic's name for a union branch or validator wrapper in an error location."""
+    return (
+        "[" in part
+        or part in _TYPE_TAGS
+        or part.startswith(("constrained-", "function-", "lax-", "strict-"))
+    )
+
+
+def _field_loc(error: Any) -> tuple[Any, ...]:
+    loc = tuple(error.get("loc", ()))
+    return loc[:2]
+
+
+def _union_message(same_field: Sequence[Any]) -> str:
+    """The first error's message; for a union field, the branch that matches the input's
+    JSON type, or what the field takes when none does."""
+    branches = [e for e in same_field if len(e.get("loc", ())) > 2 and _is_tag_at(e, 2)]
+    if len(branches) < 2:
+        return _message(same_field[0])
+    value = same_field[0].get("input")
+    for error in branches:
+        tag = str(error["loc"][2])
+        is_list_branch = "list" in tag
+        if isinstance(value, list) == is_list_branch and isinstance(value, str | list):
+            position = [part for part in error["loc"][3:] if isinstance(part, int)]
+            prefix = f"item {position[0]}: " if position else ""
+            return prefix + _message(error)
+    kinds = sorted({_kind_of(str(e["loc"][2])) for e in branches})
+    return f"must be {' or '.join(kinds)}, got {_json_type(value)}"
+
+
+def _is_tag_at(error: Any, index: int) -> bool:
+    part = error["loc"][index]
+    return isinstance(part, str) and _is_branch_tag(part)
+
+
+def _kind_of(tag: str) -> str:
+    """What a union branch takes, from its tag (``list[constrained-int]``,
+    ``function-after[printable(), str]``): whole words only (``printable`` is no ``int``)."""
+    if re.search(r"\blist\b", tag):
+        return "a list of integers"
+    if re.search(r"\bstr\b", tag):
+        return "a string"
+    if re.search(r"\bint\b", tag):
+        return "an integer"
+    if re.search(r"\bfloat\b", tag):
+        return "a number"
+    return "a value of another type"
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _message(error: Any) -> str:
+    """pydantic's message, said for the user (positions in lists, lengths in characters)."""
+    kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
+    value = error.get("input")
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    if kind == "too_long" and isinstance(value, str):
+        message = f"must be at most {ctx.get('max_length')} characters, got {len(value)}"
+    elif kind == "too_short" and isinstance(value, str):
+        message = f"must be at least {ctx.get('min_length')} characters"
+    return message
 
 
 def allowed_methods(request: Request) -> list[str]:
@@ -87,7 +173,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(InvalidSpecError)
     async def _invalid_spec(_request: Request, error: InvalidSpecError) -> JSONResponse:
-        return error_response(422, str(error), field=error.field)
+        detail = str(error)
+        if error.field and error.field.lower() not in detail.lower():
+            detail = f"field {error.field!r}: {detail}"
+        return error_response(422, detail, field=error.field)
 
     @app.exception_handler(JobNotFoundError)
     async def _job_not_found(_request: Request, error: JobNotFoundError) -> JSONResponse:

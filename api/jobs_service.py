@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import time
-
-from fastapi import Response
+from dataclasses import dataclass
 
 from api.errors import ApiError, not_found
 from api.idempotency import Claim, IdempotencyKeys, Replay, request_hash
@@ -12,13 +11,26 @@ from api.presenters import job_json
 from api.schemas.jobs import JobCreate
 from api.state import AppState
 from api.store.telemetry import Telemetry
+from api.submission_checks import check_spb_text, check_submission
 from api.tokens import Principal
 from jigsaw.domain import Job, JobEvent, JobSpec, new_job_id, submitted_event, transition
-from jigsaw.errors import ConflictError, InvalidSpecError, JobNotFoundError
+from jigsaw.errors import ConflictError, JobNotFoundError
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import Plan
 from jigsaw.policies.quota import Quotas
 
 CANCEL_ATTEMPTS = 5
+INVENTORY_MAX_AGE_S = 1.0
+"""The cluster size a submission is checked against may be this old (saves a query)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """The answer to a submission: the job's JSON, or the stored answer a key replays."""
+
+    status: int
+    body: bytes
+    replayed: bool = False
 
 
 def build_spec(body: JobCreate, principal: Principal) -> JobSpec:
@@ -26,18 +38,29 @@ def build_spec(body: JobCreate, principal: Principal) -> JobSpec:
     return JobSpec.from_mapping({**values, "user": principal.user})
 
 
-def check_quota_of(state: AppState, spec: JobSpec) -> None:
+def checked_spec(
+    state: AppState, body: JobCreate, principal: Principal
+) -> tuple[JobSpec, Plan | None]:
+    """The spec, once it passed every check a submission must pass (api/submission_checks.py),
+    and its plan resolved against the model (None for an entrypoint: K comes at its first
+    lease). The one path ``submit`` and ``jobs:validate`` share."""
+    spec = build_spec(body, principal)
+    if isinstance(body.spb, str):
+        check_spb_text(body.spb)  # as sent: the spec keeps only its canonical spelling
+    totals = state.store.gpu_totals(max_age_s=INVENTORY_MAX_AGE_S)
     quotas = Quotas(state.settings.queue_quotas, state.settings.user_quotas)
-    why = quotas.never_fits(spec)
-    if why is not None:
-        raise InvalidSpecError(f"workers={spec.workers} can never start: {why}", field="workers")
+    plan = check_submission(
+        spec,
+        cluster_gpus=totals.recorded or state.settings.gpus,
+        why_never_fits=quotas.never_fits(spec),
+    )
+    return spec, plan
 
 
 def submit(
     state: AppState, principal: Principal, body: JobCreate, idempotency_key: str | None
-) -> Response:
-    spec = build_spec(body, principal)
-    check_quota_of(state, spec)
+) -> Submitted:
+    spec, _plan = checked_spec(state, body, principal)
     job = Job(id=new_job_id(), spec=spec, submitted_at=time.time())
     payload = job_json(job)
     event = submitted_event(job, principal.user)
@@ -47,10 +70,10 @@ def submit(
         keys = IdempotencyKeys(state.engine, ttl_s=state.settings.idempotency_ttl_s)
         outcome = keys.claim(principal.user, idempotency_key, request_hash(body.model_dump()))
         if isinstance(outcome, Replay):
-            return json_response(outcome.body, outcome.status, replayed=True)
+            return Submitted(outcome.status, outcome.body, replayed=True)
         _add_claimed(state, keys, outcome, job, event, payload)
     state.metrics.submissions.inc()
-    return json_response(payload, 201)
+    return Submitted(201, payload)
 
 
 def _add_claimed(
@@ -70,11 +93,6 @@ def _add_claimed(
     except BaseException:
         keys.release(claim)
         raise
-
-
-def json_response(body: bytes, status: int, *, replayed: bool = False) -> Response:
-    headers = {"Idempotent-Replayed": "true"} if replayed else None
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 def last_loss(state: AppState, job: Job) -> float | None:

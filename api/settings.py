@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     """JSON ``{"queue": max_gpus}``: GPUs a queue's running jobs may hold together."""
     user_quotas: Annotated[dict[str, int], NoDecode] = Field(default_factory=dict)
     """JSON ``{"user": max_gpus}``: GPUs one user's running jobs may hold together."""
+    private_jobs: bool = False
+    """Hide other users' job ids, names and users from non-admin tokens in the cluster,
+    scheduler and queue views (Slurm's PrivateData); api/privacy.py."""
     admin_token: SecretStr | None = None
     """Bootstrap admin token (registered at start if no admin token exists yet)."""
 

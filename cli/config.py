@@ -50,5 +50,27 @@ def load_config() -> CliConfig:
     file_values = read_config_file(path)
     url = os.environ.get("JIGSAW_URL") or file_values.get("url") or DEFAULT_URL
     if os.environ.get("JIGSAW_TOKEN"):
-        return CliConfig(url.rstrip("/"), os.environ["JIGSAW_TOKEN"], "JIGSAW_TOKEN")
-    return CliConfig(url.rstrip("/"), file_values.get("token"), str(path))
+        token = check_token(os.environ["JIGSAW_TOKEN"], "JIGSAW_TOKEN")
+        return CliConfig(url.rstrip("/"), token, "JIGSAW_TOKEN")
+    from_file = file_values.get("token")
+    checked = check_token(from_file, str(path)) if from_file else None
+    return CliConfig(url.rstrip("/"), checked, str(path))
+
+
+def check_token(token: str, source: str) -> str:
+    """A token is printable ASCII without spaces (what an HTTP header can carry)."""
+    for position, char in enumerate(token):
+        if not 0x21 <= ord(char) <= 0x7E:
+            raise UsageError(
+                f"the token from {source} has {_describe(char)} at position {position}; "
+                "a token is printable ASCII without spaces or line breaks: copy it again"
+            )
+    return token
+
+
+def _describe(char: str) -> str:
+    if char in "\r\n":
+        return "a line break"
+    if char.isspace():
+        return "a space"
+    return f"the character {char!r}" if char.isprintable() else f"character U+{ord(char):04X}"

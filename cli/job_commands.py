@@ -11,6 +11,7 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.text import Text
 
+from cli.client import JigsawClient
 from cli.context import make_client
 from cli.errors import EXIT_INTERRUPTED, EXIT_OK, ApiError, CliError
 from cli.formatting import TERMINAL_STATES, format_time
@@ -80,10 +81,40 @@ def submit(
             result = client.validate(spec)
             emit(result, output, lambda: validation_view(result))
             return
-        job = client.submit(spec, idempotency_key or str(uuid.uuid4()))
+        job = submit_keyed(client, spec, idempotency_key or str(uuid.uuid4()))
         emit(job, output, lambda: _submitted_line(job))
         if watch:
             raise typer.Exit(watch_jobs(client, [job["id"]]))
+
+
+KEY_IN_FLIGHT_WAIT_S = 75.0
+"""The server takes over a key whose request died after 60 s (api/idempotency.py)."""
+KEY_IN_FLIGHT_POLL_S = 5.0
+
+
+def submit_keyed(
+    client: JigsawClient,
+    spec: dict[str, Any],
+    key: str,
+    *,
+    wait_s: float = KEY_IN_FLIGHT_WAIT_S,
+    poll_s: float = KEY_IN_FLIGHT_POLL_S,
+) -> dict[str, Any]:
+    """Submit under ``key``; while the server answers 409 (the key is in flight), say what
+    we wait for and retry, up to ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return client.submit(spec, key)
+        except ApiError as error:
+            if error.status_code != 409 or time.monotonic() + poll_s > deadline:
+                raise
+        note(
+            f"Idempotency-Key {key!r} is still in flight on the server: another request with it "
+            "is running, or a server died before storing its job (its claim lapses after 60 s); "
+            f"retrying in {poll_s:g} s"
+        )
+        time.sleep(poll_s)
 
 
 def list_jobs(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +25,10 @@ def read_job_file(path: str) -> dict[str, Any]:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise UsageError(f"cannot read job file {path}: {error.strerror or error}") from error
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            f"job file {path} is not UTF-8 (byte {error.start}); save it as UTF-8"
+        ) from error
     try:
         data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as error:
@@ -32,13 +38,53 @@ def read_job_file(path: str) -> dict[str, Any]:
         raise UsageError(f"job file {path} is empty")
     if not isinstance(data, Mapping):
         raise UsageError(f"job file {path} must hold a mapping of spec fields (name: ..., ...)")
-    return {str(key): value for key, value in data.items()}
+    values = {str(key): value for key, value in data.items()}
+    for key, value in values.items():
+        problem = _value_problem(value)
+        if problem is not None:
+            where = f"{path}:{_line_of(text, key)}" if not path.endswith(".json") else path
+            raise UsageError(f"job file {where}: field {key!r} {problem}")
+    return values
+
+
+def _value_problem(value: Any) -> str | None:
+    """Why a YAML value cannot go into a JSON spec (None: it can)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
+    if isinstance(value, list):
+        for item in value:
+            problem = _value_problem(item)
+            if problem is not None:
+                return problem
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return None
+    kind = {bytes: "binary data", datetime.date: "a date", datetime.datetime: "a date and time"}
+    found = kind.get(type(value), type(value).__name__)
+    return f"must be a string, number or list, got {found} ({value!r:.40}); quote it"
+
+
+def _line_of(text: str, key: str) -> int | str:
+    """The 1-based line of a top-level YAML key, for the message ("?" if unknown)."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return "?"
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _value in node.value:
+            if str(key_node.value) == key:
+                return int(key_node.start_mark.line) + 1
+    return "?"
 
 
 def resolve_spec(file_values: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
     """File values overridden by any flag that was given; plans given as lists become strings."""
     spec = dict(file_values)
     spec.update({key: value for key, value in flags.items() if value is not None})
+    for key, value in flags.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            flag = "--" + key.replace("_", "-")
+            raise UsageError(f"{flag} must be a finite number, got {value}")
     if isinstance(spec.get("spb"), list):
         spec["spb"] = plan_text(spec["spb"])
     missing = [name for name in REQUIRED_FIELDS if name not in spec]

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from cli import job_commands, ops_commands
-from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, CliError
+from cli.click_errors import NoArgsIsHelpError, UsageError
+from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from cli.output import error_line
 
 app = typer.Typer(
@@ -86,7 +87,17 @@ if _simulate is not None:
 def main() -> None:
     """Console-script entry. User mistakes print one line; they never show a traceback."""
     try:
-        app(prog_name="jigsaw-cli")
+        code = app(prog_name="jigsaw-cli", standalone_mode=False)
+    except NoArgsIsHelpError as error:
+        typer.echo(error.ctx.get_help() if error.ctx is not None else str(error))
+        sys.exit(EXIT_USAGE)
+    except UsageError as error:
+        # One line, as every other mistake: Typer's boxed usage text would take six.
+        command = error.ctx.command_path if error.ctx is not None else "jigsaw-cli"
+        error_line(f"{error.format_message()} (see {command} --help)")
+        sys.exit(EXIT_USAGE)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
     except CliError as error:
         error_line(str(error))
         sys.exit(error.exit_code)
@@ -96,3 +107,4 @@ def main() -> None:
         # `jigsaw-cli list | head` closed stdout early; that is not an error worth a traceback.
         sys.stderr.close()
         sys.exit(EXIT_FAILURE)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -3,8 +3,6 @@ and revoke."""
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Annotated, Any
 
 import typer
@@ -43,12 +41,16 @@ def serve(
     ] = 8765,
 ) -> None:
     """Run the control plane (API, dashboard and scheduler loop) in the foreground."""
-    _server_module().serve(host, port)
+    from api import server  # the control plane, loaded only by the verbs that run it
+
+    server.serve(host, port)
 
 
 def scheduler() -> None:
     """Run only the scheduler loop (for a separate scheduler process next to API replicas)."""
-    _server_module().run_scheduler()
+    from api import server
+
+    server.run_scheduler()
 
 
 token_app = typer.Typer(help="Manage API tokens (needs an admin token).", no_args_is_help=True)
@@ -114,8 +116,9 @@ def token_revoke(
 
 
 def _create_token_offline(name: str, user: str, scopes: list[str]) -> dict[str, Any]:
-    tokens = _control_plane_module("api.tokens")
     from sqlalchemy.exc import SQLAlchemyError  # only the offline path needs the database
+
+    from api import tokens
 
     try:
         issued = tokens.create_token_offline(name=name, user=user, scopes=scopes)
@@ -131,18 +134,3 @@ def _create_token_offline(name: str, user: str, scopes: list[str]) -> dict[str, 
         "user": issued.user,
         "scopes": list(issued.scopes),
     }
-
-
-def _server_module() -> Any:
-    return _control_plane_module("api.server")
-
-
-def _control_plane_module(name: str) -> Any:
-    module: ModuleType
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        if error.name is None or not name.startswith(error.name):
-            raise
-        raise CliError(f"the control plane ({name}) is not installed here") from error
-    return module

@@ -250,8 +250,10 @@ def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
             item.get("job_id", "-"),
             item.get("name", "-"),
             item.get("user", "-"),
-            format_time(item.get("estimated_start_at")),
-            format_duration(item.get("estimated_wait_s")),
+            format_time(item.get("estimated_start_at")) if not item.get("blocked") else "never",
+            format_duration(item.get("estimated_wait_s"))
+            if not item.get("blocked")
+            else str(item["blocked"]),
         )
     return table
 

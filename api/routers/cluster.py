@@ -11,7 +11,9 @@ from sqlalchemy import select
 from api.cluster_view import list_gpus, list_nodes
 from api.deps import Reader, SessionDep, StateDep, reject_unknown_query
 from api.errors import ApiError
+from api.json_body import JsonRoute
 from api.models import utilization_samples
+from api.privacy import privacy_mask
 from api.schemas.cluster import (
     ClusterPublic,
     GpuList,
@@ -23,6 +25,7 @@ from api.schemas.common import COMMON_ERRORS
 from api.timefmt import iso, parse_iso
 
 router = APIRouter(
+    route_class=JsonRoute,
     prefix="/api/v1",
     tags=["cluster"],
     responses=COMMON_ERRORS,
@@ -34,10 +37,13 @@ MAX_SAMPLES = 2000
 
 
 @router.get("/cluster", response_model=ClusterPublic, operation_id="get_cluster")
-def get_cluster(_principal: Reader, state: StateDep) -> ClusterPublic:
+def get_cluster(principal: Reader, state: StateDep) -> ClusterPublic:
     """Nodes, and every GPU with the workers packed on it (predicted load and memory)."""
     node_list = list_nodes(state.engine)
-    return ClusterPublic(nodes=node_list, gpus=list_gpus(state.engine, state.oracle, node_list))
+    mask = privacy_mask(state, principal)
+    return ClusterPublic(
+        nodes=node_list, gpus=list_gpus(state.engine, state.oracle, node_list, mask)
+    )
 
 
 @router.get("/cluster/nodes", response_model=NodeList, operation_id="list_nodes")
@@ -46,14 +52,16 @@ def get_nodes(_principal: Reader, state: StateDep) -> NodeList:
 
 
 @router.get("/cluster/gpus", response_model=GpuList, operation_id="list_gpus")
-def get_gpus(_principal: Reader, state: StateDep) -> GpuList:
-    return GpuList(items=list_gpus(state.engine, state.oracle, list_nodes(state.engine)))
+def get_gpus(principal: Reader, state: StateDep) -> GpuList:
+    mask = privacy_mask(state, principal)
+    return GpuList(items=list_gpus(state.engine, state.oracle, list_nodes(state.engine), mask))
 
 
 @router.get("/cluster/packing", response_model=GpuList, operation_id="get_packing")
-def get_packing(_principal: Reader, state: StateDep) -> GpuList:
+def get_packing(principal: Reader, state: StateDep) -> GpuList:
     """Only GPUs shared by workers of more than one job."""
-    gpus = list_gpus(state.engine, state.oracle, list_nodes(state.engine))
+    mask = privacy_mask(state, principal)
+    gpus = list_gpus(state.engine, state.oracle, list_nodes(state.engine), mask)
     return GpuList(items=[gpu for gpu in gpus if len({w.job_id for w in gpu.workers}) > 1])
 
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query
 
 from api import jobs_service
 from api.deps import StateDep, Submitter, reject_unknown_query
+from api.json_body import JsonRoute
 from api.presenters import sample_public
 from api.schemas.common import COMMON_ERRORS, NOT_FOUND
 from api.schemas.jobs import LogLinePublic, LogList, ProgressList
@@ -15,6 +16,7 @@ from api.store.telemetry import Telemetry
 from api.timefmt import iso
 
 router = APIRouter(
+    route_class=JsonRoute,
     prefix="/api/v1",
     tags=["jobs"],
     responses=COMMON_ERRORS,

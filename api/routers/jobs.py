@@ -10,6 +10,7 @@ from api import jobs_service
 from api.deps import StateDep, Submitter, reject_unknown_query
 from api.errors import ApiError
 from api.idempotency import MAX_KEY_LENGTH
+from api.json_body import JsonRoute
 from api.presenters import event_public, job_json, job_public
 from api.schemas.common import COMMON_ERRORS, NO_CONTROL_CHARACTERS, NOT_FOUND, ErrorBody
 from api.schemas.jobs import (
@@ -24,6 +25,7 @@ from api.store.telemetry import Telemetry
 from jigsaw.lifecycle import JobState
 
 router = APIRouter(
+    route_class=JsonRoute,
     prefix="/api/v1",
     tags=["jobs"],
     responses=COMMON_ERRORS,
@@ -47,13 +49,25 @@ IdempotencyKey = Annotated[
     status_code=201,
     response_model=JobPublic,
     operation_id="submit_job",
-    responses={409: {"model": ErrorBody, "description": "same key in flight"}},
+    responses={
+        409: {
+            "model": ErrorBody,
+            "description": "a request with the same Idempotency-Key is in flight, or its server "
+            "died before the job was stored: retry; the claim is taken over after 60 s",
+        },
+        422: {
+            "model": ErrorBody,
+            "description": "invalid job (`field` names what to fix), or an Idempotency-Key "
+            "already used with another body (`field` is `Idempotency-Key`)",
+        },
+    },
 )
 def submit_job(
     body: JobCreate, principal: Submitter, state: StateDep, idempotency_key: IdempotencyKey = None
 ) -> Response:
     """Submit a job. The user is the token's; `Idempotency-Key` makes retries safe."""
-    return jobs_service.submit(state, principal, body, idempotency_key)
+    outcome = jobs_service.submit(state, principal, body, idempotency_key)
+    return json_response(outcome.body, outcome.status, replayed=outcome.replayed)
 
 
 @router.post(
@@ -63,21 +77,21 @@ def submit_job(
 )
 def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobValidation:
     """Check a spec and show its resolved plan and the oracle's prediction; stores nothing."""
-    spec = jobs_service.build_spec(body, principal)
-    jobs_service.check_quota_of(state, spec)
-    plan = state.oracle.plan_for(spec)
+    spec, checked = jobs_service.checked_spec(state, body, principal)
+    note = "" if spec.spb != "auto" else "; spb=auto: the policy picks the plan at start"
+    # An entrypoint: its K and its plan are checked at the first lease; full backprop shown.
+    plan = checked if checked is not None else state.oracle.plan_for(spec)
     prediction = state.oracle.predict(spec, plan)
     return JobValidation(
         spec=spec.to_dict(),
         plan=list(plan.depths),
-        num_blocks=plan.num_blocks,
+        num_blocks=plan.num_blocks if checked is not None else None,
         prediction=PredictionPublic(
             iteration_time_s=prediction.iteration_time_s,
             per_worker_memory_bytes=prediction.per_worker_memory_bytes,
             per_worker_compute_s=prediction.per_worker_compute_s,
             per_worker_bytes_sent=prediction.per_worker_bytes_sent,
-            source=prediction.source
-            + ("" if spec.spb != "auto" else "; spb=auto: the policy picks the plan at start"),
+            source=prediction.source + note,
         ),
     )
 
@@ -117,7 +131,12 @@ def list_jobs(
 def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
     job = jobs_service.visible_job(state, principal, job_id)
     # Serialized once here; returning a Response skips FastAPI's second validation pass.
-    return jobs_service.json_response(job_json(job, jobs_service.last_loss(state, job)), 200)
+    return json_response(job_json(job, jobs_service.last_loss(state, job)), 200)
+
+
+def json_response(body: bytes, status: int, *, replayed: bool = False) -> Response:
+    headers = {"Idempotent-Replayed": "true"} if replayed else None
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 @router.post(

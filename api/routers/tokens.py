@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from api.deps import Admin, StateDep, reject_unknown_query
 from api.errors import ApiError
+from api.json_body import JsonRoute
 from api.schemas.common import COMMON_ERRORS, ErrorBody
 from api.schemas.tokens import TokenCreate, TokenIssued, TokenList, TokenPublic
 from api.timefmt import iso
@@ -24,6 +25,7 @@ from api.tokens import (
 log = logging.getLogger("jigsaw.tokens")
 
 router = APIRouter(
+    route_class=JsonRoute,
     prefix="/api/v1",
     tags=["tokens"],
     responses=COMMON_ERRORS,

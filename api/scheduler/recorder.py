@@ -19,6 +19,7 @@ from api.models import allocations, jobs, nodes, scheduler_leader, utilization_s
 from api.store import SqlStore
 from api.store.telemetry import ProgressSample, Telemetry
 from api.timefmt import iso
+from api.unschedulable import mark_unschedulable
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import CycleReport
 from jigsaw.decisions import Decision, Preempt, Replan, Start
@@ -174,6 +175,11 @@ class RoundRecorder:
             raise LeadershipLostError(f"epoch {self._epoch} is no longer the leader's")
         self._write_cluster(cluster)
         self._sample_utilization(report.at, cluster.num_gpus)
+        if report.snapshot is not None:
+            store = SqlStore(self._engine, epoch=self._epoch)
+            mark_unschedulable(
+                store, report.snapshot.waiting, cluster.num_gpus, report.at, "scheduler"
+            )
 
     def _write_cluster(self, cluster: Cluster) -> None:
         if cluster == self._last_cluster:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 NO_CONTROL_CHARACTERS = "^[^\\x00-\\x1f\\x7f]*$"
 
@@ -26,6 +26,17 @@ Text = Annotated[
     Field(json_schema_extra={"pattern": NO_CONTROL_CHARACTERS}),
 ]
 """A string without control characters."""
+
+
+def integral(value: Any) -> Any:
+    """JSON Schema's ``integer`` includes ``5.0``; so does this API (but not ``"5"``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Integer = Annotated[int, BeforeValidator(integral)]
+"""A strict integer that also takes an integral number such as ``5.0``."""
 
 Timestamp = Annotated[
     str | None,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 
-from api.schemas.common import Forbidding, Public, Text, Timestamp
+from api.schemas.common import Forbidding, Integer, Public, Text, Timestamp, integral
+from api.submission_checks import SPB_TEXT
+from jigsaw.catalog import ENTRYPOINT
 from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
+from jigsaw.profiles import ZOO_MODELS
 
 JOB_EXAMPLE: dict[str, Any] = {
     "name": "digits-demo",
@@ -23,6 +26,18 @@ JOB_EXAMPLE: dict[str, Any] = {
 }
 
 
+ENTRYPOINT_PATTERN = f"^{ENTRYPOINT.pattern}$"
+"""jigsaw.catalog's entrypoint syntax, anchored (a JSON Schema pattern matches anywhere)."""
+
+Depth = Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+def integral_items(value: Any) -> Any:
+    """``[0, 1.0]`` is ``[0, 1]`` (on the list: a validator on the item would make pydantic
+    print its bounds as ``ge``/``le`` in the JSON schema instead of minimum/maximum)."""
+    return [integral(item) for item in value] if isinstance(value, list) else value
+
+
 class JobCreate(Forbidding):
     """A job spec. The user comes from the token, never from the body."""
 
@@ -31,20 +46,33 @@ class JobCreate(Forbidding):
     )
 
     name: Text = Field(min_length=1, max_length=NAME_MAX_LENGTH)
-    model: Text = Field(min_length=1, max_length=200, description="zoo model or package.mod:fn")
-    workers: int = Field(ge=1, le=MAX_WORKERS)
-    iterations: int = Field(ge=1, le=MAX_ITERATIONS)
-    priority: int = Field(default=0, ge=-1000, le=1000)
+    model: Text = Field(
+        min_length=1,
+        max_length=200,
+        description="a zoo model, or an entrypoint package.module:function",
+        json_schema_extra={"anyOf": [{"enum": list(ZOO_MODELS)}, {"pattern": ENTRYPOINT_PATTERN}]},
+    )
+    workers: Integer = Field(ge=1, le=MAX_WORKERS)
+    iterations: Integer = Field(ge=1, le=MAX_ITERATIONS)
+    priority: Integer = Field(default=0, ge=-1000, le=1000)
     spb: (
-        Annotated[Text, Field(max_length=8192)]
-        | Annotated[list[Annotated[int, Field(ge=0, le=1_000_000)]], Field(max_length=MAX_WORKERS)]
+        Annotated[Text, Field(max_length=8192, json_schema_extra={"pattern": SPB_TEXT.pattern})]
+        | Annotated[
+            list[Depth],
+            BeforeValidator(integral_items),
+            Field(
+                min_length=1,
+                max_length=MAX_WORKERS,
+                json_schema_extra={"contains": {"const": 0}},  # block 1 must be trained
+            ),
+        ]
     ) = Field(
         default="auto",
         description="none | staircase | uniform:k | auto | depths such as 0,1,2,3",
     )
-    batch_size: int = Field(default=32, ge=1, le=2**31 - 1)
+    batch_size: Integer = Field(default=32, ge=1, le=2**31 - 1)
     learning_rate: float = Field(default=0.05, gt=0, le=1e6, allow_inf_nan=False)
-    seed: int = Field(default=0, ge=0, le=2**53)
+    seed: Integer = Field(default=0, ge=0, le=2**53)
     queue: Text = Field(default="default", min_length=1, max_length=128)
 
 

@@ -36,6 +36,11 @@ class QueueEntry(Public):
         description="an estimate from running jobs' remaining iterations and rates; null when "
         "the job cannot start on this cluster as it is"
     )
+    blocked: str | None = Field(
+        default=None,
+        description="why the job cannot start on the cluster as it is (more workers than "
+        "alive GPUs, or than its quota); null when it can",
+    )
 
 
 class QueuePublic(Public):

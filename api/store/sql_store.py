@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from api.db import autocommit, is_sqlite, single_statement_writer, writer
 from api.models import allocations, job_events, job_log_lines, jobs, scheduler_leader
+from api.store import scheduler_records
 from api.store.codec import event_from_row, event_log_line, event_values, job_from_row, job_values
 from api.store.errors import StaleEpochError
 from jigsaw.domain import Job, JobEvent
@@ -41,6 +42,7 @@ class SqlStore:
         self._single_statement = single_statement_writer(engine)
         self._one_statement_add = not is_sqlite(engine)
         self._epoch = epoch
+        self._gpu_totals: tuple[float, scheduler_records.GpuTotals] | None = None
 
     @property
     def engine(self) -> Engine:
@@ -152,6 +154,41 @@ class SqlStore:
             if event is not None:
                 self._record(conn, event)
         return _with_version(job, expected_version + 1)
+
+    def mark_unschedulable(self, job: Job, reason: str, at: float, actor: str) -> Job | None:
+        """Record why a waiting job cannot start (its state stays; the event says
+        ``PENDING -> PENDING`` with the reason). None when the job moved meanwhile."""
+        statement = (
+            update(jobs)
+            .where(jobs.c.id == job.id, jobs.c.version == job.version)
+            .where(jobs.c.state == job.state.value)
+            .values(reason=reason, version=jobs.c.version + 1, updated_at=time.time())
+        )
+        if self._epoch is not None:
+            statement = statement.where(_leader_epoch() == self._epoch)
+        with self._writer.begin() as conn:
+            if conn.execute(statement).rowcount != 1:
+                return None
+            self._record(conn, JobEvent(job.id, job.state, job.state, reason, at, actor))
+        return _with_version(replace(job, reason=reason), job.version + 1)
+
+    # -- what the scheduler records, for the views --------------------------------------
+    def leader_state(self) -> scheduler_records.LeaderState | None:
+        return scheduler_records.leader_state(self._engine)
+
+    def gpu_totals(self, *, max_age_s: float = 0.0) -> scheduler_records.GpuTotals:
+        """The recorded inventory's GPU counts; ``max_age_s`` lets a caller take an answer
+        up to that old (submissions do: the inventory changes on node joins and losses)."""
+        now = time.monotonic()
+        cached = self._gpu_totals
+        if cached is not None and now - cached[0] <= max_age_s:
+            return cached[1]
+        totals = scheduler_records.gpu_totals(self._engine)
+        self._gpu_totals = (now, totals)
+        return totals
+
+    def observed_rates(self, job_ids: Iterable[str]) -> dict[str, float]:
+        return scheduler_records.observed_rates(self._engine, list(job_ids))
 
     def events(self, job_id: str) -> list[JobEvent]:
         query = select(job_events).where(job_events.c.job_id == job_id).order_by(job_events.c.id)

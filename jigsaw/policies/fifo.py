@@ -1,7 +1,9 @@
 """FIFO with gangs and no preemption: start jobs in arrival order while the head fits.
 
 Strict FIFO (no backfilling), as in Gavel's and Tiresias' baselines: a large gang at the head
-blocks the jobs behind it. Every worker gets a GPU of its own; plans are resolved from the
+blocks the jobs behind it. A gang larger than the cluster's alive GPUs (a node was lost) is
+skipped, not waited for: it could never start (the service marks it, api/unschedulable.py).
+Every worker gets a GPU of its own; plans are resolved from the
 job's own spec (``auto`` means full backprop here: FIFO is not SPB-aware).
 """
 
@@ -27,7 +29,10 @@ class FifoPolicy(PolicyBase):
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         free = group_by_node(snapshot.free_gpus())
         decisions: list[Decision] = []
+        alive = snapshot.cluster.num_gpus
         for job in snapshot.waiting:
+            if job.spec.workers > alive:
+                continue  # can never fit the cluster as it is: it must not block the queue
             placement = compact_placement(free, job.spec.workers)
             if placement is None:
                 break

@@ -90,10 +90,11 @@ def gang_round(
         if workers <= budget - (reserved if waits else 0):
             selected.add(job_id)
             budget -= workers
-        elif waits and reserved == 0 and reserve:
+        elif waits and reserved == 0 and reserve and workers <= len(alive):
             # Reserve for the best-ranked waiting gang that does not fit: waiting jobs ranked
             # below it may not take the GPUs it is waiting for, or a stream of small jobs
-            # would starve a big gang forever.
+            # would starve a big gang forever. A gang larger than the alive cluster reserves
+            # nothing: it could never use the reservation.
             reserved = workers
     victims = [job for job in reversed(ranked) if job.id in holds and job.id not in selected]
     newcomers = [job for job in ranked if job.id in selected and job.id not in holds]

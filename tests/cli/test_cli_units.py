@@ -107,3 +107,36 @@ def test_plan_history_keeps_only_changes() -> None:
         for i, plan in enumerate([[0, 0], [0, 0], [0, 1], [0, 1], [], [0, 0]])
     ]
     assert [s["iteration"] for s in plan_changes(samples)] == [0, 2, 5]
+
+
+def test_queue_table_says_why_a_blocked_job_never_starts() -> None:
+    from rich.console import Console
+
+    from cli.views import queue_table
+
+    items = [
+        {
+            "position": 1,
+            "job_id": "j-1",
+            "name": "big",
+            "user": "u",
+            "estimated_start_at": None,
+            "estimated_wait_s": None,
+            "blocked": "needs 5 GPUs; the cluster has 4 alive",
+        },
+        {
+            "position": 2,
+            "job_id": "j-2",
+            "name": "small",
+            "user": "u",
+            "estimated_start_at": "2026-11-22T07:00:00.000Z",
+            "estimated_wait_s": 30.0,
+            "blocked": None,
+        },
+    ]
+    console = Console(width=200, record=True)
+    console.print(queue_table(items))
+    text = console.export_text()
+    big, small = (line for line in text.splitlines() if "j-1" in line or "j-2" in line)
+    assert "never" in big and "needs 5 GPUs; the cluster has 4 alive" in big
+    assert "never" not in small and "30s" in small

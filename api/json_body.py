@@ -1,0 +1,75 @@
+"""Request bodies are UTF-8 JSON, and nothing else.
+
+:class:`JsonRoute` is the route class of every ``/api/v1`` router. For a route that takes a
+body it answers, before FastAPI parses anything:
+
+- ``415`` when a non-empty body is sent with a ``Content-Type`` other than JSON;
+- ``400`` when the body is not UTF-8 (``json.loads`` alone would accept UTF-16 and UTF-32);
+
+and it parses integers of more than :data:`MAX_INT_DIGITS` digits as infinity, so that a
+5,000-digit ``workers`` is a ``422`` naming ``workers``, not Python's digit-limit error.
+"""
+
+from __future__ import annotations
+
+import email.message
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import HTTPException, Request, Response
+from fastapi.routing import APIRoute
+
+MAX_INT_DIGITS = 1000
+"""Longer integer literals stand for infinity (every integer field is far below 10^1000)."""
+
+
+def _bounded_int(literal: str) -> int | float:
+    if len(literal) > MAX_INT_DIGITS:
+        return float("-inf") if literal.startswith("-") else float("inf")
+    return int(literal)
+
+
+def is_json_media_type(content_type: str) -> bool:
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
+
+
+class JsonRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            raw = await self.body()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise HTTPException(
+                    400,
+                    f"the request body is not UTF-8 (byte {error.start}); send UTF-8 JSON",
+                ) from None
+            self._json = json.loads(text, parse_int=_bounded_int)
+        return self._json
+
+
+class JsonRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        takes_body = self.body_field is not None
+
+        async def handle(request: Request) -> Response:
+            json_request = JsonRequest(request.scope, request.receive)
+            if takes_body:
+                content_type = request.headers.get("content-type")
+                if content_type and not is_json_media_type(content_type):
+                    if await json_request.body():
+                        raise HTTPException(
+                            415,
+                            f"Content-Type {content_type!r} is not JSON; "
+                            "send the body as application/json (UTF-8)",
+                        )
+            return await handler(json_request)
+
+        return handle
