@@ -327,7 +327,9 @@ def learned_model_facts(job: Job, metrics: Mapping[str, Any]) -> dict[str, Any]:
     if job.model_blocks is not None:
         return {}
     blocks, depths = metrics.get("num_blocks"), metrics.get("plan")
-    if not isinstance(blocks, int) or job.plan is None or blocks == job.plan.num_blocks:
+    if not isinstance(blocks, int) or blocks < 1 or job.plan is None:
+        return {}
+    if blocks == job.plan.num_blocks:
         return {}
     try:
         plan = SPBPlan(tuple(int(d) for d in depths or ()), blocks)

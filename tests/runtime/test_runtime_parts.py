@@ -136,6 +136,7 @@ def report(rank: int, end: int, plan: tuple[int, ...] = (0, 1), **changes: objec
         "end_iteration": end,
         "plan_version": 0,
         "plan": plan,
+        "num_blocks": 4,
         "switches": (),
         "stopped": False,
         "losses": (2.0, 1.0),
