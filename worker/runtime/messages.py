@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jigsaw.gradient_noise import BlockNoise
+
 
 @dataclass(frozen=True, slots=True)
 class GangConfig:
@@ -32,6 +34,8 @@ class GangConfig:
     control_every: int = 25
     eval_samples: int | None = None
     checkpoints_kept: int = 2
+    noise_probe_every: int = 100
+    """A full-backprop probe iteration this often measures blocks with one contributor."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,11 @@ class LeaseReport:
     eval_s: float = 0.0
     metrics: dict[str, Any] = field(default_factory=dict)
     """Evaluation results (``accuracy`` or ``eval_loss``) when the order asked for them."""
+    block_noise: tuple[BlockNoise, ...] = ()
+    """Smoothed per-block gradient statistics after the lease (identical on every rank);
+    feed them to :class:`jigsaw.eta.OnlineEta`. Blocks not measured yet are absent."""
+    probe_iterations: int = 0
+    """Full-backprop probe iterations inside this lease (their cost is in the figures)."""
 
 
 @dataclass(frozen=True, slots=True)
