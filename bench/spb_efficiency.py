@@ -19,8 +19,11 @@ up to n_full(L_f). Iterations at rate eta(t) cover the full run's progress in
 sum_t 1/eta(t) iterations, so eta_predicted(f) = n / sum_{t < n} 1/eta(t), n = n_full(L_f)
 (a harmonic mean along the curve).
 
-    PYTHONPATH=. python bench/spb_efficiency.py -o json            # train (~25 min), analyse
+    PYTHONPATH=. python bench/spb_efficiency.py -o json            # train, analyse
     PYTHONPATH=. python bench/spb_efficiency.py --analyse -o json  # re-analyse saved runs
+
+Every run is saved to bench/results/spb_efficiency_runs/ as it finishes and reused when the
+same setting is asked for again, so an interrupted benchmark resumes where it stopped.
     PYTHONPATH=. python bench/spb_efficiency.py --report -o json   # print committed results
 """
 
@@ -51,8 +54,8 @@ PLANS = ("none", "staircase", "uniform:1", "uniform:3")
 CHECKPOINTS = (0.25, 0.5, 0.75, 1.0)
 TARGET_ABS_ERROR = 0.10
 RESULTS = Path(__file__).parent / "results"
-RUNS_FILE = RESULTS / "spb_efficiency_runs.json"
 RESULTS_FILE = RESULTS / "spb_efficiency.json"
+RUN_CACHE = RESULTS / "spb_efficiency_runs"
 
 
 @dataclass(frozen=True)
@@ -66,24 +69,38 @@ class Setting:
     optimizer: str
     lr: float
     loss_samples: int
+    spb_factor: float = 1.5
+    """SPB runs train this many times longer than full backprop, so that they can reach the
+    loss full backprop reached at the end of its run (eta down to 1/spb_factor is measurable
+    at every checkpoint)."""
+
+    def length(self, plan: str) -> int:
+        return self.iterations if plan == "none" else round(self.iterations * self.spb_factor)
+
+    def run_key(self, plan: str) -> dict[str, Any]:
+        """What a saved run depends on: everything but the other plans' length."""
+        key = {k: v for k, v in asdict(self).items() if k not in ("iterations", "spb_factor")}
+        return {**key, "run_iterations": self.length(plan)}
 
 
 SETTINGS = (
-    Setting("digits_cnn", "digits_cnn", "sklearn-digits", 300, 10, 32, "sgd", 0.05, 1437),
     Setting("mlp", "mlp", "sklearn-digits", 600, 20, 32, "sgd", 0.05, 1437),
-    Setting("gpt_small", "gpt_small", "pydoc-topics-text", 300, 20, 8, "adamw", 3e-3, 128),
     Setting(
         "worker.zoo.examples.char_lstm:build",
         "char_lstm",
         "pydoc-topics-text",
-        600,
+        400,
         20,
         8,
         "adamw",
         3e-3,
         128,
     ),
+    Setting("digits_cnn", "digits_cnn", "sklearn-digits", 150, 10, 32, "sgd", 0.05, 1437),
+    Setting("gpt_small", "gpt_small", "pydoc-topics-text", 120, 10, 8, "adamw", 3e-3, 128),
 )
+"""Cheapest first: every run is saved as it finishes, so a partial run still gives whole
+models."""
 
 
 def _loss_subset(train: Any, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -136,7 +153,7 @@ def train_curve(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
             if rank == 0 and trainer.iteration % setting.eval_every == 0:
                 curve.append((trainer.iteration, training_loss(trainer, inputs, targets)))
                 stats.append((trainer.iteration, [s.as_dict() for s in trainer.noise_stats()]))
-            if trainer.iteration == setting.iterations:
+            if trainer.iteration == setting.length(plan):
                 return {"curve": curve, "stats": stats, "blocks": trainer.num_blocks}
             trainer.step()
 
@@ -148,6 +165,20 @@ def train_curve(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
         **result,
         "wall_s": time.perf_counter() - started,
     }
+
+
+def cached_run(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
+    """``train_curve``, saved under ``RUN_CACHE`` as soon as it finishes and reused if the same
+    setting was already run (so an interrupted benchmark resumes)."""
+    path = RUN_CACHE / f"{setting.label}-{plan.replace(':', '_')}-{seed}.json"
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        if saved.get("setting") == setting.run_key(plan):
+            return dict(saved["run"])
+    run = train_curve(setting, plan, seed)
+    RUN_CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"setting": setting.run_key(plan), "run": run}) + "\n")
+    return run
 
 
 def iterations_to(curve: list[list[float]], target: float) -> float:
@@ -199,12 +230,14 @@ def analyse(runs: list[dict[str, Any]], settings: list[Setting]) -> list[dict[st
                 plan = resolve_plan(plan_name, WORKERS, int(full["blocks"]))
                 final_spb = spb["curve"][-1][1]
                 for fraction in CHECKPOINTS:
-                    at = round(fraction * setting.iterations)
-                    target = next(v for i, v in full["curve"] if i == at)
+                    # The evaluation point nearest to fraction * T (exact when eval_every divides).
+                    at, target = min(
+                        full["curve"], key=lambda p: abs(p[0] - fraction * setting.iterations)
+                    )
                     n_full = iterations_to(full["curve"], target)
                     n_spb = iterations_to(spb["curve"], target)
                     reached = n_spb != float("inf")
-                    measured = n_full / (n_spb if reached else setting.iterations)
+                    measured = n_full / (n_spb if reached else setting.length(plan_name))
                     predicted = predicted_eta(full["stats"], plan, n_full)
                     cases.append(
                         {
@@ -213,6 +246,7 @@ def analyse(runs: list[dict[str, Any]], settings: list[Setting]) -> list[dict[st
                             "depths": list(plan.depths),
                             "seed": seed,
                             "checkpoint": fraction,
+                            "checkpoint_iteration": at,
                             "target_loss": target,
                             "iters_full": n_full,
                             "iters_spb": n_spb if reached else None,
@@ -220,7 +254,7 @@ def analyse(runs: list[dict[str, Any]], settings: list[Setting]) -> list[dict[st
                             "eta_measured": measured,
                             "eta_predicted": predicted,
                             "abs_error": abs(measured - predicted)
-                            if predicted is not None
+                            if predicted is not None and reached
                             else None,
                             "final_loss_full": full["curve"][-1][1],
                             "final_loss_spb": final_spb,
@@ -252,8 +286,43 @@ def still_improving(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Scored cases are those where the SPB run reached the target; a censored case (never
+    reached within its run) has only an upper bound on eta and is listed on its own."""
     scored = [c for c in cases if c["abs_error"] is not None]
     misses = [c for c in scored if c["abs_error"] > TARGET_ABS_ERROR]
+    censored = [c for c in cases if not c["reached"]]
+    keys = ("model", "plan", "seed", "checkpoint", "eta_measured", "eta_predicted", "abs_error")
+    per_model: dict[str, dict[str, Any]] = {}
+    for case in scored:
+        row = per_model.setdefault(case["model"], {"scored": 0, "within_target": 0, "errors": []})
+        row["scored"] += 1
+        row["within_target"] += case["abs_error"] <= TARGET_ABS_ERROR
+        row["errors"].append(case["abs_error"])
+    for row in per_model.values():
+        errors = row.pop("errors")
+        row["mean_abs_error"] = statistics.fmean(errors)
+        row["max_abs_error"] = max(errors)
+    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
+    for case in cases:
+        groups.setdefault((case["model"], case["plan"], case["checkpoint"]), []).append(case)
+    seed_means = []
+    for (model, plan, checkpoint), members in groups.items():
+        if not all(c["reached"] and c["eta_predicted"] is not None for c in members):
+            continue
+        measured = [c["eta_measured"] for c in members]
+        predicted = statistics.fmean(c["eta_predicted"] for c in members)
+        seed_means.append(
+            {
+                "model": model,
+                "plan": plan,
+                "checkpoint": checkpoint,
+                "seeds": len(members),
+                "eta_measured_mean": statistics.fmean(measured),
+                "eta_measured_std": statistics.stdev(measured) if len(measured) > 1 else 0.0,
+                "eta_predicted_mean": predicted,
+                "abs_error_of_means": abs(statistics.fmean(measured) - predicted),
+            }
+        )
     return {
         "cases": len(cases),
         "scored": len(scored),
@@ -261,20 +330,12 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
         "target_abs_error": TARGET_ABS_ERROR,
         "mean_abs_error": statistics.fmean(c["abs_error"] for c in scored) if scored else None,
         "max_abs_error": max((c["abs_error"] for c in scored), default=None),
-        "misses": [
-            {
-                k: c[k]
-                for k in (
-                    "model",
-                    "plan",
-                    "seed",
-                    "checkpoint",
-                    "eta_measured",
-                    "eta_predicted",
-                    "abs_error",
-                )
-            }
-            for c in misses
+        "per_model": per_model,
+        "misses": [{k: c[k] for k in keys} for c in misses],
+        "seed_means": seed_means,
+        "censored": [
+            {**{k: c[k] for k in keys if k != "abs_error"}, "eta_measured_is_upper_bound": True}
+            for c in censored
         ],
     }
 
@@ -326,34 +387,30 @@ def main() -> None:
             for s in settings
         ]
     started = time.perf_counter()
+    jobs = [(s, plan, seed) for s in settings for seed in args.seeds for plan in PLANS]
     if args.analyse:
-        saved = json.loads(RUNS_FILE.read_text())
-        runs, meta = saved["runs"], saved["provenance"]
-        settings = [Setting(**s) for s in saved["settings"] if s["label"] in args.models]
+        runs = []
+        for setting, plan, seed in jobs:
+            path = RUN_CACHE / f"{setting.label}-{plan.replace(':', '_')}-{seed}.json"
+            if path.is_file():
+                saved = json.loads(path.read_text())
+                if saved.get("setting") == setting.run_key(plan):
+                    runs.append(saved["run"])
     else:
-        jobs = [(s, plan, seed) for s in settings for plan in PLANS for seed in args.seeds]
-        # Longest first so the pool's two workers finish together.
-        cost = {"gpt_small": 0.45, "char_lstm": 0.07, "digits_cnn": 0.12, "mlp": 0.01}
-        jobs.sort(key=lambda job: -job[0].iterations * cost.get(job[0].label, 1.0))
         with ProcessPoolExecutor(args.processes, mp_context=get_context("spawn")) as pool:
-            runs = list(pool.map(train_curve, *zip(*jobs, strict=True)))
-        meta = {
-            **{
-                k: v
-                for k, v in provenance().items()
-                if k in ("command", "date", "torch_version", "machine")
-            },
-            "training_wall_s": round(time.perf_counter() - started, 1),
-            "processes": args.processes,
-        }
-        if not args.no_write:
-            RESULTS.mkdir(exist_ok=True)
-            RUNS_FILE.write_text(
-                json.dumps(
-                    {"provenance": meta, "settings": [asdict(s) for s in settings], "runs": runs}
-                )
-                + "\n"
-            )
+            runs = list(pool.map(cached_run, *zip(*jobs, strict=True)))
+    meta = {
+        **{
+            k: v
+            for k, v in provenance().items()
+            if k in ("command", "date", "torch_version", "machine")
+        },
+        "wall_s_this_invocation": round(time.perf_counter() - started, 1),
+        "train_wall_s_per_run": {
+            f"{r['model']}|{r['plan']}|{r['seed']}": round(r["wall_s"], 1) for r in runs
+        },
+        "processes": args.processes,
+    }
     cases = analyse(runs, settings)
     document = {
         "provenance": {
