@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import add_output_flag, emit, provenance
+from spb_common import emit, provenance
 
 from jigsaw.eta import BlockNoise, eta_for_plan
 from jigsaw.plan import SPBPlan, resolve_plan
@@ -353,6 +353,30 @@ def text_lines(cases: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def markdown_table(cases: list[dict[str, Any]]) -> list[str]:
+    """One row per (model, plan, checkpoint): every seed's measured / predicted / |error|."""
+    lines = [
+        "| model | plan | at | seed: measured / predicted / abs error (✗ > 0.10, † censored) |",
+        "|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
+    for case in cases:
+        groups.setdefault((case["model"], case["plan"], case["checkpoint"]), []).append(case)
+    for (model, plan, checkpoint), members in groups.items():
+        cells = []
+        for c in members:
+            pred = "n/a" if c["eta_predicted"] is None else f"{c['eta_predicted']:.2f}"
+            if not c["reached"]:
+                cells.append(f"{c['seed']}: ≤{c['eta_measured']:.2f} / {pred} †")
+                continue
+            err = c["abs_error"]
+            mark = "" if err is None or err <= TARGET_ABS_ERROR else " ✗"
+            err_text = "n/a" if err is None else f"{err:.2f}"
+            cells.append(f"{c['seed']}: {c['eta_measured']:.2f} / {pred} / {err_text}{mark}")
+        lines.append(f"| `{model}` | {plan} | {checkpoint:.0%} | {'; '.join(cells)} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -362,7 +386,7 @@ def main() -> None:
     parser.add_argument("--analyse", action="store_true", help="re-analyse the saved runs")
     parser.add_argument("--report", action="store_true", help="print the committed results")
     parser.add_argument("--no-write", action="store_true", help="write no result files")
-    add_output_flag(parser)
+    parser.add_argument("-o", "--output", choices=("json", "text", "markdown"), default="text")
     args = parser.parse_args()
     if args.report:
         if not RESULTS_FILE.is_file():
@@ -372,6 +396,8 @@ def main() -> None:
         cases = document["cases"]
         if args.output == "json":
             print(json.dumps(cases, indent=2))
+        elif args.output == "markdown":
+            print("\n".join(markdown_table(cases)))
         else:
             print("\n".join(text_lines(cases)))
         return

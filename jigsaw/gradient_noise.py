@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from jigsaw.errors import InvalidSpecError
 
@@ -122,3 +123,37 @@ def validate_block_noise(
                 f"{where}: batch, observations and contributors must be >= 1"
             )
     return tuple(sorted(stats, key=lambda s: s.block))
+
+
+def parse_block_noise(
+    raw: Any, num_blocks: int | None = None, *, origin: str = "report"
+) -> tuple[BlockNoise, ...]:
+    """Statistics from their JSON form (a lease summary's ``metrics["block_noise"]``: a list of
+    objects with :class:`BlockNoise`'s fields), validated as :func:`validate_block_noise` does.
+    A missing or mistyped field names its position and field."""
+    if not isinstance(raw, list):
+        raise InvalidNoiseStatisticsError(f"{origin}: block_noise must be a list of objects")
+    names = [f.name for f in fields(BlockNoise)]
+    parsed = []
+    for position, entry in enumerate(raw):
+        where = f"{origin}: block_noise[{position}]"
+        if not isinstance(entry, dict):
+            raise InvalidNoiseStatisticsError(f"{where} must be an object")
+        missing = [name for name in names if name not in entry]
+        if missing:
+            raise InvalidNoiseStatisticsError(f"{where} lacks {', '.join(missing)}")
+        try:
+            parsed.append(
+                BlockNoise(
+                    block=int(entry["block"]),
+                    grad_sqr=float(entry["grad_sqr"]),
+                    grad_var=float(entry["grad_var"]),
+                    batch=int(entry["batch"]),
+                    observations=int(entry["observations"]),
+                    last_iteration=int(entry["last_iteration"]),
+                    contributors=int(entry["contributors"]),
+                )
+            )
+        except (TypeError, ValueError, OverflowError) as error:
+            raise InvalidNoiseStatisticsError(f"{where} has a malformed field: {error}") from None
+    return validate_block_noise(parsed, num_blocks, origin=origin)

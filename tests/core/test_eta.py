@@ -22,6 +22,7 @@ from jigsaw.eta import (
 from jigsaw.gradient_noise import (
     BlockNoise,
     InvalidNoiseStatisticsError,
+    parse_block_noise,
     two_batch_estimate,
     validate_block_noise,
 )
@@ -197,3 +198,19 @@ def test_prior_from_a_measured_table_names_its_source() -> None:
         .source
         == DEFAULT
     )
+
+
+def test_statistics_parse_from_a_lease_summary_and_refuse_nan() -> None:
+    entry = BlockNoise(2, 0.5, 3.0, 8, 12, 40, 3)
+    assert parse_block_noise([entry.as_dict()], 4, origin="job j1") == (entry,)
+    with pytest.raises(
+        InvalidNoiseStatisticsError, match=r"job j1: block_noise\[0\] lacks grad_var"
+    ):
+        parse_block_noise(
+            [{k: v for k, v in entry.as_dict().items() if k != "grad_var"}], 4, origin="job j1"
+        )
+    # JSON has no NaN literal, but Python's json module reads one: refused all the same.
+    with pytest.raises(InvalidNoiseStatisticsError, match="job j1: block 2: grad_sqr"):
+        parse_block_noise([{**entry.as_dict(), "grad_sqr": float("nan")}], 4, origin="job j1")
+    with pytest.raises(InvalidNoiseStatisticsError, match="must be a list"):
+        parse_block_noise({"block": 1}, 4)
