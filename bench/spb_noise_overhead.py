@@ -30,6 +30,7 @@ from spb_common import add_output_flag, emit, provenance
 from worker.runtime.messages import GangConfig
 from worker.spb.collectives import Collectives
 from worker.spb.launch import spawn_local
+from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer, TrainerConfig
 
 WORLD = 4
@@ -75,6 +76,38 @@ def _rank(
     )
 
 
+def thread_cpu_ratio(model: str, iterations: int) -> dict[str, float]:
+    """The same A/B with the 4 ranks as threads of this process (in-process backend), timed
+    with each rank thread's own CPU clock (``time.thread_time``): it counts only the CPU that
+    thread consumed, so other tenants of the machine barely move it."""
+    base = TrainerConfig(model=model, plan="staircase", batch_size=BATCH.get(model, 8), lr=0.01)
+    off_config = TrainerConfig(**{**base.__dict__, "gradient_noise": False})
+
+    def body(_rank: int, collectives: Collectives) -> dict[str, list[float]]:
+        engines = {
+            "noise_on": SPBTrainer(base, collectives),
+            "noise_off": SPBTrainer(off_config, collectives),
+        }
+        cpu: dict[str, list[float]] = {"noise_on": [], "noise_off": []}
+        for step in range(iterations + 2):
+            order = ["noise_on", "noise_off"] if step % 2 else ["noise_off", "noise_on"]
+            for name in order:
+                tick = time.thread_time()
+                engines[name].step()
+                if step >= 2:
+                    cpu[name].append(time.thread_time() - tick)
+        return cpu
+
+    ranks = run_threads(WORLD, body)
+    on = sum(statistics.median(r["noise_on"]) for r in ranks)
+    off = sum(statistics.median(r["noise_off"]) for r in ranks)
+    return {
+        "thread_cpu_s_noise_on": on,
+        "thread_cpu_s_noise_off": off,
+        "instrumentation_ratio_thread_cpu": on / off,
+    }
+
+
 def measure(model: str, iterations: int, probe_every: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         spawn_local(_rank, WORLD, model, iterations, probe_every, tmp)
@@ -111,6 +144,7 @@ def measure(model: str, iterations: int, probe_every: int) -> dict[str, Any]:
         if probe_ratio
         else None,
         "runtime_probe_every": RUNTIME_PROBE_EVERY,
+        **thread_cpu_ratio(model, iterations),
     }
 
 
@@ -119,10 +153,32 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["digits_cnn", "gpt_small"])
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--probe-every", type=int, default=4)
+    parser.add_argument(
+        "--thread-cpu-only",
+        action="store_true",
+        help="only the in-process A/B timed by thread CPU clocks (no gloo processes, no probes)",
+    )
     add_output_flag(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     started = time.perf_counter()
+    if args.thread_cpu_only:
+        rows = [{"model": m, **thread_cpu_ratio(m, args.iterations)} for m in args.models]
+        document = {
+            "provenance": {**provenance(), "wall_s": round(time.perf_counter() - started, 1)},
+            "plan": "staircase",
+            "world_size": WORLD,
+            "results": rows,
+        }
+        emit(
+            document,
+            args.output,
+            [
+                f"{r['model']}: thread CPU ratio {r['instrumentation_ratio_thread_cpu']:.4f}"
+                for r in rows
+            ],
+        )
+        return
     results = [measure(m, args.iterations, args.probe_every) for m in args.models]
     document = {
         "provenance": {**provenance(), "wall_s": round(time.perf_counter() - started, 1)},
@@ -133,7 +189,8 @@ def main() -> None:
     lines = [
         f"{r['model']}: step {r['step_s_noise_off'] * 1e3:.1f} ms off, "
         f"{r['step_s_noise_on'] * 1e3:.1f} ms on, ratio {r['instrumentation_ratio']:.3f} "
-        f"(CPU time ratio {r['instrumentation_ratio_cpu']:.3f}); "
+        f"(CPU time ratio {r['instrumentation_ratio_cpu']:.3f}, "
+        f"thread CPU {r['instrumentation_ratio_thread_cpu']:.3f}); "
         f"probe {r['probe_ratio']:.2f}x an ordinary staircase step"
         for r in results
     ]
