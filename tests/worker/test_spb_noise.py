@@ -155,3 +155,20 @@ def test_lease_summary_carries_block_noise_beside_the_existing_figures() -> None
     assert metrics["block_noise"] == [noise[0].as_dict()]
     assert metrics["probe_iterations"] == 1
     assert metrics["bytes_sent"] == [1]
+
+
+def test_char_lstm_entrypoint_trains_under_spb_with_identical_replicas() -> None:
+    config = TrainerConfig(
+        model="worker.zoo.examples.char_lstm:build",
+        plan="staircase",
+        batch_size=2,
+        optimizer="adamw",
+        lr=3e-3,
+        seed=1,
+    )
+    trainers = _run(config, 2)
+    assert trainers[0].num_blocks == 4
+    assert trainers[0].history[-1].loss < 5.6  # below ln(256), uniform over bytes, after 2 steps
+    vectors = [t.state_vector() for t in trainers]
+    assert all(torch.equal(vectors[0], v) for v in vectors[1:])
+    assert [s.block for s in trainers[0].noise_stats()] == [2, 3, 4]
