@@ -126,8 +126,8 @@ class GradientSynchronizer:
         else:
             state.flat = torch.cat([*grads, grads[0].new_zeros(1)])
             if len(route.contributors) > 1:  # one contributor: nothing to estimate from
-                own = state.flat[:-1]
-                state.flat[-1] = own.dot(own)
+                # vector_norm reads the buffer once; own.dot(own) would stream it twice.
+                state.flat[-1] = torch.linalg.vector_norm(state.flat[:-1]).square()
         state.reduce_work = self.collectives.all_reduce_sum(state.flat, route.contributors)
 
     def finish(self) -> None:
@@ -163,9 +163,9 @@ class GradientSynchronizer:
         if self.noise is None or not state.params or contributors < 2:
             return
         assert state.flat is not None
-        mean = state.flat[:-1]
+        total_sqr = torch.linalg.vector_norm(state.flat[:-1]).square()
         # [|mean|^2, mean over contributors of |g_r|^2]; read once per iteration by the tracker.
-        self.noise.record(block, contributors, torch.stack([mean.dot(mean), state.flat[-1]]))
+        self.noise.record(block, contributors, torch.stack([total_sqr, state.flat[-1]]))
 
     def _assign(self, block: int) -> None:
         state = self._state[block]
