@@ -1,18 +1,30 @@
-"""Statistical efficiency eta(plan) of SPB plans, measured by training to convergence.
+"""Statistical efficiency eta(plan) along the whole training curve: measured vs predicted.
 
 For each model, plan and seed, a 4-worker data-parallel job trains on real data (sklearn
-digits; Python's pydoc topics text for the char LM). The group is simulated in one process by
-running the unmodified SPBTrainer on 4 threads joined by the in-process collectives backend
+digits; Python's pydoc topics text for the language models). The group is simulated in one
+process: the unmodified SPBTrainer on 4 threads joined by the in-process collectives backend
 (tests/worker/test_spb_equivalence.py checks it against real gloo processes). Independent runs
 go to a small process pool.
 
-eta(plan) for one seed = iterations the full-backprop run needs to reach 95% of its own final
-quality / iterations the SPB run needs to reach that same target (linear interpolation between
-evaluation points). Quality target: accuracy >= 0.95 x final full accuracy; for a loss metric,
-95% of the full run's loss reduction, L <= L0 - 0.95 (L0 - L_final). "Final" = mean of the last
-3 evaluations. Writes jigsaw/data/efficiency.json; prints ONE JSON object with ``-o json``.
+Measured eta at checkpoint f (25/50/75/100% of the full-backprop run of T iterations): let
+L_f be the training loss (on a fixed subset of the training set, evaluated in eval mode) the
+full run reached at iteration f*T. eta_measured(f) = n_full(L_f) / n_spb(L_f), where n_x(L)
+is the first (interpolated) iteration at which run x's loss is <= L. An SPB run that never
+gets there is scored at its last iteration: an upper bound, flagged ``reached: false``.
 
-    PYTHONPATH=. python bench/spb_efficiency.py -o json [--seeds 0 1 2] [--quick]
+Predicted eta at checkpoint f: the eta model (jigsaw/eta.py) applied to the per-block gradient
+statistics the engine measured online during the full-backprop run (every block has 4
+contributors there, so every block is measured every iteration), at every evaluation point
+up to n_full(L_f). Iterations at rate eta(t) cover the full run's progress in
+sum_t 1/eta(t) iterations, so eta_predicted(f) = n / sum_{t < n} 1/eta(t), n = n_full(L_f)
+(a harmonic mean along the curve).
+
+    PYTHONPATH=. python bench/spb_efficiency.py -o json            # train, analyse
+    PYTHONPATH=. python bench/spb_efficiency.py --analyse -o json  # re-analyse saved runs
+
+Every run is saved to bench/results/spb_efficiency_runs/ as it finishes and reused when the
+same setting is asked for again, so an interrupted benchmark resumes where it stopped.
+    PYTHONPATH=. python bench/spb_efficiency.py --report -o json   # print committed results
 """
 
 from __future__ import annotations
@@ -20,49 +32,104 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import add_output_flag, emit, provenance
+from spb_common import emit, provenance
 
-from jigsaw.plan import resolve_plan
+from jigsaw.eta import BlockNoise, eta_for_plan
+from jigsaw.plan import SPBPlan, resolve_plan
 from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer, TrainerConfig
 from worker.zoo import load_workload
 
 WORKERS = 4
 PLANS = ("none", "staircase", "uniform:1", "uniform:3")
-TARGET_FRACTION = 0.95
-FINAL_WINDOW = 3
-OUTPUT = Path("jigsaw/data/efficiency.json")
+CHECKPOINTS = (0.25, 0.5, 0.75, 1.0)
+TARGET_ABS_ERROR = 0.10
+RESULTS = Path(__file__).parent / "results"
+RESULTS_FILE = RESULTS / "spb_efficiency.json"
+RUN_CACHE = RESULTS / "spb_efficiency_runs"
 
 
 @dataclass(frozen=True)
 class Setting:
     model: str
+    label: str
     dataset: str
     iterations: int
     eval_every: int
     batch_size: int
     optimizer: str
     lr: float
-    eval_samples: int | None = None
+    loss_samples: int
+    spb_factor: float = 1.5
+    """SPB runs train this many times longer than full backprop, so that they can reach the
+    loss full backprop reached at the end of its run (eta down to 1/spb_factor is measurable
+    at every checkpoint)."""
+
+    def length(self, plan: str) -> int:
+        return self.iterations if plan == "none" else round(self.iterations * self.spb_factor)
+
+    def run_key(self, plan: str) -> dict[str, Any]:
+        """What a saved run depends on: everything but the other plans' length."""
+        key = {k: v for k, v in asdict(self).items() if k not in ("iterations", "spb_factor")}
+        return {**key, "run_iterations": self.length(plan)}
 
 
 SETTINGS = (
-    Setting("digits_cnn", "sklearn-digits", 300, 10, 32, "sgd", 0.05),
-    Setting("mlp", "sklearn-digits", 300, 10, 32, "sgd", 0.05),
-    Setting("gpt_small", "pydoc-topics-text", 300, 20, 8, "adamw", 3e-3, eval_samples=128),
+    Setting("mlp", "mlp", "sklearn-digits", 600, 20, 32, "sgd", 0.05, 1437),
+    Setting(
+        "worker.zoo.examples.char_lstm:build",
+        "char_lstm",
+        "pydoc-topics-text",
+        400,
+        20,
+        8,
+        "adamw",
+        3e-3,
+        128,
+    ),
+    Setting("digits_cnn", "digits_cnn", "sklearn-digits", 150, 10, 32, "sgd", 0.05, 1437),
+    Setting("gpt_small", "gpt_small", "pydoc-topics-text", 120, 10, 8, "adamw", 3e-3, 128),
 )
+"""Cheapest first: every run is saved as it finishes, so a partial run still gives whole
+models."""
+
+
+def _loss_subset(train: Any, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A fixed, evenly spread subset of the training set (the same for every run)."""
+    indices = torch.linspace(0, len(train) - 1, min(samples, len(train))).long()
+    inputs, targets = train.fetch(indices)
+    return inputs, targets
+
+
+@torch.no_grad()
+def training_loss(trainer: SPBTrainer, inputs: torch.Tensor, targets: torch.Tensor) -> float:
+    for block in trainer.blocks:
+        block.eval()
+    try:
+        total = 0.0
+        for start in range(0, len(targets), 256):
+            out = trainer.workload.forward(inputs[start : start + 256])
+            total += float(trainer.workload.loss(out, targets[start : start + 256])) * len(
+                targets[start : start + 256]
+            )
+        return total / len(targets)
+    finally:
+        for block in trainer.blocks:
+            block.train()
 
 
 def train_curve(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
-    """One 4-worker run; returns [(iteration, metric)] evaluated on rank 0."""
+    """One 4-worker run: the loss curve and rank 0's smoothed per-block noise statistics at
+    every evaluation point."""
     torch.set_num_threads(1)
     config = TrainerConfig(
         model=setting.model,
@@ -75,156 +142,317 @@ def train_curve(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
         measure_activations=False,
     )
     data = load_workload(setting.model).make_data()
+    inputs, targets = _loss_subset(data.train, setting.loss_samples)
     started = time.perf_counter()
 
-    def body(rank: int, collectives: Any) -> list[tuple[int, float]]:
+    def body(rank: int, collectives: Any) -> dict[str, Any]:
         trainer = SPBTrainer(config, collectives, data=data)
-        curve = []
+        curve: list[tuple[int, float]] = []
+        stats: list[tuple[int, list[dict[str, Any]]]] = []
         while True:
             if rank == 0 and trainer.iteration % setting.eval_every == 0:
-                curve.append((trainer.iteration, trainer.evaluate(setting.eval_samples)))
-            if trainer.iteration == setting.iterations:
-                return curve
+                curve.append((trainer.iteration, training_loss(trainer, inputs, targets)))
+                stats.append((trainer.iteration, [s.as_dict() for s in trainer.noise_stats()]))
+            if trainer.iteration == setting.length(plan):
+                return {"curve": curve, "stats": stats, "blocks": trainer.num_blocks}
             trainer.step()
 
-    curve = run_threads(WORKERS, body)[0]
+    result = run_threads(WORKERS, body)[0]
     return {
-        "model": setting.model,
+        "model": setting.label,
         "plan": plan,
         "seed": seed,
-        "curve": curve,
+        **result,
         "wall_s": time.perf_counter() - started,
     }
 
 
-def final_value(curve: list[tuple[int, float]]) -> float:
-    return statistics.fmean(value for _, value in curve[-FINAL_WINDOW:])
+def cached_run(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
+    """``train_curve``, saved under ``RUN_CACHE`` as soon as it finishes and reused if the same
+    setting was already run (so an interrupted benchmark resumes)."""
+    path = RUN_CACHE / f"{setting.label}-{plan.replace(':', '_')}-{seed}.json"
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        if saved.get("setting") == setting.run_key(plan):
+            return dict(saved["run"])
+    run = train_curve(setting, plan, seed)
+    RUN_CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"setting": setting.run_key(plan), "run": run}) + "\n")
+    return run
 
 
-def iterations_to(curve: list[tuple[int, float]], target: float, higher_is_better: bool) -> float:
-    """First (interpolated) iteration at which the curve reaches ``target``; inf if never."""
-
-    def reached(value: float) -> bool:
-        return value >= target if higher_is_better else value <= target
-
-    for (i0, v0), (i1, v1) in zip([curve[0], *curve], curve, strict=False):
-        if reached(v1):
-            if i1 == i0 or reached(v0):
-                return float(i1)
+def iterations_to(curve: list[list[float]], target: float) -> float:
+    """First (interpolated) iteration at which the loss curve is <= ``target``; inf if never."""
+    previous = curve[0]
+    for point in curve:
+        if point[1] <= target:
+            if point is curve[0] or previous[1] <= target or point[1] == previous[1]:
+                return float(point[0])
+            i0, v0 = previous
+            i1, v1 = point
             return i0 + (target - v0) / (v1 - v0) * (i1 - i0)
+        previous = point
     return float("inf")
 
 
-def measure(setting: Setting, plan: str, runs: dict[tuple[str, str, int], Any], seeds: list[int]):  # type: ignore[no-untyped-def]
-    accuracy = load_workload_metric(setting.model) == "accuracy"
-    etas, full_iters, spb_iters, full_finals, spb_finals, reached = [], [], [], [], [], []
-    for seed in seeds:
-        full = runs[(setting.model, "none", seed)]["curve"]
-        spb = runs[(setting.model, plan, seed)]["curve"]
-        final_full = final_value(full)
-        if accuracy:
-            target = TARGET_FRACTION * final_full
-        else:
-            target = full[0][1] - TARGET_FRACTION * (full[0][1] - final_full)
-        n_full = iterations_to(full, target, accuracy)
-        n_spb = iterations_to(spb, target, accuracy)
-        reached.append(n_spb != float("inf"))
-        # An SPB run that never reaches the target is scored as reaching it at the end of the
-        # run: an upper bound on its eta, flagged by "all_reached".
-        n_spb_scored = n_spb if n_spb != float("inf") else float(setting.iterations)
-        etas.append(n_full / n_spb_scored)
-        full_iters.append(n_full)
-        spb_iters.append(n_spb_scored)
-        full_finals.append(final_full)
-        spb_finals.append(final_value(spb))
-    depths = resolve_plan(plan, WORKERS, 4).depths
-    raw_mean = statistics.fmean(etas)
+def predicted_eta(stats: list[list[Any]], plan: SPBPlan, until: float) -> float | None:
+    """Harmonic mean of the model's eta(t) over iterations [0, until), eta(t) from the newest
+    statistics at or before t (the first statistics cover the iterations before them)."""
+    points = [
+        (int(it), tuple(BlockNoise(**s) for s in entries)) for it, entries in stats if entries
+    ]
+    if not points or until <= 0:
+        return None
+    inverse_sum, covered = 0.0, 0.0
+    for index, (iteration, noise) in enumerate(points):
+        start = 0.0 if index == 0 else float(iteration)
+        end = float(points[index + 1][0]) if index + 1 < len(points) else float("inf")
+        span = max(0.0, min(end, until) - start)
+        if span <= 0:
+            continue
+        eta = eta_for_plan(noise, plan).eta
+        inverse_sum += span / eta
+        covered += span
+    return covered / inverse_sum if inverse_sum > 0 else None
+
+
+def analyse(runs: list[dict[str, Any]], settings: list[Setting]) -> list[dict[str, Any]]:
+    by_key = {(r["model"], r["plan"], r["seed"]): r for r in runs}
+    seeds = sorted({r["seed"] for r in runs})
+    cases = []
+    for setting in settings:
+        for plan_name in PLANS[1:]:
+            for seed in seeds:
+                full = by_key.get((setting.label, "none", seed))
+                spb = by_key.get((setting.label, plan_name, seed))
+                if full is None or spb is None:
+                    continue
+                plan = resolve_plan(plan_name, WORKERS, int(full["blocks"]))
+                final_spb = spb["curve"][-1][1]
+                for fraction in CHECKPOINTS:
+                    # The evaluation point nearest to fraction * T (exact when eval_every divides).
+                    at, target = min(
+                        full["curve"], key=lambda p: abs(p[0] - fraction * setting.iterations)
+                    )
+                    n_full = iterations_to(full["curve"], target)
+                    n_spb = iterations_to(spb["curve"], target)
+                    reached = n_spb != float("inf")
+                    measured = n_full / (n_spb if reached else setting.length(plan_name))
+                    predicted = predicted_eta(full["stats"], plan, n_full)
+                    cases.append(
+                        {
+                            "model": setting.label,
+                            "plan": plan_name,
+                            "depths": list(plan.depths),
+                            "seed": seed,
+                            "checkpoint": fraction,
+                            "checkpoint_iteration": at,
+                            "target_loss": target,
+                            "iters_full": n_full,
+                            "iters_spb": n_spb if reached else None,
+                            "reached": reached,
+                            "eta_measured": measured,
+                            "eta_predicted": predicted,
+                            "abs_error": abs(measured - predicted)
+                            if predicted is not None and reached
+                            else None,
+                            "final_loss_full": full["curve"][-1][1],
+                            "final_loss_spb": final_spb,
+                        }
+                    )
+    return cases
+
+
+def still_improving(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per full-backprop run: loss over the last 25% of the run vs. the 25% before it."""
+    rows = []
+    for run in runs:
+        if run["plan"] != "none":
+            continue
+        curve = run["curve"]
+        quarter = max(1, len(curve) // 4)
+        last = statistics.fmean(v for _, v in curve[-quarter:])
+        before = statistics.fmean(v for _, v in curve[-2 * quarter : -quarter])
+        rows.append(
+            {
+                "model": run["model"],
+                "seed": run["seed"],
+                "loss_last_quarter": last,
+                "loss_quarter_before": before,
+                "still_improving": last < before,
+            }
+        )
+    return rows
+
+
+def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Scored cases are those where the SPB run reached the target; a censored case (never
+    reached within its run) has only an upper bound on eta and is listed on its own."""
+    scored = [c for c in cases if c["abs_error"] is not None]
+    misses = [c for c in scored if c["abs_error"] > TARGET_ABS_ERROR]
+    censored = [c for c in cases if not c["reached"]]
+    keys = ("model", "plan", "seed", "checkpoint", "eta_measured", "eta_predicted", "abs_error")
+    per_model: dict[str, dict[str, Any]] = {}
+    for case in scored:
+        row = per_model.setdefault(case["model"], {"scored": 0, "within_target": 0, "errors": []})
+        row["scored"] += 1
+        row["within_target"] += case["abs_error"] <= TARGET_ABS_ERROR
+        row["errors"].append(case["abs_error"])
+    for row in per_model.values():
+        errors = row.pop("errors")
+        row["mean_abs_error"] = statistics.fmean(errors)
+        row["max_abs_error"] = max(errors)
+    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
+    for case in cases:
+        groups.setdefault((case["model"], case["plan"], case["checkpoint"]), []).append(case)
+    seed_means = []
+    for (model, plan, checkpoint), members in groups.items():
+        if not all(c["reached"] and c["eta_predicted"] is not None for c in members):
+            continue
+        measured = [c["eta_measured"] for c in members]
+        predicted = statistics.fmean(c["eta_predicted"] for c in members)
+        seed_means.append(
+            {
+                "model": model,
+                "plan": plan,
+                "checkpoint": checkpoint,
+                "seeds": len(members),
+                "eta_measured_mean": statistics.fmean(measured),
+                "eta_measured_std": statistics.stdev(measured) if len(measured) > 1 else 0.0,
+                "eta_predicted_mean": predicted,
+                "abs_error_of_means": abs(statistics.fmean(measured) - predicted),
+            }
+        )
     return {
-        "model": setting.model,
-        "dataset": setting.dataset,
-        "plan": plan,
-        "num_workers": WORKERS,
-        "num_blocks": 4,
-        "depths": list(depths),
-        "mean_depth_fraction": statistics.fmean(depths) / 4,
-        "eta_mean": min(1.0, raw_mean),
-        "eta_std": statistics.stdev(etas) if len(etas) > 1 else 0.0,
-        "eta_raw_mean": raw_mean,
-        "eta_per_seed": etas,
-        "final_metric_full": statistics.fmean(full_finals),
-        "final_metric_full_std": statistics.stdev(full_finals) if len(seeds) > 1 else 0.0,
-        "final_metric_spb": statistics.fmean(spb_finals),
-        "final_metric_spb_std": statistics.stdev(spb_finals) if len(seeds) > 1 else 0.0,
-        "metric": "accuracy" if accuracy else "loss",
-        "iters_to_target_full": statistics.fmean(full_iters),
-        "iters_to_target_spb": statistics.fmean(spb_iters),
-        "all_reached": all(reached),
-        "iterations_trained": setting.iterations,
+        "cases": len(cases),
+        "scored": len(scored),
+        "within_target": len(scored) - len(misses),
+        "target_abs_error": TARGET_ABS_ERROR,
+        "mean_abs_error": statistics.fmean(c["abs_error"] for c in scored) if scored else None,
+        "max_abs_error": max((c["abs_error"] for c in scored), default=None),
+        "per_model": per_model,
+        "misses": [{k: c[k] for k in keys} for c in misses],
+        "seed_means": seed_means,
+        "censored": [
+            {**{k: c[k] for k in keys if k != "abs_error"}, "eta_measured_is_upper_bound": True}
+            for c in censored
+        ],
     }
 
 
-def load_workload_metric(model: str) -> str:
-    with torch.device("meta"):
-        return load_workload(model).metric
+def text_lines(cases: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for c in cases:
+        pred = "  n/a" if c["eta_predicted"] is None else f"{c['eta_predicted']:.3f}"
+        err = "  n/a" if c["abs_error"] is None else f"{c['abs_error']:.3f}"
+        flag = "" if c["reached"] else " (not reached: upper bound)"
+        lines.append(
+            f"{c['model']:>10} {c['plan']:>10} seed {c['seed']} @{c['checkpoint']:.2f}: "
+            f"measured {c['eta_measured']:.3f} predicted {pred} |err| {err}{flag}"
+        )
+    return lines
+
+
+def markdown_table(cases: list[dict[str, Any]]) -> list[str]:
+    """One row per (model, plan, checkpoint): every seed's measured / predicted / |error|."""
+    lines = [
+        "| model | plan | at | seed: measured / predicted / abs error (✗ > 0.10, † censored) |",
+        "|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
+    for case in cases:
+        groups.setdefault((case["model"], case["plan"], case["checkpoint"]), []).append(case)
+    for (model, plan, checkpoint), members in groups.items():
+        cells = []
+        for c in members:
+            pred = "n/a" if c["eta_predicted"] is None else f"{c['eta_predicted']:.2f}"
+            if not c["reached"]:
+                cells.append(f"{c['seed']}: ≤{c['eta_measured']:.2f} / {pred} †")
+                continue
+            err = c["abs_error"]
+            mark = "" if err is None or err <= TARGET_ABS_ERROR else " ✗"
+            err_text = "n/a" if err is None else f"{err:.2f}"
+            cells.append(f"{c['seed']}: {c['eta_measured']:.2f} / {pred} / {err_text}{mark}")
+        lines.append(f"| `{model}` | {plan} | {checkpoint:.0%} | {'; '.join(cells)} |")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--models", nargs="+", default=[s.model for s in SETTINGS])
+    parser.add_argument("--models", nargs="+", default=[s.label for s in SETTINGS])
     parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument(
-        "--iterations", type=int, default=None, help="override every model's training length"
-    )
-    parser.add_argument("--no-write", action="store_true", help="do not update efficiency.json")
-    add_output_flag(parser)
+    parser.add_argument("--iterations", type=int, default=None, help="override every length")
+    parser.add_argument("--analyse", action="store_true", help="re-analyse the saved runs")
+    parser.add_argument("--report", action="store_true", help="print the committed results")
+    parser.add_argument("--no-write", action="store_true", help="write no result files")
+    parser.add_argument("-o", "--output", choices=("json", "text", "markdown"), default="text")
     args = parser.parse_args()
-    settings = [s for s in SETTINGS if s.model in args.models]
+    if args.report:
+        if not RESULTS_FILE.is_file():
+            print(f"error: {RESULTS_FILE} is missing: run the benchmark first", file=sys.stderr)
+            raise SystemExit(2)
+        document = json.loads(RESULTS_FILE.read_text())
+        cases = document["cases"]
+        if args.output == "json":
+            print(json.dumps(cases, indent=2))
+        elif args.output == "markdown":
+            print("\n".join(markdown_table(cases)))
+        else:
+            print("\n".join(text_lines(cases)))
+        return
+    unknown = set(args.models) - {s.label for s in SETTINGS}
+    if unknown:
+        parser.error(
+            f"unknown model(s) {sorted(unknown)}: choose from {[s.label for s in SETTINGS]}"
+        )
+    settings = [s for s in SETTINGS if s.label in args.models]
     if args.iterations is not None:
-        settings = [replace(s, iterations=args.iterations) for s in settings]
-    jobs = [(s, plan, seed) for s in settings for plan in PLANS for seed in args.seeds]
+        settings = [
+            replace(s, iterations=args.iterations, eval_every=max(1, args.iterations // 20))
+            for s in settings
+        ]
     started = time.perf_counter()
-    with ProcessPoolExecutor(args.processes, mp_context=get_context("spawn")) as pool:
-        results = list(pool.map(train_curve, *zip(*jobs, strict=True)))
-    runs = {(r["model"], r["plan"], r["seed"]): r for r in results}
-    measurements = [measure(s, plan, runs, args.seeds) for s in settings for plan in PLANS[1:]]
-    hyper = "; ".join(
-        f"{s.model}: {s.iterations} iters, batch {s.batch_size}/worker, {s.optimizer} lr {s.lr}, "
-        f"eval every {s.eval_every}"
-        + (f" on {s.eval_samples} held-out windows" if s.eval_samples else "")
-        for s in settings
-    )
+    jobs = [(s, plan, seed) for s in settings for seed in args.seeds for plan in PLANS]
+    if args.analyse:
+        runs = []
+        for setting, plan, seed in jobs:
+            path = RUN_CACHE / f"{setting.label}-{plan.replace(':', '_')}-{seed}.json"
+            if path.is_file():
+                saved = json.loads(path.read_text())
+                if saved.get("setting") == setting.run_key(plan):
+                    runs.append(saved["run"])
+    else:
+        with ProcessPoolExecutor(args.processes, mp_context=get_context("spawn")) as pool:
+            runs = list(pool.map(cached_run, *zip(*jobs, strict=True)))
+    meta = {
+        **{
+            k: v
+            for k, v in provenance().items()
+            if k in ("command", "date", "torch_version", "machine")
+        },
+        "wall_s_this_invocation": round(time.perf_counter() - started, 1),
+        "train_wall_s_per_run": {
+            f"{r['model']}|{r['plan']}|{r['seed']}": round(r["wall_s"], 1) for r in runs
+        },
+        "processes": args.processes,
+    }
+    cases = analyse(runs, settings)
     document = {
         "provenance": {
-            **{
-                k: v
-                for k, v in provenance().items()
-                if k in ("command", "date", "torch_version", "machine")
-            },
-            "seeds": args.seeds,
-            "notes": (
-                f"{WORKERS} workers simulated as threads running the real SPBTrainer with the "
-                "in-process collectives backend (equivalent to gloo, see "
-                "tests/worker/test_spb_equivalence.py). eta per seed = iters_full / iters_spb to "
-                "reach the full run's target (95% of final accuracy, or 95% of the loss "
-                "reduction); final = mean of the last 3 evaluations; eta_mean is capped at 1.0 "
-                "(eta_raw_mean, eta_per_seed are uncapped); an SPB run that never reaches the "
-                f"target is scored at the end of its run (all_reached=false). {hyper}. "
-                f"Total wall time {time.perf_counter() - started:.0f} s."
-            ),
+            **meta,
+            "workers": WORKERS,
+            "settings": [asdict(s) for s in settings],
+            "method": __doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2],
         },
-        "measurements": measurements,
+        "summary": summarise(cases),
+        "still_improving": still_improving(runs),
+        "cases": cases,
     }
     if not args.no_write:
-        OUTPUT.write_text(json.dumps(document, indent=2) + "\n")
-    curves = {f"{m}|{p}|{s}": r["curve"] for (m, p, s), r in runs.items()}
-    lines = [
-        f"{m['model']:>10} {m['plan']:>10}: eta {m['eta_mean']:.3f} +- {m['eta_std']:.3f} "
-        f"(raw {m['eta_raw_mean']:.3f}), final {m['metric']} full {m['final_metric_full']:.4f} "
-        f"spb {m['final_metric_spb']:.4f}"
-        for m in measurements
-    ]
-    emit({**document, "curves": curves}, args.output, lines)
+        RESULTS.mkdir(exist_ok=True)
+        RESULTS_FILE.write_text(json.dumps(document, indent=2) + "\n")
+    emit(document, args.output, [*text_lines(cases), json.dumps(document["summary"], indent=2)])
 
 
 if __name__ == "__main__":

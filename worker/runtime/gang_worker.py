@@ -87,6 +87,7 @@ class GangWorker:
                 seed=config.seed,
                 device=device,
                 history_limit=1,
+                noise_probe_every=config.noise_probe_every,
             ),
             collectives,
         )
@@ -238,6 +239,8 @@ class GangWorker:
             checkpoint_s=checkpoint_s,
             eval_s=eval_s,
             metrics=metrics,
+            block_noise=trainer.noise_stats(),
+            probe_iterations=sum(m.probe for m in steps),
         )
         self._last_report_at = time.perf_counter()
         return report

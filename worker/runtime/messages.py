@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jigsaw.gradient_noise import BlockNoise
 from jigsaw.plan import Plan, PlanRequest
 
 
@@ -37,6 +38,8 @@ class GangConfig:
     plan_request: PlanRequest | None = None
     """Set when the control plane did not know the model's K: resolve this request against
     the model the trainer built (``plan`` is then full backprop over one block)."""
+    noise_probe_every: int = 100
+    """A full-backprop probe iteration this often measures blocks with one contributor."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,11 @@ class LeaseReport:
     eval_s: float = 0.0
     metrics: dict[str, Any] = field(default_factory=dict)
     """Evaluation results (``accuracy`` or ``eval_loss``) when the order asked for them."""
+    block_noise: tuple[BlockNoise, ...] = ()
+    """Smoothed per-block gradient statistics after the lease (identical on every rank);
+    feed them to :class:`jigsaw.eta.OnlineEta`. Blocks not measured yet are absent."""
+    probe_iterations: int = 0
+    """Full-backprop probe iterations inside this lease (their cost is in the figures)."""
 
 
 @dataclass(frozen=True, slots=True)

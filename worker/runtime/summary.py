@@ -71,6 +71,11 @@ def summarize(reports: Sequence[LeaseReport]) -> dict[str, Any]:
             lease_overhead_s(r) / r.steps_wall_s if r.steps_wall_s > 0 else 0.0 for r in ordered
         ),
     }
+    if head.block_noise:
+        # Identical on every rank (computed from the same reduced buffers): rank 0's suffices.
+        metrics["block_noise"] = [entry.as_dict() for entry in head.block_noise]
+    if head.probe_iterations:
+        metrics["probe_iterations"] = head.probe_iterations
     if head.switches:
         metrics["plan_switches"] = [list(switch) for switch in head.switches]
         metrics["plan_switched_at"] = head.switches[-1][1]

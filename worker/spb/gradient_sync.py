@@ -7,6 +7,10 @@ blocks nearer the input, the same overlap torch DDP gets from its buckets. Block
 strictly output side first so that every rank issues operations on a shared group in the same
 order. After backward: wait, divide by ``|C_b|``, and the root sends the mean to the ranks
 outside ``C_b``, which posted their receives before the forward pass even started.
+
+With a :class:`~worker.spb.noise.BlockNoiseTracker`, each buffer carries one extra trailing
+element, the contributor's own squared gradient norm, so the reduce also yields the mean of the
+contributors' squared norms (the gradient-noise statistics, see :mod:`worker.spb.noise`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from worker.spb.collectives import Collectives, DoneWork, Work
+from worker.spb.noise import BlockNoiseTracker
 from worker.spb.schedule import CommSchedule
 
 
@@ -34,10 +39,16 @@ class GradientSynchronizer:
     """Lives for one plan; :meth:`close` removes its hooks before a plan switch."""
 
     def __init__(
-        self, blocks: list[nn.Module], schedule: CommSchedule, collectives: Collectives
+        self,
+        blocks: list[nn.Module],
+        schedule: CommSchedule,
+        collectives: Collectives,
+        noise: BlockNoiseTracker | None = None,
     ) -> None:
         self.schedule = schedule
         self.collectives = collectives
+        self.noise = noise
+        self._extra = 1 if noise is not None else 0
         rank = collectives.rank
         self._state = {
             b: _BlockState([p for p in blocks[b - 1].parameters() if p.requires_grad])
@@ -48,6 +59,12 @@ class GradientSynchronizer:
         self._recv_work: dict[int, Work] = {}
         self._send_work: list[Work] = []
         self._hooks: list[RemovableHandle] = []
+        self.open()
+
+    def open(self) -> None:
+        """Register the gradient hooks (done on construction; again after :meth:`close`)."""
+        if self._hooks:
+            return
         for block in self._contributed:
             for param in self._state[block].params:
                 self._hooks.append(param.register_post_accumulate_grad_hook(self._on_grad(block)))
@@ -68,7 +85,7 @@ class GradientSynchronizer:
                 continue
             route = self.schedule.route(block)
             state.flat = torch.empty(
-                sum(p.numel() for p in state.params),
+                sum(p.numel() for p in state.params) + self._extra,
                 dtype=state.params[0].dtype,
                 device=state.params[0].device,
             )
@@ -103,8 +120,14 @@ class GradientSynchronizer:
         if not grads:  # a parameter-free block (e.g. pooling) has nothing to average
             state.flat, state.reduce_work = torch.zeros(0), DoneWork()
             return
-        state.flat = torch.cat(grads)
         route = self.schedule.route(block)
+        if self.noise is None:
+            state.flat = torch.cat(grads)
+        else:
+            state.flat = torch.cat([*grads, grads[0].new_zeros(1)])
+            if len(route.contributors) > 1:  # one contributor: nothing to estimate from
+                # vector_norm reads the buffer once; own.dot(own) would stream it twice.
+                state.flat[-1] = torch.linalg.vector_norm(state.flat[:-1]).square()
         state.reduce_work = self.collectives.all_reduce_sum(state.flat, route.contributors)
 
     def finish(self) -> None:
@@ -124,13 +147,25 @@ class GradientSynchronizer:
                 for dst in route.receivers:
                     self._send_work.append(self.collectives.send(state.flat, dst, tag=block))
             self._assign(block)
+            self._record_noise(block)
         for block in self._received:
             if block in self._recv_work:
                 self._recv_work.pop(block).wait()
                 self._assign(block)
+                self._record_noise(block)
         for work in self._send_work:
             work.wait()
         self._send_work.clear()
+
+    def _record_noise(self, block: int) -> None:
+        state = self._state[block]
+        contributors = len(self.schedule.route(block).contributors)
+        if self.noise is None or not state.params or contributors < 2:
+            return
+        assert state.flat is not None
+        total_sqr = torch.linalg.vector_norm(state.flat[:-1]).square()
+        # [|mean|^2, mean over contributors of |g_r|^2]; read once per iteration by the tracker.
+        self.noise.record(block, contributors, torch.stack([total_sqr, state.flat[-1]]))
 
     def _assign(self, block: int) -> None:
         state = self._state[block]

@@ -41,6 +41,9 @@ class IterationMetrics:
     peak_memory_bytes: int
     peak_rss_bytes: int
     bytes_sent: int
+    probe: bool = False
+    """A full-backprop probe iteration (gradient-noise statistics for single-contributor
+    blocks), not the plan's own depth."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

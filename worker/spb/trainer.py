@@ -26,7 +26,8 @@ import torch
 from torch import Tensor, nn
 
 from jigsaw.errors import InvalidSpecError, JigsawError
-from jigsaw.plan import SPBPlan, resolve_plan
+from jigsaw.gradient_noise import BlockNoise
+from jigsaw.plan import SPBPlan, full_backprop, resolve_plan
 from worker.spb import checkpoint as ckpt
 from worker.spb.collectives import Collectives
 from worker.spb.gradient_sync import BufferAverager, GradientSynchronizer
@@ -38,6 +39,7 @@ from worker.spb.instrumentation import (
     peak_rss_bytes,
     tensor_bytes,
 )
+from worker.spb.noise import DEFAULT_DECAY, BlockNoiseTracker
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.schedule import CommSchedule
 from worker.zoo import DataSplits, Workload, load_workload
@@ -67,6 +69,12 @@ class TrainerConfig:
     measure_activations: bool = True
     average_buffers: bool = True
     history_limit: int = 10_000
+    gradient_noise: bool = True
+    """Measure per-block gradient noise at each reduce (``trainer.noise_stats()``)."""
+    noise_decay: float = DEFAULT_DECAY
+    noise_probe_every: int = 0
+    """Every this many iterations, when the plan leaves a block with a single contributor, run
+    one iteration as full backprop so that block's noise gets measured too (0: never)."""
 
 
 def build_optimizer(config: TrainerConfig, params: list[nn.Parameter]) -> torch.optim.Optimizer:
@@ -136,6 +144,14 @@ class SPBTrainer:
         self._clock = PhaseClock(self.device)
         self._buffers = BufferAverager(self.blocks, collectives) if config.average_buffers else None
         self._sync: GradientSynchronizer | None = None
+        self._probe_sync: GradientSynchronizer | None = None
+        if config.noise_probe_every < 0:
+            raise InvalidSpecError("noise_probe_every must be >= 0", field="noise_probe_every")
+        self.noise = (
+            BlockNoiseTracker(len(self.blocks), config.batch_size, config.noise_decay)
+            if config.gradient_noise
+            else None
+        )
         self.plan = self._resolve(config.plan)
         self._install(self.plan)
 
@@ -171,8 +187,29 @@ class SPBTrainer:
         self.collectives.prepare_groups(schedule.reduce_groups())
         if self._sync is not None:
             self._sync.close()
-        self._sync = GradientSynchronizer(self.blocks, schedule, self.collectives)
+        if self._probe_sync is None and self._probes_enabled():
+            full = CommSchedule.from_plan(full_backprop(self.world_size, self.num_blocks))
+            self.collectives.prepare_groups(full.reduce_groups())
+            self._probe_sync = GradientSynchronizer(self.blocks, full, self.collectives, self.noise)
+            self._probe_sync.close()
+        self._sync = GradientSynchronizer(self.blocks, schedule, self.collectives, self.noise)
         self.plan = plan
+
+    def _probes_enabled(self) -> bool:
+        return self.noise is not None and self.config.noise_probe_every > 0 and self.world_size > 1
+
+    def _probe_due(self) -> bool:
+        """A probe runs at the last iteration of every ``noise_probe_every`` window, and only
+        while the plan leaves some block with a single contributor."""
+        if self._probe_sync is None:
+            return False
+        if (self.iteration + 1) % self.config.noise_probe_every != 0:
+            return False
+        return any(len(self.plan.contributors(b)) < 2 for b in range(1, self.num_blocks + 1))
+
+    def noise_stats(self) -> tuple[BlockNoise, ...]:
+        """Smoothed per-block gradient statistics so far (empty if measurement is off)."""
+        return self.noise.snapshot() if self.noise is not None else ()
 
     def schedule_plan(self, spec: str | Sequence[int] | SPBPlan, apply_at: int) -> SPBPlan:
         """Switch to ``spec`` at the start of iteration ``apply_at`` (0-based count of completed
@@ -207,13 +244,27 @@ class SPBTrainer:
         """Run one iteration; return (and keep in ``history``) its measurements."""
         self._apply_pending_plan()
         assert self._sync is not None
-        depth = self.depth
+        probe = self._probe_due()
+        sync = self._sync
+        if probe:
+            assert self._probe_sync is not None
+            sync.close()
+            sync = self._probe_sync
+            sync.open()
+        try:
+            return self._step(sync, 0 if probe else self.depth, probe)
+        finally:
+            if probe:
+                sync.close()
+                self._sync.open()
+
+    def _step(self, sync: GradientSynchronizer, depth: int, probe: bool) -> IterationMetrics:
         cuda = self.device.type == "cuda"
         if cuda:
             torch.cuda.reset_peak_memory_stats(self.device)
         self._clock.start()
         self.optimizer.zero_grad(set_to_none=True)
-        self._sync.start_iteration()
+        sync.start_iteration()
         inputs, targets = self.data.train.fetch(self.sampler.next_indices(self.rank))
         inputs = inputs.to(self.device, non_blocking=True)
         targets = targets.to(self.device, non_blocking=True)
@@ -224,13 +275,16 @@ class SPBTrainer:
             self._buffers.launch()
         loss.backward()
         self._clock.mark("backward")
-        self._sync.finish()
+        sync.finish()
         if self._buffers is not None:
             self._buffers.finish()
         self._clock.mark("sync")
         self.optimizer.step()
         self._clock.mark("optimizer")
         loss_value = float(loss.item())
+        if self.noise is not None:
+            self.noise.end_iteration(self.iteration)
+            self._clock.mark("statistics")
         phases = self._clock.durations()
         saved = self._meter.total_bytes
         if cuda:
@@ -254,6 +308,7 @@ class SPBTrainer:
             peak_memory_bytes=peak,
             peak_rss_bytes=peak_rss_bytes(),
             bytes_sent=self.collectives.traffic.take(),
+            probe=probe,
         )
         self.iteration += 1
         self.history.append(metrics)
@@ -313,6 +368,7 @@ class SPBTrainer:
                 "blocks": [block.state_dict() for block in self.blocks],
                 "optimizer": self.optimizer.state_dict(),
                 "sampler": self.sampler.state_dict(),
+                "noise": self.noise.state_dict() if self.noise is not None else None,
             }
             ckpt.atomic_save(shared, path / ckpt.SHARED_FILE)
         ckpt.atomic_save(
@@ -351,6 +407,8 @@ class SPBTrainer:
             block.load_state_dict(state)
         self.optimizer.load_state_dict(shared["optimizer"])
         self.sampler.load_state_dict(shared["sampler"])
+        if self.noise is not None and shared.get("noise"):
+            self.noise.load_state_dict(shared["noise"])
         self.iteration = int(shared["iteration"])
         if plan is None and len(shared["plan"]) != self.world_size:
             raise ckpt.CheckpointError(
