@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from api.errors import ApiError, not_found
 from api.idempotency import Claim, IdempotencyKeys, Replay, request_hash
-from api.presenters import job_json
+from api.presenters import eta_public, job_json
 from api.schemas.jobs import JobCreate
 from api.state import AppState
 from api.store.telemetry import Telemetry
@@ -62,7 +62,7 @@ def submit(
 ) -> Submitted:
     spec, _plan = checked_spec(state, body, principal)
     job = Job(id=new_job_id(), spec=spec, submitted_at=time.time())
-    payload = job_json(job)
+    payload = job_json(job, eta=eta_public(job, state.oracle))
     event = submitted_event(job, principal.user)
     if idempotency_key is None:
         state.store.add(job, event)

@@ -5,12 +5,47 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.schemas.jobs import JobEventPublic, JobPublic, ProgressSamplePublic
+from api.oracle_view import OracleView
+from api.schemas.jobs import (
+    EtaEstimatePublic,
+    EtaPublic,
+    JobEventPublic,
+    JobPublic,
+    ProgressSamplePublic,
+)
 from api.timefmt import iso
 from jigsaw.domain import Job, JobEvent
+from jigsaw.efficiency import EtaEstimate
+from jigsaw.job_eta import candidate_etas, job_eta, noise_summary, table_prior
+from jigsaw.plan import SPBPlan
 
 
-def job_public(job: Job, last_loss: float | None = None) -> JobPublic:
+def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
+    """The job's eta, online from its gradient noise, for its plan and every candidate."""
+    prior = table_prior(oracle.oracle.efficiency)(job)
+    blocks = job.model_blocks or oracle.num_blocks(job.spec.model)
+    if job.plan is not None and job.plan.num_blocks > 1:
+        blocks = job.plan.num_blocks
+
+    def view(label: str, plan: SPBPlan, estimate: EtaEstimate) -> EtaEstimatePublic:
+        return EtaEstimatePublic(
+            plan=label, depths=list(plan.depths), eta=estimate.eta, source=estimate.source
+        )
+
+    current = None
+    if job.plan is not None and (blocks is None or job.plan.num_blocks == blocks):
+        current = view(job.plan.describe(), job.plan, job_eta(job, job.plan, prior))
+    candidates = (
+        [view(c.label, c.plan, c.estimate) for c in candidate_etas(job, blocks, prior)]
+        if blocks is not None
+        else []
+    )
+    return EtaPublic(current=current, candidates=candidates, **noise_summary(job))
+
+
+def job_public(
+    job: Job, last_loss: float | None = None, eta: EtaPublic | None = None
+) -> JobPublic:
     spec = job.spec
     return JobPublic(
         id=job.id,
@@ -37,11 +72,12 @@ def job_public(job: Job, last_loss: float | None = None) -> JobPublic:
         finished_at=iso(job.finished_at),
         last_loss=last_loss,
         preempted_by=job.preempted_by,
+        eta=eta,
     )
 
 
-def job_json(job: Job, last_loss: float | None = None) -> bytes:
-    return job_public(job, last_loss).model_dump_json().encode()
+def job_json(job: Job, last_loss: float | None = None, eta: EtaPublic | None = None) -> bytes:
+    return job_public(job, last_loss, eta).model_dump_json().encode()
 
 
 def event_public(event: JobEvent) -> JobEventPublic:

@@ -69,6 +69,7 @@ def job_summary(job: dict[str, Any]) -> RenderableType:
         ("State", f"{styled_state(job['state'])}  {_reason(job)}"),
         ("Progress", _progress_cell(job)),
         ("SPB plan", format_plan(job.get("plan"))),
+        ("Eta", _eta_cell(job.get("eta"))),
         ("Placement", format_placement(job.get("placement"))),
         ("Last loss", format_loss(job.get("last_loss"))),
         ("Attempt", _attempt_cell(job)),
@@ -101,12 +102,44 @@ def job_description(
         Text("Placement", style="bold underline"),
         placement_table(job),
         Text(""),
+        Text("Statistical efficiency (eta) per plan", style="bold underline"),
+        eta_table(job.get("eta")),
+        Text(""),
         Text("Plan history", style="bold underline"),
         plan_history_table(progress),
         Text(""),
         Text("Events", style="bold underline"),
         events_table(events),
     )
+
+
+def eta_table(eta: dict[str, Any] | None) -> RenderableType:
+    """eta of every candidate plan with its source; ``online`` once the job's own gradient
+    noise covers every block."""
+    if not eta or not eta.get("candidates"):
+        return Text("  unknown until the first lease reports the model's blocks", style="dim")
+    table = plain_table("plan", "depths", "eta", "source")
+    for candidate in eta["candidates"]:
+        table.add_row(
+            str(candidate["plan"]),
+            format_plan(candidate["depths"]),
+            f"{candidate['eta']:.3f}",
+            str(candidate["source"]),
+        )
+    return table
+
+
+def _eta_cell(eta: dict[str, Any] | None) -> str:
+    if not eta:
+        return "-"
+    current = eta.get("current")
+    measured = (
+        f"{eta.get('blocks_measured', 0)} blocks measured, fewest "
+        f"{eta.get('fewest_observations', 0)}/{eta.get('needed_observations', 0)} observations"
+    )
+    if not current:
+        return f"- (no plan yet; {measured})"
+    return f"{current['eta']:.3f} ({current['source']}; {measured})"
 
 
 def placement_table(job: dict[str, Any]) -> RenderableType:

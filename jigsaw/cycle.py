@@ -31,8 +31,10 @@ from jigsaw.errors import (
     JobNotFoundError,
 )
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.gradient_noise import InvalidNoiseStatisticsError
+from jigsaw.job_eta import merge_block_noise
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan
+from jigsaw.plan import Plan, SPBPlan
 from jigsaw.poison import find_poison, without
 from jigsaw.policies.base import Policy
 from jigsaw.reasons import ReasonCode
@@ -157,8 +159,10 @@ class SchedulingCycle:
                     self._move(job, JobState.RUNNING, "all workers up", at, actor="executor")
             case Progressed(iterations_done=done, metrics=metrics):
                 if job.state == JobState.RUNNING and done > job.iterations_done:
+                    learned = learned_model_facts(job, metrics)
+                    noise = measured_noise(job, learned.get("plan", job.plan), metrics)
                     self.store.save(
-                        replace(job, iterations_done=done, **learned_model_facts(job, metrics)),
+                        replace(job, iterations_done=done, **learned, **noise),
                         expected_version=job.version,
                     )
             case Finished(at=at, iterations_done=done):
@@ -336,3 +340,17 @@ def learned_model_facts(job: Job, metrics: Mapping[str, Any]) -> dict[str, Any]:
     except (InvalidPlanError, TypeError, ValueError):
         return {"model_blocks": blocks}
     return {"model_blocks": blocks, "plan": plan}
+
+
+def measured_noise(job: Job, plan: Plan | None, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's gradient statistics with this report's folded in. A report whose statistics
+    are not finite or not meaningful is refused whole and the job keeps what it had: one bad
+    report never poisons the estimate (the service also writes a line to the job's log)."""
+    raw = metrics.get("block_noise")
+    if raw is None or plan is None:
+        return {}
+    try:
+        return {"block_noise": merge_block_noise(job.block_noise, raw, plan.num_blocks)}
+    except InvalidNoiseStatisticsError as error:
+        log.warning("job %s: refused gradient statistics: %s", job.id, error)
+        return {}

@@ -9,6 +9,7 @@ from typing import Any
 
 from jigsaw.cluster import Placement
 from jigsaw.errors import IllegalTransitionError, InvalidSpecError
+from jigsaw.gradient_noise import BlockNoise
 from jigsaw.lifecycle import JobState, can_transition
 from jigsaw.plan import Plan, PlanRequest
 from jigsaw.reasons import ReasonCode, default_code
@@ -173,6 +174,9 @@ class Job:
     model_blocks: int | None = None
     """The model's block count K as a worker reported it (entrypoint models the catalog does
     not know); ``None`` until reported."""
+    block_noise: tuple[BlockNoise, ...] = ()
+    """The newest smoothed gradient statistics of each block, from the job's lease reports:
+    what its online eta is computed from (:mod:`jigsaw.job_eta`)."""
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds received so far, counting the current run up to ``now``."""

@@ -11,7 +11,7 @@ from api.deps import StateDep, Submitter, reject_unknown_query
 from api.errors import ApiError
 from api.idempotency import MAX_KEY_LENGTH
 from api.json_body import JsonRoute
-from api.presenters import event_public, job_json, job_public
+from api.presenters import eta_public, event_public, job_json, job_public
 from api.schemas.common import COMMON_ERRORS, NO_CONTROL_CHARACTERS, NOT_FOUND, ErrorBody
 from api.schemas.jobs import (
     JobCreate,
@@ -115,7 +115,9 @@ def list_jobs(
     total = state.store.count_jobs(states=states, user=user, queue=queue)
     losses = Telemetry(state.engine).last_losses([job.id for job in found])
     return JobList(
-        items=[job_public(job, losses.get(job.id)) for job in found],
+        items=[
+            job_public(job, losses.get(job.id), eta_public(job, state.oracle)) for job in found
+        ],
         total=total,
         limit=limit,
         offset=offset,
@@ -131,7 +133,8 @@ def list_jobs(
 def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
     job = jobs_service.visible_job(state, principal, job_id)
     # Serialized once here; returning a Response skips FastAPI's second validation pass.
-    return json_response(job_json(job, jobs_service.last_loss(state, job)), 200)
+    eta = eta_public(job, state.oracle)
+    return json_response(job_json(job, jobs_service.last_loss(state, job), eta), 200)
 
 
 def json_response(body: bytes, status: int, *, replayed: bool = False) -> Response:
@@ -151,7 +154,7 @@ def json_response(body: bytes, status: int, *, replayed: bool = False) -> Respon
 def cancel_job(job_id: str, principal: Submitter, state: StateDep) -> JobPublic:
     """Cancel a job that has not finished. Its gang stops at the next scheduling round."""
     job = jobs_service.cancel(state, principal, job_id)
-    return job_public(job, jobs_service.last_loss(state, job))
+    return job_public(job, jobs_service.last_loss(state, job), eta_public(job, state.oracle))
 
 
 @router.get(

@@ -8,6 +8,7 @@ import logging
 import math
 import time
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Engine, delete, func, insert, select, update
@@ -24,6 +25,7 @@ from jigsaw.cluster import Cluster
 from jigsaw.cycle import CycleReport
 from jigsaw.decisions import Decision, Preempt, Replan, Start
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
+from jigsaw.gradient_noise import InvalidNoiseStatisticsError, parse_block_noise
 from jigsaw.lifecycle import JobState
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ class ProgressRecorder:
     def _record(self, event: ExecutorEvent) -> None:
         match event:
             case Progressed(job_id=job_id, at=at, iterations_done=done, metrics=metrics):
+                self._check_noise(job_id, at, metrics)
                 self._sample(job_id, at, done, dict(metrics), final=False)
             case Finished(job_id=job_id, at=at, iterations_done=done, metrics=metrics):
                 self._sample(job_id, at, done, dict(metrics), final=True)
@@ -66,6 +69,19 @@ class ProgressRecorder:
                 self._last.pop(job_id, None)
             case _:
                 pass
+
+    def _check_noise(self, job_id: str, at: float, metrics: Mapping[str, Any]) -> None:
+        """Refused gradient statistics leave a line in the job's log naming what was wrong (the
+        cycle keeps the job's estimate as it was)."""
+        raw = metrics.get("block_noise")
+        if raw is None:
+            return
+        try:
+            parse_block_noise(raw, origin="lease report")
+        except InvalidNoiseStatisticsError as error:
+            line = f"gradient statistics refused, eta estimate kept: {error}"
+            log.warning("job %s: %s", job_id, line)
+            self._telemetry.add_log_lines(job_id, at, [line])
 
     def _sample(
         self, job_id: str, at: float, done: float, metrics: dict[str, Any], *, final: bool

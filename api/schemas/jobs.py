@@ -76,6 +76,33 @@ class JobCreate(Forbidding):
     queue: Text = Field(default="default", min_length=1, max_length=128)
 
 
+class EtaEstimatePublic(Public):
+    plan: str = Field(examples=["staircase"], description="none, staircase, uniform:k, or depths")
+    depths: list[int] = Field(examples=[[0, 1, 2, 3]])
+    eta: float = Field(examples=[0.93], description="progress per iteration vs full backprop")
+    source: str = Field(
+        examples=["online"],
+        description="online (this job's gradient noise), full backprop, measured table or "
+        "default (the prior, until every block is measured)",
+    )
+
+
+class EtaPublic(Public):
+    current: EtaEstimatePublic | None = Field(
+        description="eta of the plan the job runs (null before it has one)"
+    )
+    candidates: list[EtaEstimatePublic] = Field(
+        description="eta of every plan an spb=auto job may be given; empty while K is unknown"
+    )
+    blocks_measured: int = Field(examples=[4])
+    fewest_observations: int = Field(
+        examples=[12], description="smoothed observations of the least-measured block"
+    )
+    needed_observations: int = Field(
+        examples=[10], description="observations every block needs before eta is online"
+    )
+
+
 class JobPublic(Public):
     id: str = Field(examples=["j-3f2a9c01b7de"])
     name: str
@@ -99,6 +126,10 @@ class JobPublic(Public):
         examples=[4],
         description="The model's block count K the plan was resolved for (or the one the "
         "workers reported); null while unknown",
+    )
+    eta: EtaPublic | None = Field(
+        default=None,
+        description="Statistical efficiency, measured online from the job's gradient noise",
     )
     placement: list[list[int]] = Field(examples=[[[0, 0], [0, 1], [0, 2], [0, 3]]])
     attempt: int

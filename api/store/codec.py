@@ -7,6 +7,7 @@ from typing import Any
 
 from jigsaw.cluster import Placement
 from jigsaw.domain import Job, JobEvent, JobSpec
+from jigsaw.gradient_noise import parse_block_noise
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import Plan, plan_from_json, plan_to_json
 
@@ -49,6 +50,8 @@ def _typed_state(job: Job) -> dict[str, Any]:
         state["preempted_by"] = job.preempted_by
     if job.model_blocks is not None:
         state["model_blocks"] = job.model_blocks
+    if job.block_noise:
+        state["block_noise"] = [entry.as_dict() for entry in job.block_noise]
     return state
 
 
@@ -97,6 +100,9 @@ def _typed_fields(state: Mapping[str, Any]) -> dict[str, Any]:
         "failure_times": tuple(float(t) for t in state.get("failure_times", ())),
         "preempted_by": str(preempted_by) if preempted_by is not None else None,
         "model_blocks": int(model_blocks) if model_blocks is not None else None,
+        "block_noise": parse_block_noise(state["block_noise"], origin="stored job")
+        if state.get("block_noise")
+        else (),
     }
 
 

@@ -41,6 +41,7 @@ try {
     name: r.querySelector(".job-name span:last-child").textContent,
     state: r.querySelector(".badge").textContent,
     plan: r.querySelector(".plan .d") ? r.querySelector(".plan .d").textContent : null,
+    eta: r.querySelector(".eta") ? r.querySelector(".eta").textContent : null,
   })));
   result.gpus = await page.$$eval(".gpu", (gpus) => gpus.map((g) => ({
     id: g.dataset.gpu,

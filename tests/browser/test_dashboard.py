@@ -119,6 +119,7 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
         assert job["id"] in rows, f"{job['name']} missing from the jobs table"
     assert rows[jobs[0]["id"]]["state"] == "RUNNING"
     assert rows[jobs[0]["id"]]["plan"]  # the SPB plan is shown
+    assert " · " in rows[jobs[0]["id"]]["eta"]  # its eta, with the source named
     assert rows[jobs[3]["id"]]["state"] in ("PENDING", "ADMITTED", "RUNNING")
     assert len(seen["gpus"]) == 8
     packed = {job_id for gpu in seen["gpus"] for job_id in gpu["jobs"]}

@@ -105,6 +105,19 @@ function planCell(plan, color) {
   return cell;
 }
 
+// eta of the plan the job runs, and where it comes from (online = the job's own gradient noise).
+function etaText(eta) {
+  if (!eta || !eta.current) return "–";
+  return eta.current.eta.toFixed(3) + " · " + eta.current.source;
+}
+
+function etaTitle(eta) {
+  if (!eta) return "";
+  const lines = (eta.candidates || []).map((c) => c.plan + ": " + c.eta.toFixed(3) + " (" + c.source + ")");
+  lines.push(eta.blocks_measured + " blocks measured, fewest " + eta.fewest_observations + "/" + eta.needed_observations + " observations");
+  return lines.join("\n");
+}
+
 function renderJobs(active, finished) {
   const rows = [...active, ...finished].map((job) => {
     const tr = el("tr", FINISHED_STATES.includes(job.state) ? "finished" : "");
@@ -130,9 +143,11 @@ function renderJobs(active, finished) {
     progress.append(wrap);
     const plan = el("td");
     plan.append(planCell(job.plan, jobColor(job.id)));
+    const eta = el("td", "num eta", etaText(job.eta));
+    eta.title = etaTitle(job.eta);
     const loss = el("td", "num", typeof job.last_loss === "number" ? job.last_loss.toFixed(4) : "–");
     const gpus = el("td", "num muted", (job.placement || []).map((g) => g[0] + ":" + g[1]).join(" ") || "–");
-    tr.append(first, who, state, progress, plan, loss, gpus);
+    tr.append(first, who, state, progress, plan, eta, loss, gpus);
     return tr;
   });
   $("jobs").tBodies[0].replaceChildren(...rows);
