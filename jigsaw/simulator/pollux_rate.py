@@ -4,7 +4,7 @@ A Pollux job's work (``iterations``) already counts statistical efficiency at it
 (:meth:`jigsaw.traces.pollux_apps.PolluxApp.iterations`), so the rate here is plain
 iterations per second: ``1 / PolluxApp.iteration_s`` at the gang's per-node GPU counts. SPB
 plans do not change it (Pollux applications have no SPB profile). Gangs that share a GPU
-(only the jigsaw policy packs) slow down as in :class:`jigsaw.simexec.ConstantRate`.
+(only the jigsaw policy packs) slow down as in :class:`jigsaw.rate_executor.ConstantRate`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Gavel's rounds that end with their last gang and its allocation resets) are opti
 by :mod:`jigsaw.simulator.semantics`.
 
 Quiet rounds are skipped: after a round with no decisions, a policy that implements
-:class:`~jigsaw.policies.base.StableHint` (las, jigsaw) says until when nothing can change
+a policy's `stable_until` hint (las, jigsaw) says until when nothing can change
 without an arrival or a finish, and the clock jumps to the first round boundary after that.
 The decisions are the same as asking every round (``skip_quiet_rounds=False``); only the
 replay gets faster.
@@ -52,7 +52,7 @@ class ReplayOptions:
     admit_in_rounds: bool = False
     keep_log: bool = False
     skip_quiet_rounds: bool = True
-    """Jump over rounds a StableHint policy says cannot decide anything new."""
+    """Jump over rounds a policy's `stable_until` says cannot decide anything new."""
     max_idle_rounds: int = 3
     """Stop (``stalled``) after this many rounds with waiting jobs, nothing running and no
     decision: such jobs can never start (a gang larger than the cluster, say)."""
