@@ -174,9 +174,7 @@ def main() -> None:
             document,
             args.output,
             [
-                f"{r['model']}: thread CPU ratio {r['instrumentation_ratio_thread_cpu']:.4f}, "
-                f"isolated {r['isolated_added_s_per_rank_iteration'] * 1e6:.0f} us per iteration "
-                f"= {r['isolated_added_fraction']:.2%}"
+                f"{r['model']}: thread CPU ratio {r['instrumentation_ratio_thread_cpu']:.4f}"
                 for r in rows
             ],
         )
