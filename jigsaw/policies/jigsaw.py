@@ -70,7 +70,7 @@ class JigsawConfig:
     pack_gain: float = 0.25
     """A one-worker job runs in a host's SPB slack when the normalised goodput summed over
     the jobs concerned rises by at least this much (1.0 = one job's exclusive goodput)."""
-    host_keep: float = 0.6
+    host_keep: float = 0.35
     """A host gives slack only while it keeps at least this share of its goodput."""
     min_plan_hold_s: float = 600.0
     """A gang does not change plan in place again within this long (bounds re-plan churn)."""
@@ -157,16 +157,20 @@ class JigsawPolicy(PolicyBase):
         starts: list[Decision] = []
         for job in ranked:
             if job.id not in holds:
+                if market is not None and job.id in market.taken:
+                    continue
                 is_fair = job.id in fair
                 start = self._place(job, is_fair, state)
                 if start is None and config.packing and job.spec.workers == 1:
                     if market is None:
-                        market = self._market(state)
+                        queue = [j for j in ranked if j.id not in holds]
+                        market = self._market(state, queue)
                     squeeze = market.place(job)
                     if squeeze is not None:
                         if squeeze.replan is not None:
                             starts.append(squeeze.replan)
-                        start = squeeze.start
+                        starts.extend(squeeze.starts)
+                        continue
                 if start is not None:
                     starts.append(start)
                 elif state.reserved == 0:
@@ -200,9 +204,9 @@ class JigsawPolicy(PolicyBase):
             return maxmin_order(jobs, snapshot.now, shares)
         return las_order(jobs, snapshot.now, self.config.las)
 
-    def _market(self, state: _Round) -> SlackMarket:
+    def _market(self, state: _Round, queue: list[Job]) -> SlackMarket:
         return SlackMarket(
-            self.catalog, self.oracle, self._slack, running=state.snapshot.running,
+            self.catalog, self.oracle, self._slack, running=state.snapshot.running, queue=queue,
             ledger=state.ledger, footprints=state.footprints, gone=state.preempted,
             now=state.snapshot.now, last_plan_change=self._last_plan_change,
         )

@@ -44,21 +44,26 @@ class SlackOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class _Slot:
+class _Offer:
+    """A host under one SPB plan and the GPUs of its partial ranks, least loaded first."""
+
     host: Job
     option: PlanOption
-    gpu: GpuId
+    gpus: tuple[GpuId, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Squeeze:
-    """A guest placed in a host's slack: the guest's start and, when the host changes plan,
-    its in-place re-plan."""
+    """Guests placed in a host's slack: their starts and, when the host changes plan, its
+    in-place re-plan (which comes first)."""
 
-    start: Start
+    starts: tuple[Start, ...]
     replan: Replan | None
     host_id: str
     gain: float
+
+
+_Guest = tuple[Job, PlanOption]
 
 
 class SlackMarket:
@@ -71,6 +76,7 @@ class SlackMarket:
         options: SlackOptions,
         *,
         running: Sequence[Job],
+        queue: Sequence[Job],
         ledger: GpuLedger,
         footprints: dict[str, Footprint],
         gone: set[str],
@@ -85,6 +91,10 @@ class SlackMarket:
         self.gone = gone
         self.now = now
         self.last_plan_change = last_plan_change
+        self.taken: set[str] = set()
+        """Guests this market started (the policy skips them in its own walk)."""
+        self._queue = [job for job in queue if job.spec.workers == 1]
+        self._queue_index = {job.id: i for i, job in enumerate(self._queue)}
         self._running = {job.id: job for job in running}
         self._plans: dict[str, Plan] = {
             job.id: job.plan for job in running if job.plan is not None
@@ -94,41 +104,48 @@ class SlackMarket:
         for job in running:
             for gpu in dict.fromkeys(job.placement):
                 self._on_gpu.setdefault(gpu, []).append(job.id)
-        self._slots: list[_Slot] | None = None
+        self._offers: list[_Offer] | None = None
         self._switched: set[str] = set()
         self._misses = 0
 
     # -- the one entry point ----------------------------------------------------------------
     def place(self, guest: Job) -> Squeeze | None:
-        """Put a waiting one-worker job into some host's slack if that pays; book it."""
-        if guest.spec.workers != 1 or self._misses >= self.options.max_misses:
+        """Put ``guest`` (a waiting one-worker job), and when a host must switch plan the
+        next one-worker jobs of the queue too, into a host's slack if that pays; book it."""
+        if guest.spec.workers != 1 or guest.id in self.taken:
+            return None
+        if self._misses >= self.options.max_misses:
             return None
         guest_option = self.catalog.default_option(guest)
         if guest_option.goodput <= 0.0:
             return None
-        slots = self._all_slots()
-        best: tuple[float, _Slot] | None = None
+        best: tuple[float, _Offer, list[tuple[_Guest, GpuId]]] | None = None
         looked = 0
-        for slot in slots:
+        for offer in self._all_offers():
             if looked >= self.options.max_slots:
                 break
-            if not self._open(slot):
+            gpus = self._open_gpus(offer)
+            if not gpus:
                 continue
             looked += 1
-            gain = self._gain(slot, guest, guest_option)
+            guests = [(guest, guest_option)]
+            if self._plans[offer.host.id] != offer.option.plan:
+                guests += self._followers(guest, len(gpus) - 1)
+            assignment = list(zip(guests, gpus, strict=False))
+            gain = self._gain(offer, assignment)
             if gain is not None and (best is None or gain > best[0]):
-                best = (gain, slot)
+                best = (gain, offer, assignment)
         if best is None:
             self._misses += 1
             return None
         self._misses = 0
-        return self._book(best[1], guest, guest_option, best[0])
+        return self._book(best[1], best[2], best[0])
 
-    # -- slots ------------------------------------------------------------------------------
-    def _all_slots(self) -> list[_Slot]:
-        if self._slots is not None:
-            return self._slots
-        slots: list[tuple[float, int, _Slot]] = []
+    # -- offers -----------------------------------------------------------------------------
+    def _all_offers(self) -> list[_Offer]:
+        if self._offers is not None:
+            return self._offers
+        offers: list[tuple[float, int, _Offer]] = []
         for order, host in enumerate(self._running.values()):
             if not self._can_host(host):
                 continue
@@ -143,15 +160,18 @@ class SlackMarket:
                     continue
                 if current != option.plan and not current.is_full_backprop:
                     continue  # a host already on SPB offers its own plan's slack only
-                rank = min(range(len(option.loads)), key=lambda r: (option.loads[r], -r))
-                if option.plan.depths[rank] == 0:
+                ranks = sorted(
+                    (r for r in range(len(option.loads)) if option.plan.depths[r] > 0),
+                    key=lambda r: (option.loads[r], r),
+                )
+                if not ranks:
                     continue
                 offered += 1
-                slot = _Slot(host, option, host.placement[rank])
-                slots.append((option.loads[rank], order, slot))
-        slots.sort(key=_slot_key)
-        self._slots = [slot for _, _, slot in slots]
-        return self._slots
+                gpus = tuple(host.placement[r] for r in ranks)
+                offers.append((option.loads[ranks[0]], order, _Offer(host, option, gpus)))
+        offers.sort(key=_offer_key)
+        self._offers = [offer for _, _, offer in offers]
+        return self._offers
 
     def _can_host(self, host: Job) -> bool:
         spec = host.spec
@@ -161,63 +181,83 @@ class SlackMarket:
             return False
         return self.catalog.default_option(host).goodput > 0.0
 
-    def _open(self, slot: _Slot) -> bool:
-        host = slot.host
-        if host.id in self.gone or self.ledger.workers.get(slot.gpu, 0) != 1:
-            return False
-        current = self._plans[host.id]
-        if current == slot.option.plan:
-            return True
-        if host.id in self._switched:
-            return False  # switched this round: its other slots follow its new plan
-        changed = self.last_plan_change.get(host.id)
-        return changed is None or self.now - changed >= self.options.min_plan_hold_s
+    def _open_gpus(self, offer: _Offer) -> list[GpuId]:
+        host = offer.host
+        if host.id in self.gone:
+            return []
+        if self._plans[host.id] != offer.option.plan:
+            if host.id in self._switched:
+                return []  # switched this round: its other offers follow its new plan
+            changed = self.last_plan_change.get(host.id)
+            if changed is not None and self.now - changed < self.options.min_plan_hold_s:
+                return []
+        return [gpu for gpu in offer.gpus if self.ledger.workers.get(gpu, 0) == 1]
+
+    def _followers(self, guest: Job, count: int) -> list[_Guest]:
+        """Up to ``count`` one-worker jobs queued after ``guest``, not placed yet."""
+        found: list[_Guest] = []
+        start = self._queue_index.get(guest.id, len(self._queue)) + 1
+        for job in self._queue[start:]:
+            if len(found) >= count:
+                break
+            if job.id in self.taken or job.id in self._running:
+                continue
+            option = self.catalog.default_option(job)
+            if option.goodput > 0.0:
+                found.append((job, option))
+        return found
 
     # -- the gain ---------------------------------------------------------------------------
-    def _gain(self, slot: _Slot, guest: Job, guest_option: PlanOption) -> float | None:
-        host, option, gpu = slot.host, slot.option, slot.gpu
-        if not self._memory_fits(slot, guest_option):
+    def _gain(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> float | None:
+        """Normalised goodput summed over the host, its GPUs' other jobs and the guests,
+        after minus before; None when it is below ``pack_gain``, the host would keep less
+        than ``host_keep`` of its goodput, or memory would not fit."""
+        host, option = offer.host, offer.option
+        if not self._memory_fits(offer, assignment):
             return None
         neighbours = self._neighbours(host.id)
-        before_timings = {j: self._timing(j, self._plans[j]) for j in neighbours}
-        if any(t is None for t in before_timings.values()):
+        before_timings: dict[str, GangTiming] = {}
+        for job_id in neighbours:
+            timing = self._timing(job_id, self._plans[job_id])
+            if timing is None:
+                return None
+            before_timings[job_id] = timing
+        before_times = timesliced_iteration_times(before_timings)
+        host_timing = self.catalog.timing(host, option.plan, host.placement)
+        if host_timing is None:
             return None
-        before_times = timesliced_iteration_times(_known(before_timings))
-        host_timing = self.oracle.timing(
-            host.spec.model, host.spec.batch_size, option.plan, host.placement
-        )
-        guest_alone = 1.0 / guest_option.goodput
-        guest_timing = GangTiming(
-            guest_alone, ((gpu, guest_option.loads[0] * guest_alone),)
-        )
-        after_timings = {**_known(before_timings), host.id: host_timing, guest.id: guest_timing}
+        after_timings = {**before_timings, host.id: host_timing}
+        for (guest, guest_option), gpu in assignment:
+            alone = 1.0 / guest_option.goodput * guest_option.eta
+            after_timings[guest.id] = GangTiming(alone, ((gpu, guest_option.loads[0] * alone),))
         after_times = timesliced_iteration_times(after_timings)
         before = after = 0.0
         for job_id in neighbours:
-            plan = self._plans[job_id]
             job = self._running[job_id]
             exclusive = self.catalog.default_option(job).goodput
-            eta_before = self.catalog.eta(job, plan)
+            eta_before = self.catalog.eta(job, self._plans[job_id])
             eta_after = option.eta if job_id == host.id else eta_before
             before += eta_before / before_times[job_id] / exclusive
             after += eta_after / after_times[job_id] / exclusive
-            if job_id == host.id:
-                host_before = eta_before / before_times[job_id]
-                host_after = eta_after / after_times[job_id]
-                if host_after < self.options.host_keep * host_before - _EPS:
-                    return None
-        guest_share = (1.0 / after_times[guest.id]) / guest_option.goodput * guest_option.eta
-        gain = after + guest_share - before
+        host_before = self.catalog.eta(host, self._plans[host.id]) / before_times[host.id]
+        if option.eta / after_times[host.id] < self.options.host_keep * host_before - _EPS:
+            return None
+        for (guest, guest_option), _ in assignment:
+            after += guest_option.eta / after_times[guest.id] / guest_option.goodput
+        gain = after - before
         return gain if gain >= self.options.pack_gain else None
 
-    def _memory_fits(self, slot: _Slot, guest_option: PlanOption) -> bool:
-        host, gpu = slot.host, slot.gpu
+    def _memory_fits(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> bool:
+        host = offer.host
         current = self.footprints.get(host.id, ())
-        new = self.catalog.footprint(host, slot.option.plan, host.placement)
-        used = self.ledger.memory_used[gpu]
-        used -= sum(memory for g, _, memory in current if g == gpu)
-        used += sum(memory for g, _, memory in new if g == gpu)
-        return used + guest_option.memories[0] <= self.ledger.memory_total[gpu]
+        new = self.catalog.footprint(host, offer.option.plan, host.placement)
+        for (_, guest_option), gpu in assignment:
+            used = self.ledger.memory_used[gpu]
+            used -= sum(memory for g, _, memory in current if g == gpu)
+            used += sum(memory for g, _, memory in new if g == gpu)
+            if used + guest_option.memories[0] > self.ledger.memory_total[gpu]:
+                return False
+        return True
 
     def _neighbours(self, job_id: str) -> list[str]:
         """The job and every job on one of its GPUs, in a stable order."""
@@ -232,10 +272,13 @@ class SlackMarket:
         return self.catalog.timing(job, plan, self._placements[job_id])
 
     # -- booking ----------------------------------------------------------------------------
-    def _book(self, slot: _Slot, guest: Job, guest_option: PlanOption, gain: float) -> Squeeze:
-        host, option = slot.host, slot.option
+    def _book(
+        self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]], gain: float
+    ) -> Squeeze:
+        host, option = offer.host, offer.option
         ledger = self.ledger
         replan: Replan | None = None
+        names = ", ".join(guest.id for (guest, _), _ in assignment)
         if self._plans[host.id] != option.plan:
             ledger.remove_all(self.footprints[host.id])
             footprint = self.catalog.footprint(host, option.plan, host.placement)
@@ -246,28 +289,31 @@ class SlackMarket:
             self.last_plan_change[host.id] = self.now
             replan = Replan(
                 host.id, option.plan, host.placement,
-                f"jigsaw: re-plan to {option.label} in place, slack for {guest.id}",
+                f"jigsaw: re-plan to {option.label} in place, slack for {names}",
             )
-        placement: Placement = (slot.gpu,)
-        guest_footprint = self.catalog.footprint(guest, guest_option.plan, placement)
-        ledger.add_all(guest_footprint)
-        self.footprints[guest.id] = guest_footprint
-        self._running[guest.id] = guest
-        self._plans[guest.id] = guest_option.plan
-        self._placements[guest.id] = placement
-        self._on_gpu.setdefault(slot.gpu, []).append(guest.id)
-        start = Start(
-            guest.id, placement, guest_option.plan,
-            f"jigsaw: packed into {host.id}'s slack (plan {option.label}), "
-            f"gain {gain:.2f}",
-        )
-        return Squeeze(start, replan, host.id, gain)
+        starts: list[Start] = []
+        for (guest, guest_option), gpu in assignment:
+            placement: Placement = (gpu,)
+            guest_footprint = self.catalog.footprint(guest, guest_option.plan, placement)
+            ledger.add_all(guest_footprint)
+            self.footprints[guest.id] = guest_footprint
+            self._running[guest.id] = guest
+            self._plans[guest.id] = guest_option.plan
+            self._placements[guest.id] = placement
+            self._on_gpu.setdefault(gpu, []).append(guest.id)
+            self.taken.add(guest.id)
+            starts.append(Start(
+                guest.id, placement, guest_option.plan,
+                f"jigsaw: packed into {host.id}'s slack (plan {option.label}), "
+                f"gain {gain:.2f}",
+            ))
+        return Squeeze(tuple(starts), replan, host.id, gain)
 
 
 def _known(timings: dict[str, GangTiming | None]) -> dict[str, GangTiming]:
     return {job_id: timing for job_id, timing in timings.items() if timing is not None}
 
 
-def _slot_key(item: tuple[float, int, _Slot]) -> tuple[float, int]:
+def _offer_key(item: tuple[float, int, _Offer]) -> tuple[float, int]:
     return item[0], item[1]
 
