@@ -103,6 +103,8 @@ class _Gang:
     token: int = 0
     started_reported: bool = False
     timing: GangTiming | None = None
+    guest_use: float = 0.0
+    """GPUs' worth of compute this gang uses as a guest (time-sliced next to a larger gang)."""
 
 
 class RateDrivenExecutor:
@@ -126,8 +128,12 @@ class RateDrivenExecutor:
         self.guest_gpu_seconds = 0.0
         """Integral over time of the gangs beyond the first on each GPU (time-sliced GPU
         time: what ran in other gangs' slack)."""
+        self.guest_compute_seconds = 0.0
+        """GPU compute seconds guests used on shared GPUs: on each shared GPU, every gang
+        but the largest counts ``busy / iteration time`` (time-slicing model only)."""
         self._shared_gpus = 0
         self._guests = 0
+        self._guest_use = 0.0
         self._occupancy_at = 0.0
 
     # -- Executor seam ------------------------------------------------------------------
@@ -164,6 +170,8 @@ class RateDrivenExecutor:
         if gang is None:
             return
         self._account_occupancy()
+        self._guest_use -= gang.guest_use
+        gang.guest_use = 0.0
         for gpu, share in gang.load.items():
             self._gpu_load[gpu] -= share
             jobs = self._gpu_jobs[gpu]
@@ -233,6 +241,7 @@ class RateDrivenExecutor:
             span = self._now - self._occupancy_at
             self.shared_gpu_seconds += self._shared_gpus * span
             self.guest_gpu_seconds += self._guests * span
+            self.guest_compute_seconds += max(self._guest_use, 0.0) * span
             self._occupancy_at = self._now
 
     def _stale(self, entry: tuple[float, int, str]) -> bool:
@@ -284,6 +293,19 @@ class RateDrivenExecutor:
             timings[job_id] = timing
         return timesliced_iteration_times(timings)
 
+    def _guest_share(self, gang: _Gang, iteration_s: float) -> float:
+        if gang.timing is None:
+            return 0.0
+        use = 0.0
+        size = (len(gang.placement), gang.job.id)
+        for gpu, busy in gang.timing.busy_s:
+            others = self._gpu_jobs.get(gpu, ())
+            if len(others) > 1 and any(
+                (len(self._gangs[o].placement), o) > size for o in others if o in self._gangs
+            ):
+                use += busy / iteration_s
+        return use
+
     def _rerate(self, job_ids: set[str]) -> None:
         job_ids = {j for j in job_ids if j in self._gangs}
         if self._sliced is not None:
@@ -293,8 +315,13 @@ class RateDrivenExecutor:
             gang = self._gangs[job_id]
             self._settle(gang)
             iteration_s = sliced.get(job_id)
+            self._account_occupancy()
+            self._guest_use -= gang.guest_use
+            gang.guest_use = 0.0
             if iteration_s is not None and self._sliced is not None:
                 gang.rate = self._sliced.rate_at(gang.job, gang.plan, iteration_s)
+                gang.guest_use = self._guest_share(gang, iteration_s)
+                self._guest_use += gang.guest_use
             else:
                 others = {
                     gpu: self._gpu_load[gpu] - gang.load.get(gpu, 0.0)

@@ -107,3 +107,5 @@ def test_executor_times_co_located_gangs_with_the_model() -> None:
     assert executor._gangs["host"].rate == pytest.approx(alone)
     assert executor.shared_gpu_seconds == pytest.approx(100.0)
     assert executor.guest_gpu_seconds == pytest.approx(100.0)
+    guest_busy = dict(oracle.timing("resnet18_32", 32, guest_plan, ((0, 3),)).busy_s)[(0, 3)]
+    assert executor.guest_compute_seconds == pytest.approx(100.0 * guest_busy / expected["guest"])
