@@ -13,8 +13,10 @@ normalised by each job's exclusive goodput rises by at least ``pack_gain``, and 
 at least ``host_keep`` of its goodput (the fairness guard for the job that gives). Memory is a
 hard limit: the host's worker under the new plan plus the guest fit the GPU.
 
-Cost: hosts are found once per round; each guest looks at no more than ``max_slots`` slots,
-and after ``max_misses`` guests in a row found nothing, the round stops looking.
+Cost: hosts are found once per round; each guest looks at no more than ``max_slots`` slots;
+a guest like one that already found nothing (same model and batch) since the last booking is
+not weighed again; after ``max_misses`` guests in a row found nothing, or
+``max_hosts_per_round`` hosts took guests, the round stops looking.
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ class SlackOptions:
     pack_gain: float
     host_keep: float
     min_plan_hold_s: float
-    max_slots: int = 24
+    max_slots: int = 6
     max_misses: int = 8
     plans_per_host: int = 3
+    max_hosts_per_round: int = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,12 @@ class SlackMarket:
         self._offers: list[_Offer] | None = None
         self._switched: set[str] = set()
         self._misses = 0
+        self._hosts_used = 0
+        self._failed: set[tuple[str, int]] = set()
+        """(model, batch) of guests that found no slot since the last booking."""
+        self._before: dict[str, tuple[float, float, dict[str, GangTiming]]] = {}
+        """Per host: normalised goodput of it and its neighbours, its own goodput, and their
+        timings, as booked now (dropped when the host is booked)."""
 
     # -- the one entry point ----------------------------------------------------------------
     def place(self, guest: Job) -> Squeeze | None:
@@ -114,7 +123,13 @@ class SlackMarket:
         next one-worker jobs of the queue too, into a host's slack if that pays; book it."""
         if guest.spec.workers != 1 or guest.id in self.taken:
             return None
-        if self._misses >= self.options.max_misses:
+        if (
+            self._misses >= self.options.max_misses
+            or self._hosts_used >= self.options.max_hosts_per_round
+        ):
+            return None
+        kind = (guest.spec.model, guest.spec.batch_size)
+        if kind in self._failed:
             return None
         guest_option = self.catalog.default_option(guest)
         if guest_option.goodput <= 0.0:
@@ -137,8 +152,11 @@ class SlackMarket:
                 best = (gain, offer, assignment)
         if best is None:
             self._misses += 1
+            self._failed.add(kind)
             return None
         self._misses = 0
+        self._failed.clear()
+        self._hosts_used += 1
         return self._book(best[1], best[2], best[0])
 
     # -- offers -----------------------------------------------------------------------------
@@ -216,13 +234,10 @@ class SlackMarket:
         if not self._memory_fits(offer, assignment):
             return None
         neighbours = self._neighbours(host.id)
-        before_timings: dict[str, GangTiming] = {}
-        for job_id in neighbours:
-            timing = self._timing(job_id, self._plans[job_id])
-            if timing is None:
-                return None
-            before_timings[job_id] = timing
-        before_times = timesliced_iteration_times(before_timings)
+        booked = self._booked(host.id, neighbours)
+        if booked is None:
+            return None
+        before, host_before, before_timings = booked
         host_timing = self.catalog.timing(host, option.plan, host.placement)
         if host_timing is None:
             return None
@@ -231,21 +246,41 @@ class SlackMarket:
             alone = 1.0 / guest_option.goodput * guest_option.eta
             after_timings[guest.id] = GangTiming(alone, ((gpu, guest_option.loads[0] * alone),))
         after_times = timesliced_iteration_times(after_timings)
-        before = after = 0.0
+        after = 0.0
         for job_id in neighbours:
             job = self._running[job_id]
             exclusive = self.catalog.default_option(job).goodput
-            eta_before = self.catalog.eta(job, self._plans[job_id])
-            eta_after = option.eta if job_id == host.id else eta_before
-            before += eta_before / before_times[job_id] / exclusive
-            after += eta_after / after_times[job_id] / exclusive
-        host_before = self.catalog.eta(host, self._plans[host.id]) / before_times[host.id]
+            eta = option.eta if job_id == host.id else self.catalog.eta(job, self._plans[job_id])
+            after += eta / after_times[job_id] / exclusive
         if option.eta / after_times[host.id] < self.options.host_keep * host_before - _EPS:
             return None
         for (guest, guest_option), _ in assignment:
             after += guest_option.eta / after_times[guest.id] / guest_option.goodput
         gain = after - before
         return gain if gain >= self.options.pack_gain else None
+
+    def _booked(
+        self, host_id: str, neighbours: list[str]
+    ) -> tuple[float, float, dict[str, GangTiming]] | None:
+        cached = self._before.get(host_id)
+        if cached is not None:
+            return cached
+        timings: dict[str, GangTiming] = {}
+        for job_id in neighbours:
+            timing = self._timing(job_id, self._plans[job_id])
+            if timing is None:
+                return None
+            timings[job_id] = timing
+        times = timesliced_iteration_times(timings)
+        total = 0.0
+        for job_id in neighbours:
+            job = self._running[job_id]
+            exclusive = self.catalog.default_option(job).goodput
+            total += self.catalog.eta(job, self._plans[job_id]) / times[job_id] / exclusive
+        host = self._running[host_id]
+        own = self.catalog.eta(host, self._plans[host_id]) / times[host_id]
+        self._before[host_id] = (total, own, timings)
+        return self._before[host_id]
 
     def _memory_fits(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> bool:
         host = offer.host
@@ -277,6 +312,8 @@ class SlackMarket:
     ) -> Squeeze:
         host, option = offer.host, offer.option
         ledger = self.ledger
+        for cached in [h for h, entry in self._before.items() if host.id in entry[2]]:
+            del self._before[cached]
         replan: Replan | None = None
         names = ", ".join(guest.id for (guest, _), _ in assignment)
         if self._plans[host.id] != option.plan:
