@@ -158,11 +158,17 @@ def run_row(
     return row
 
 
-def ceiling_gpu_s(arrivals: list[Arrival], rates: ReferenceRate, oracle: Oracle) -> float:
-    """GPU-seconds SPB could free at the jobs' eta (module docstring)."""
+def ceiling_gpu_s(
+    arrivals: list[Arrival], rates: ReferenceRate, oracle: Oracle
+) -> tuple[float, float]:
+    """GPU-seconds SPB could free at the jobs' eta (module docstring), and the workload's
+    GPU-seconds of full-backprop work, for scale."""
     catalog = PlanCatalog(oracle)
-    total = 0.0
+    total = work = 0.0
     for arrival in arrivals:
+        work += arrival.spec.iterations / rates.reference_rate(
+            Job(arrival.job_id, arrival.spec, submitted_at=arrival.at)
+        ) * arrival.spec.workers
         spec = arrival.spec
         if spec.workers < 2 or not spec.plan_request.is_auto:
             continue
@@ -181,7 +187,7 @@ def ceiling_gpu_s(arrivals: list[Arrival], rates: ReferenceRate, oracle: Oracle)
             seconds_p = seconds * full.goodput / option.goodput
             best = max(best, busy_full - seconds_p * sum(option.loads))
         total += best
-    return total
+    return total, work
 
 
 def run_workload(spec: Workload, round_s: float) -> dict[str, Any]:
@@ -202,7 +208,7 @@ def run_workload(spec: Workload, round_s: float) -> dict[str, Any]:
     jigsaw = by_policy["jigsaw"]
     best = min(BASELINES, key=lambda p: by_policy[p]["avg_jct_s"])
     base = by_policy[default.base]
-    ceiling = ceiling_gpu_s(arrivals, rates, oracle)
+    ceiling, work = ceiling_gpu_s(arrivals, rates, oracle)
     return {
         "workload": spec.name,
         "trace": spec.trace.name,
@@ -216,6 +222,7 @@ def run_workload(spec: Workload, round_s: float) -> dict[str, Any]:
         "results": rows,
         "ceiling": {
             "spb_freeable_gpu_s": ceiling,
+            "work_gpu_s": work,
             "captured_gpu_s": jigsaw["guest_compute_gpu_s"],
             "captured_share": jigsaw["guest_compute_gpu_s"] / ceiling if ceiling > 0 else None,
         },
