@@ -291,7 +291,14 @@ class JigsawPolicy(PolicyBase):
             for victim in freed:
                 ledger.add_all(state.footprints[victim.id])
             return None
+        # A victim none of whose GPUs the new gang takes was freed for nothing (a guest in a
+        # gang's slack frees no GPU while its host stays): it keeps running.
+        taken = set(placement)
+        needed = [v for v in freed if taken.intersection(v.placement)]
         for victim in freed:
+            if victim not in needed:
+                ledger.add_all(state.footprints[victim.id])
+        for victim in needed:
             state.preempted.add(victim.id)
             state.decisions.append(Preempt(victim.id, "jigsaw: outranked", by=job.id))
         return placement

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from jigsaw.cluster import Cluster
-from jigsaw.domain import JobSpec
+from jigsaw.decisions import Preempt, Start
+from jigsaw.domain import Job, JobSpec, transition
 from jigsaw.errors import InvalidSpecError
 from jigsaw.lifecycle import JobState
 from jigsaw.oracle import Oracle
@@ -136,3 +137,30 @@ def _full(oracle: Oracle, model: str) -> SPBPlan:
 
 def _uniform3(oracle: Oracle) -> SPBPlan:
     return uniform(4, oracle.num_blocks("resnet50_32"), 3)
+
+
+def _running(job_id: str, workers: int, gpus: tuple[tuple[int, int], ...], priority: int,
+             oracle: Oracle) -> Job:
+    spec = JobSpec(job_id, "resnet50_32", workers, 10**6, batch_size=32, priority=priority)
+    job = Job(job_id, spec, submitted_at=0.0)
+    plan = full_backprop(workers, oracle.num_blocks("resnet50_32"))
+    job, _ = transition(job, JobState.ADMITTED, reason="t", at=0.0, actor="t", placement=gpus,
+                        plan=plan)
+    job, _ = transition(job, JobState.RUNNING, reason="t", at=0.0, actor="t")
+    return job
+
+
+def test_a_guest_that_frees_no_gpu_is_not_preempted() -> None:
+    oracle = make_oracle(SimulationSetup())
+    host = _running("host", 2, ((0, 0), (0, 1)), 0, oracle)
+    guest = _running("guest", 1, ((0, 1),), -1, oracle)
+    other = _running("other", 2, ((0, 2), (0, 3)), 0, oracle)
+    spec = JobSpec("w", "resnet50_32", 2, 10**6, batch_size=32, priority=2)
+    waiting = Job("w", spec, submitted_at=100.0)
+    now = 10 * 3600.0
+    snapshot = Snapshot(now, Cluster.uniform(4, 4), (waiting,), (guest, host, other))
+    decisions = JigsawPolicy(oracle).decide(snapshot)
+    preempted = {d.job_id for d in decisions if isinstance(d, Preempt)}
+    assert preempted == {"other"}
+    start = next(d for d in decisions if isinstance(d, Start))
+    assert set(start.placement) == {(0, 2), (0, 3)}
