@@ -1,5 +1,11 @@
 """A simulated executor: gangs progress at the rate a RateModel predicts, in virtual time.
 
+Gangs that share a GPU take turns at iteration boundaries. When the rate model can say how
+long a gang's iteration takes alone and how much of it each GPU computes
+(:class:`TimeSlicedRates`), every group of gangs linked by shared GPUs is re-timed together
+with :func:`jigsaw.oracle.timeslicing.timesliced_iteration_times`; otherwise ``rate`` is
+given the other gangs' summed load on each GPU.
+
 Progress is settled lazily: a running gang keeps (iterations at last settle, rate, settle
 time), and finish times sit in a heap, so a poll costs O(finished + re-rated) rather than
 O(running). Rates change only when a gang starts, stops or re-plans next to a job sharing its
@@ -18,6 +24,7 @@ from typing import Protocol
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Finished, Progressed, Started
+from jigsaw.oracle.timeslicing import GangTiming, timesliced_iteration_times
 from jigsaw.plan import Plan
 
 _EPS = 1e-9
@@ -40,6 +47,19 @@ class RateModel(Protocol):
 
     def startup_s(self, job: Job) -> float:
         """Time from launch (or resume from checkpoint) to the first iteration."""
+        ...
+
+
+class TimeSlicedRates(Protocol):
+    """What a rate model offers for honest time-slicing on shared GPUs."""
+
+    def timing(self, job: Job, placement: Placement, plan: Plan) -> GangTiming | None:
+        """Iteration time alone and compute seconds per GPU (None: not known, e.g. a model
+        without a profile; the gang is then rated by ``rate`` with the others' load)."""
+        ...
+
+    def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
+        """Effective progress (iterations per second times eta) at this iteration time."""
         ...
 
 
@@ -82,6 +102,9 @@ class _Gang:
     load: dict[GpuId, float]
     token: int = 0
     started_reported: bool = False
+    timing: GangTiming | None = None
+    guest_use: float = 0.0
+    """GPUs' worth of compute this gang uses as a guest (time-sliced next to a larger gang)."""
 
 
 class RateDrivenExecutor:
@@ -95,6 +118,23 @@ class RateDrivenExecutor:
         self._report_progress = report_progress
         self._now = 0.0
         self._token = 0
+        timing = getattr(rates, "timing", None)
+        rate_at = getattr(rates, "rate_at", None)
+        self._sliced: TimeSlicedRates | None = (
+            rates if callable(timing) and callable(rate_at) else None  # type: ignore[assignment]
+        )
+        self.shared_gpu_seconds = 0.0
+        """Integral over time of the number of GPUs holding two gangs or more."""
+        self.guest_gpu_seconds = 0.0
+        """Integral over time of the gangs beyond the first on each GPU (time-sliced GPU
+        time: what ran in other gangs' slack)."""
+        self.guest_compute_seconds = 0.0
+        """GPU compute seconds guests used on shared GPUs: on each shared GPU, every gang
+        but the largest counts ``busy / iteration time`` (time-slicing model only)."""
+        self._shared_gpus = 0
+        self._guests = 0
+        self._guest_use = 0.0
+        self._occupancy_at = 0.0
 
     # -- Executor seam ------------------------------------------------------------------
     def start(self, job: Job, placement: Placement, plan: Plan) -> None:
@@ -109,10 +149,18 @@ class RateDrivenExecutor:
             begins,
             self._rates.load(job, placement, plan),
         )
+        if self._sliced is not None:
+            gang.timing = self._sliced.timing(job, placement, plan)
+        self._account_occupancy()
         self._gangs[job.id] = gang
         for gpu, share in gang.load.items():
             self._gpu_load[gpu] += share
-            self._gpu_jobs[gpu].add(job.id)
+            jobs = self._gpu_jobs[gpu]
+            jobs.add(job.id)
+            if len(jobs) == 2:
+                self._shared_gpus += 1
+            if len(jobs) >= 2:
+                self._guests += 1
         heapq.heappush(self._pending_starts, (begins, job.id))
         self._rerate(self._neighbours(placement))
 
@@ -121,9 +169,17 @@ class RateDrivenExecutor:
         gang = self._gangs.pop(job_id, None)
         if gang is None:
             return
+        self._account_occupancy()
+        self._guest_use -= gang.guest_use
+        gang.guest_use = 0.0
         for gpu, share in gang.load.items():
             self._gpu_load[gpu] -= share
-            self._gpu_jobs[gpu].discard(job_id)
+            jobs = self._gpu_jobs[gpu]
+            if len(jobs) >= 2:
+                self._guests -= 1
+            if len(jobs) == 2:
+                self._shared_gpus -= 1
+            jobs.discard(job_id)
         self._rerate(self._neighbours(gang.placement))
 
     def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
@@ -180,6 +236,14 @@ class RateDrivenExecutor:
         return gang.done
 
     # -- internals ------------------------------------------------------------------------
+    def _account_occupancy(self) -> None:
+        if self._now > self._occupancy_at:
+            span = self._now - self._occupancy_at
+            self.shared_gpu_seconds += self._shared_gpus * span
+            self.guest_gpu_seconds += self._guests * span
+            self.guest_compute_seconds += max(self._guest_use, 0.0) * span
+            self._occupancy_at = self._now
+
     def _stale(self, entry: tuple[float, int, str]) -> bool:
         gang = self._gangs.get(entry[2])
         return gang is None or gang.token != entry[1]
@@ -195,14 +259,75 @@ class RateDrivenExecutor:
             )
             gang.settled_at = moment
 
+    def _component(self, job_ids: set[str]) -> set[str]:
+        """``job_ids`` and every gang linked to them through shared GPUs."""
+        seen = set(job_ids)
+        frontier = list(job_ids)
+        while frontier:
+            gang = self._gangs.get(frontier.pop())
+            if gang is None:
+                continue
+            for gpu in gang.load:
+                for other in self._gpu_jobs.get(gpu, ()):
+                    if other not in seen:
+                        seen.add(other)
+                        frontier.append(other)
+        return seen
+
+    def _sliced_times(self, job_ids: set[str]) -> dict[str, float]:
+        """Time-sliced iteration times of the gangs that share a GPU (empty: nobody does,
+        or some sharing gang's timing is unknown)."""
+        if self._sliced is None:
+            return {}
+        sharing = {
+            job_id for job_id in job_ids
+            if any(len(self._gpu_jobs[gpu]) > 1 for gpu in self._gangs[job_id].load)
+        }
+        if not sharing:
+            return {}
+        timings: dict[str, GangTiming] = {}
+        for job_id in sharing:
+            timing = self._gangs[job_id].timing
+            if timing is None:
+                return {}
+            timings[job_id] = timing
+        return timesliced_iteration_times(timings)
+
+    def _guest_share(self, gang: _Gang, iteration_s: float) -> float:
+        if gang.timing is None:
+            return 0.0
+        use = 0.0
+        size = (len(gang.placement), gang.job.id)
+        for gpu, busy in gang.timing.busy_s:
+            others = self._gpu_jobs.get(gpu, ())
+            if len(others) > 1 and any(
+                (len(self._gangs[o].placement), o) > size for o in others if o in self._gangs
+            ):
+                use += busy / iteration_s
+        return use
+
     def _rerate(self, job_ids: set[str]) -> None:
+        job_ids = {j for j in job_ids if j in self._gangs}
+        if self._sliced is not None:
+            job_ids = self._component(job_ids)
+        sliced = self._sliced_times(job_ids)
         for job_id in sorted(job_ids):
             gang = self._gangs[job_id]
             self._settle(gang)
-            others = {
-                gpu: self._gpu_load[gpu] - gang.load.get(gpu, 0.0) for gpu in set(gang.placement)
-            }
-            gang.rate = self._rates.rate(gang.job, gang.placement, gang.plan, others)
+            iteration_s = sliced.get(job_id)
+            self._account_occupancy()
+            self._guest_use -= gang.guest_use
+            gang.guest_use = 0.0
+            if iteration_s is not None and self._sliced is not None:
+                gang.rate = self._sliced.rate_at(gang.job, gang.plan, iteration_s)
+                gang.guest_use = self._guest_share(gang, iteration_s)
+                self._guest_use += gang.guest_use
+            else:
+                others = {
+                    gpu: self._gpu_load[gpu] - gang.load.get(gpu, 0.0)
+                    for gpu in set(gang.placement)
+                }
+                gang.rate = self._rates.rate(gang.job, gang.placement, gang.plan, others)
             self._token += 1
             gang.token = self._token
             remaining = gang.job.spec.iterations - gang.done

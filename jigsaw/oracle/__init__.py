@@ -5,5 +5,6 @@ Pollux measurements (``bench/oracle_calibration.py``). See docs/ORACLE.md.
 """
 
 from jigsaw.oracle.oracle import Oracle, Prediction
+from jigsaw.oracle.timeslicing import GangTiming, timesliced_iteration_times
 
-__all__ = ["Oracle", "Prediction"]
+__all__ = ["GangTiming", "Oracle", "Prediction", "timesliced_iteration_times"]

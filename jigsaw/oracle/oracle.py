@@ -26,6 +26,7 @@ from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import HardwareSpec
 from jigsaw.oracle.costs import ModelCosts, PlanCosts, model_costs, plan_costs
 from jigsaw.oracle.network import PlacementCosts, placement_costs
+from jigsaw.oracle.timeslicing import GangTiming
 from jigsaw.plan import SPBPlan, full_backprop
 from jigsaw.profiles import ProfileCatalog
 
@@ -152,6 +153,16 @@ class Oracle:
         costs = self._plan(model, batch_size, plan)
         alone = self._alone_costs((model, batch_size, plan.depths, placement), costs, placement)
         return {node: busy / alone.iteration_s for node, busy in alone.place.nic_busy_s}
+
+    def timing(
+        self, model: str, batch_size: int, plan: SPBPlan, placement: Placement
+    ) -> GangTiming:
+        """Iteration time alone and compute seconds per GPU: what time-slicing needs
+        (:mod:`jigsaw.oracle.timeslicing`)."""
+        alone_s = self.predict(model, batch_size, plan, placement).iteration_time_s
+        costs = self._plan(model, batch_size, plan)
+        alone = self._alone_costs((model, batch_size, plan.depths, placement), costs, placement)
+        return GangTiming(alone_s, alone.place.gpu_busy_s)
 
     def worker_memory_bytes(self, model: str, batch_size: int, plan: SPBPlan, rank: int) -> int:
         return self._plan(model, batch_size, plan).memory_bytes[rank]

@@ -2,8 +2,8 @@
 
 One round, read top to bottom (docs/SCHEDULER.md has the why):
 
-1. rank every active job by LAS (priority, attained-service queue, arrival; starving jobs are
-   promoted), the fairness guard;
+1. rank every active job by the fairness guard, ``base``: LAS (priority, attained-service
+   queue, arrival; starving jobs are promoted) or max-min deficit (Gavel-style);
 2. the *fair set*: walking the ranking, jobs whose whole gang fits in the cluster's GPU count
    (fresh gangs younger than ``min_run_s`` first: they have not paid back their restart);
 3. book every running gang's predicted load and memory in a :class:`GpuLedger`;
@@ -12,9 +12,15 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
    only, preempt the lowest-ranked unprotected gangs outside the fair set until it fits; the
    best-ranked job that still does not fit reserves its GPU count: jobs ranked below it may
    only pack, so free GPUs accumulate for it (no starvation behind small jobs);
-5. re-plan in place a running SPB gang whose GPUs now have room for a better plan.
+   a one-worker job that still waits may run in the slack a running ``spb: auto`` gang opens
+   by switching to an SPB plan in place, when the cluster's normalised goodput rises by
+   ``pack_gain`` (:mod:`jigsaw.policies.slack`; the GPU is then time-sliced);
+5. re-plan in place a running SPB gang whose GPUs now have room for a better plan (back to
+   full backprop once its guests are gone); no gang changes plan twice within
+   ``min_plan_hold_s``.
 
-A GPU's summed load never exceeds ``load_threshold`` and its memory is never over-booked.
+Apart from the time-sliced slack of step 4, a GPU's summed load never exceeds
+``load_threshold``; its memory is never over-booked.
 """
 
 from __future__ import annotations
@@ -29,14 +35,16 @@ from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.plan import Plan
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.fairness import LasConfig, las_order
+from jigsaw.policies.fairness import LasConfig, fair_shares, las_order, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
 from jigsaw.policies.las import stable_ranking_until
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
+from jigsaw.policies.slack import SlackMarket, SlackOptions
 from jigsaw.snapshot import Snapshot
 
 _EPS = 1e-9
+BASES = ("las", "maxmin")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +65,29 @@ class JigsawConfig:
     """A job outside the fair set runs packed when that gives at least this share."""
     replan_gain: float = 0.05
     """An in-place re-plan must raise the job's goodput by this share (it costs a lease)."""
+    base: str = "las"
+    """The fairness guard's ranking: ``las`` (Tiresias) or ``maxmin`` (max-min deficit)."""
+    pack_gain: float = 0.25
+    """A one-worker job runs in a host's SPB slack when the normalised goodput summed over
+    the jobs concerned rises by at least this much (1.0 = one job's exclusive goodput)."""
+    host_keep: float = 0.35
+    """A host gives slack only while it keeps at least this share of its goodput."""
+    min_plan_hold_s: float = 600.0
+    """A gang does not change plan in place again within this long (bounds re-plan churn)."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.load_threshold <= 4.0:
             raise ValueError("load_threshold must be in (0, 4]")
         if self.min_run_s < 0 or not 0.0 <= self.min_residual < self.load_threshold:
             raise ValueError("min_run_s must be >= 0 and min_residual in [0, load_threshold)")
+        if self.base not in BASES:
+            raise ValueError(f"base must be one of {', '.join(BASES)}, got {self.base!r}")
+        if self.pack_gain < 0 or self.replan_gain < 0:
+            raise ValueError("pack_gain and replan_gain must be >= 0")
+        if not 0.0 <= self.host_keep <= 1.0:
+            raise ValueError("host_keep must be in [0, 1]")
+        if self.min_plan_hold_s < 0:
+            raise ValueError("min_plan_hold_s must be >= 0")
 
 
 @dataclass(slots=True)
@@ -93,6 +118,13 @@ class JigsawPolicy(PolicyBase):
         self.oracle = oracle if oracle is not None else Oracle(preset("v100"))
         self.config = config if config is not None else JigsawConfig()
         self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
+        self._last_plan_change: dict[str, float] = {}
+        """When each running gang last changed plan in place (the churn bound)."""
+        self._slack = SlackOptions(
+            pack_gain=self.config.pack_gain,
+            host_keep=self.config.host_keep,
+            min_plan_hold_s=self.config.min_plan_hold_s,
+        )
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         config = self.config
@@ -102,7 +134,7 @@ class JigsawPolicy(PolicyBase):
         ]
         if not snapshot.waiting and not spb_running:
             return []
-        ranked = las_order(snapshot.running + snapshot.waiting, now, config.las)
+        ranked = self._rank(snapshot)
         holds = {job.id for job in snapshot.running}
         fair = self._fair_set(ranked, snapshot, holds)
         ledger = GpuLedger(
@@ -121,11 +153,24 @@ class JigsawPolicy(PolicyBase):
             and not is_protected(job, now, config.min_run_s)
         ]
         state = _Round(snapshot, ledger, footprints, victims)
+        market: SlackMarket | None = None
         starts: list[Decision] = []
         for job in ranked:
             if job.id not in holds:
+                if market is not None and job.id in market.taken:
+                    continue
                 is_fair = job.id in fair
                 start = self._place(job, is_fair, state)
+                if start is None and config.packing and job.spec.workers == 1:
+                    if market is None:
+                        queue = [j for j in ranked if j.id not in holds]
+                        market = self._market(state, queue)
+                    squeeze = market.place(job)
+                    if squeeze is not None:
+                        if squeeze.replan is not None:
+                            starts.append(squeeze.replan)
+                        starts.extend(squeeze.starts)
+                        continue
                 if start is not None:
                     starts.append(start)
                 elif state.reserved == 0:
@@ -134,13 +179,37 @@ class JigsawPolicy(PolicyBase):
                     state.reserved = job.spec.workers
         replans = self._replan_in_place(spb_running, state)
         if self.catalog.cached_footprints > 4 * (len(snapshot.running) + 64):
-            self.catalog.forget({job.id for job in snapshot.running})
+            running = {job.id for job in snapshot.running}
+            self.catalog.forget(running)
+            for job_id in [j for j in self._last_plan_change if j not in running]:
+                del self._last_plan_change[job_id]
         return state.decisions + starts + replans
 
-    def stable_until(self, snapshot: Snapshot) -> float:
-        """Placement, packing and re-plans depend on the ledger, not on time; the ranking
-        and the protection of fresh gangs are LAS's (see :meth:`Policy.stable_until`)."""
-        return stable_ranking_until(snapshot, self.config.las, self.config.min_run_s)
+    def stable_until(self, snapshot: Snapshot) -> float | None:
+        """Placement, packing and re-plans depend on the ledger, not on time, except that a
+        gang's plan hold ends; the ranking and the protection of fresh gangs are LAS's (see
+        :meth:`Policy.stable_until`). A max-min ranking moves all the time: no promise."""
+        if self.config.base != "las":
+            return None
+        now, hold = snapshot.now, self.config.min_plan_hold_s
+        holds = [t + hold for t in self._last_plan_change.values() if t + hold > now]
+        until = stable_ranking_until(snapshot, self.config.las, self.config.min_run_s)
+        return min(until, min(holds)) if holds else until
+
+    # -- 1. the fairness guard's ranking ----------------------------------------------------
+    def _rank(self, snapshot: Snapshot) -> list[Job]:
+        jobs = snapshot.running + snapshot.waiting
+        if self.config.base == "maxmin":
+            shares = fair_shares(jobs, snapshot.cluster.num_gpus)
+            return maxmin_order(jobs, snapshot.now, shares)
+        return las_order(jobs, snapshot.now, self.config.las)
+
+    def _market(self, state: _Round, queue: list[Job]) -> SlackMarket:
+        return SlackMarket(
+            self.catalog, self.oracle, self._slack, running=state.snapshot.running, queue=queue,
+            ledger=state.ledger, footprints=state.footprints, gone=state.preempted,
+            now=state.snapshot.now, last_plan_change=self._last_plan_change,
+        )
 
     # -- 2. fairness guard ------------------------------------------------------------------
     def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot, holds: set[str]) -> set[str]:
@@ -222,7 +291,14 @@ class JigsawPolicy(PolicyBase):
             for victim in freed:
                 ledger.add_all(state.footprints[victim.id])
             return None
+        # A victim none of whose GPUs the new gang takes was freed for nothing (a guest in a
+        # gang's slack frees no GPU while its host stays): it keeps running.
+        taken = set(placement)
+        needed = [v for v in freed if taken.intersection(v.placement)]
         for victim in freed:
+            if victim not in needed:
+                ledger.add_all(state.footprints[victim.id])
+        for victim in needed:
             state.preempted.add(victim.id)
             state.decisions.append(Preempt(victim.id, "jigsaw: outranked", by=job.id))
         return placement
@@ -238,8 +314,12 @@ class JigsawPolicy(PolicyBase):
     # -- 5. in-place re-plans ---------------------------------------------------------------
     def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
         replans: list[Decision] = []
+        now, hold = state.snapshot.now, self.config.min_plan_hold_s
         for job in spb_running:
             if job.id in state.preempted or not job.spec.plan_request.is_auto:
+                continue
+            changed = self._last_plan_change.get(job.id)
+            if changed is not None and now - changed < hold:
                 continue
             current = self.catalog.goodput(job, _plan_of(job), job.placement)
             ledger = state.ledger
@@ -257,6 +337,7 @@ class JigsawPolicy(PolicyBase):
                 continue
             ledger.add_all(chosen[1])
             state.footprints[job.id] = chosen[1]
+            self._last_plan_change[job.id] = now
             replans.append(
                 Replan(job.id, chosen[0].plan, job.placement, f"jigsaw: re-plan to "
                        f"{chosen[0].label} in place")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.errors import InvalidSpecError
-from jigsaw.oracle import Oracle
+from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.plan import Plan, SPBPlan, full_backprop, staircase, uniform
 
 Footprint = tuple[tuple[GpuId, float, int], ...]
@@ -85,6 +85,19 @@ class PlanCatalog:
         except InvalidSpecError:
             return 0.0
         return self._eta_of(job.spec.model, plan) / prediction.iteration_time_s
+
+    def eta(self, job: Job, plan: Plan) -> float:
+        """Statistical efficiency of ``plan`` for this job (the ``eta_of`` seam)."""
+        if plan.is_full_backprop:
+            return 1.0
+        return self._eta_of(job.spec.model, plan)
+
+    def timing(self, job: Job, plan: Plan, placement: Placement) -> GangTiming | None:
+        """Iteration time alone and compute per GPU (None for a model without a profile)."""
+        try:
+            return self.oracle.timing(job.spec.model, job.spec.batch_size, plan, placement)
+        except InvalidSpecError:
+            return None
 
     def forget(self, keep: set[str]) -> None:
         """Drop cached footprints of jobs that are gone (called now and then)."""

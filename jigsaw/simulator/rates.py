@@ -15,7 +15,7 @@ from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.efficiency import EfficiencyTable, EtaEstimate
 from jigsaw.errors import InvalidSpecError
-from jigsaw.oracle import Oracle
+from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.rate_executor import RateModel
 from jigsaw.traces import GavelThroughputs
@@ -76,6 +76,15 @@ class OracleRate:
         del job
         return 0.0
 
+    def timing(self, job: Job, placement: Placement, plan: Plan) -> GangTiming | None:
+        try:
+            return self.oracle.timing(job.spec.model, job.spec.batch_size, plan, placement)
+        except InvalidSpecError:
+            return None
+
+    def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
+        return self.oracle.eta(job.spec.model, plan) / iteration_s
+
     def reference_rate(self, job: Job) -> float:
         key = (job.spec.model, job.spec.batch_size, job.spec.workers)
         rate = self._reference.get(key)
@@ -124,6 +133,15 @@ class GavelRate:
 
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.oracle_rate.load(job, placement, plan)
+
+    def timing(self, job: Job, placement: Placement, plan: Plan) -> GangTiming | None:
+        return self.oracle_rate.timing(job, placement, plan)
+
+    def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
+        relative = self.oracle_rate.rate_at(job, plan, iteration_s) / (
+            self.oracle_rate.reference_rate(job)
+        )
+        return self.reference_rate(job) * relative
 
     def startup_s(self, job: Job) -> float:
         del job

@@ -22,6 +22,9 @@ class _StartupByKind:
         self.kind = "launch"
         self.rate = inner.rate
         self.load = inner.load
+        # Time-slicing on shared GPUs (jigsaw.rate_executor.TimeSlicedRates), when offered.
+        self.timing = getattr(inner, "timing", None)
+        self.rate_at = getattr(inner, "rate_at", None)
 
     def startup_s(self, job: Job) -> float:
         base = self.inner.startup_s(job)

@@ -18,7 +18,7 @@ from jigsaw.errors import ConflictError, IllegalTransitionError
 from jigsaw.hardware import preset
 from jigsaw.lifecycle import TRANSITIONS, JobState
 from jigsaw.memstore import InMemoryStore
-from jigsaw.oracle import Oracle
+from jigsaw.oracle import GangTiming, Oracle, timesliced_iteration_times
 from jigsaw.plan import SPBPlan
 from jigsaw.rate_executor import RateDrivenExecutor
 from jigsaw.simulator.rates import OracleRate
@@ -56,6 +56,7 @@ class World:
         )
         self.submitted: list[str] = []
         self.threshold = 1.0
+        self.policy = policy
 
     def apply(self, op: tuple) -> None:
         match op:
@@ -95,6 +96,8 @@ class World:
         alive = set(self.cluster.gpu_ids())
         load: dict[tuple[int, int], float] = defaultdict(float)
         memory: dict[tuple[int, int], int] = defaultdict(int)
+        gangs: dict[tuple[int, int], int] = defaultdict(int)
+        timings: dict[str, GangTiming] = {}
         for job in jobs.values():
             assert job.state in TRANSITIONS
             if job.state.is_terminal:
@@ -108,13 +111,26 @@ class World:
             gpu_loads = ORACLE.gpu_loads(job.spec.model, job.spec.batch_size, plan, job.placement)
             for gpu, share in gpu_loads.items():
                 load[gpu] += share
+                gangs[gpu] += 1
+            timings[job.id] = ORACLE.timing(job.spec.model, job.spec.batch_size, plan,
+                                            job.placement)
             for rank, gpu in enumerate(job.placement):
                 memory[gpu] += ORACLE.worker_memory_bytes(
                     job.spec.model, job.spec.batch_size, plan, rank
                 )
+        times = timesliced_iteration_times(timings)
+        used: dict[tuple[int, int], float] = defaultdict(float)
+        for job_id, timing in timings.items():
+            for gpu, busy in timing.busy_s:
+                used[gpu] += busy / times[job_id]
         for gpu in load:
-            assert load[gpu] <= self.threshold + 1e-6, (gpu, load[gpu])
             assert memory[gpu] <= self.cluster.gpu_memory(gpu)
+            if load[gpu] <= self.threshold + 1e-6:
+                continue
+            # Only jigsaw time-slices a GPU (a one-worker job in a gang's SPB slack): two
+            # gangs at most, and under the time-slicing model the GPU's time is conserved.
+            assert self.policy == "jigsaw" and gangs[gpu] == 2, (gpu, load[gpu])
+            assert used[gpu] <= 1.0 + 1e-6, (gpu, used[gpu])
 
 
 @pytest.mark.parametrize("policy", ["fifo", "las", "maxmin", "jigsaw"])

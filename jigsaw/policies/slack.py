@@ -1,0 +1,356 @@
+"""Cluster-level plan choice: a running gang switches to an SPB plan so a waiting
+one-worker job runs in the slack it opens (docs/SCHEDULER.md, "jigsaw", step 5).
+
+A *slot* is one GPU of a running ``spb: auto`` gang (the *host*) that holds only the host's
+worker, under one of the host's SPB plans: the GPU of its least-loaded partial rank. Placing a
+waiting one-worker job (the *guest*) there means re-planning the host in place (a lease
+boundary, no restart) and time-slicing that GPU between the two
+(:mod:`jigsaw.oracle.timeslicing`).
+
+A slot is taken when it pays for the cluster: the sum over the affected jobs (the host, the
+jobs already sharing the host's GPUs, the guest) of goodput (eta x iterations per second)
+normalised by each job's exclusive goodput rises by at least ``pack_gain``, and the host keeps
+at least ``host_keep`` of its goodput (the fairness guard for the job that gives). Memory is a
+hard limit: the host's worker under the new plan plus the guest fit the GPU.
+
+Cost: hosts are found once per round; each guest looks at no more than ``max_slots`` slots;
+a guest like one that already found nothing (same model and batch) since the last booking is
+not weighed again; after ``max_misses`` guests in a row found nothing, or
+``max_hosts_per_round`` hosts took guests, the round stops looking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from jigsaw.cluster import GpuId, Placement
+from jigsaw.decisions import Replan, Start
+from jigsaw.domain import Job
+from jigsaw.oracle import GangTiming, Oracle, timesliced_iteration_times
+from jigsaw.plan import Plan
+from jigsaw.policies.packing import GpuLedger
+from jigsaw.policies.plans import Footprint, PlanCatalog, PlanOption
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class SlackOptions:
+    pack_gain: float
+    host_keep: float
+    min_plan_hold_s: float
+    max_slots: int = 6
+    max_misses: int = 8
+    plans_per_host: int = 3
+    max_hosts_per_round: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _Offer:
+    """A host under one SPB plan and the GPUs of its partial ranks, least loaded first."""
+
+    host: Job
+    option: PlanOption
+    gpus: tuple[GpuId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Squeeze:
+    """Guests placed in a host's slack: their starts and, when the host changes plan, its
+    in-place re-plan (which comes first)."""
+
+    starts: tuple[Start, ...]
+    replan: Replan | None
+    host_id: str
+    gain: float
+
+
+_Guest = tuple[Job, PlanOption]
+
+
+class SlackMarket:
+    """One round's view of the slack running gangs could open, and who may use it."""
+
+    def __init__(
+        self,
+        catalog: PlanCatalog,
+        oracle: Oracle,
+        options: SlackOptions,
+        *,
+        running: Sequence[Job],
+        queue: Sequence[Job],
+        ledger: GpuLedger,
+        footprints: dict[str, Footprint],
+        gone: set[str],
+        now: float,
+        last_plan_change: dict[str, float],
+    ) -> None:
+        self.catalog = catalog
+        self.oracle = oracle
+        self.options = options
+        self.ledger = ledger
+        self.footprints = footprints
+        self.gone = gone
+        self.now = now
+        self.last_plan_change = last_plan_change
+        self.taken: set[str] = set()
+        """Guests this market started (the policy skips them in its own walk)."""
+        self._queue = [job for job in queue if job.spec.workers == 1]
+        self._queue_index = {job.id: i for i, job in enumerate(self._queue)}
+        self._running = {job.id: job for job in running}
+        self._plans: dict[str, Plan] = {
+            job.id: job.plan for job in running if job.plan is not None
+        }
+        self._placements: dict[str, Placement] = {job.id: job.placement for job in running}
+        self._on_gpu: dict[GpuId, list[str]] = {}
+        for job in running:
+            for gpu in dict.fromkeys(job.placement):
+                self._on_gpu.setdefault(gpu, []).append(job.id)
+        self._offers: list[_Offer] | None = None
+        self._switched: set[str] = set()
+        self._misses = 0
+        self._hosts_used = 0
+        self._failed: set[tuple[str, int]] = set()
+        """(model, batch) of guests that found no slot since the last booking."""
+        self._before: dict[str, tuple[float, float, dict[str, GangTiming]]] = {}
+        """Per host: normalised goodput of it and its neighbours, its own goodput, and their
+        timings, as booked now (dropped when the host is booked)."""
+
+    # -- the one entry point ----------------------------------------------------------------
+    def place(self, guest: Job) -> Squeeze | None:
+        """Put ``guest`` (a waiting one-worker job), and when a host must switch plan the
+        next one-worker jobs of the queue too, into a host's slack if that pays; book it."""
+        if guest.spec.workers != 1 or guest.id in self.taken:
+            return None
+        if (
+            self._misses >= self.options.max_misses
+            or self._hosts_used >= self.options.max_hosts_per_round
+        ):
+            return None
+        kind = (guest.spec.model, guest.spec.batch_size)
+        if kind in self._failed:
+            return None
+        guest_option = self.catalog.default_option(guest)
+        if guest_option.goodput <= 0.0:
+            return None
+        best: tuple[float, _Offer, list[tuple[_Guest, GpuId]]] | None = None
+        looked = 0
+        for offer in self._all_offers():
+            if looked >= self.options.max_slots:
+                break
+            gpus = self._open_gpus(offer)
+            if not gpus:
+                continue
+            looked += 1
+            guests = [(guest, guest_option)]
+            if self._plans[offer.host.id] != offer.option.plan:
+                guests += self._followers(guest, len(gpus) - 1)
+            assignment = list(zip(guests, gpus, strict=False))
+            gain = self._gain(offer, assignment)
+            if gain is not None and (best is None or gain > best[0]):
+                best = (gain, offer, assignment)
+        if best is None:
+            self._misses += 1
+            self._failed.add(kind)
+            return None
+        self._misses = 0
+        self._failed.clear()
+        self._hosts_used += 1
+        return self._book(best[1], best[2], best[0])
+
+    # -- offers -----------------------------------------------------------------------------
+    def _all_offers(self) -> list[_Offer]:
+        if self._offers is not None:
+            return self._offers
+        offers: list[tuple[float, int, _Offer]] = []
+        for order, host in enumerate(self._running.values()):
+            if not self._can_host(host):
+                continue
+            current = self._plans[host.id]
+            options = self.catalog.options(host)
+            best = options[0].goodput
+            offered = 0
+            for option in options:
+                if offered >= self.options.plans_per_host:
+                    break
+                if option.is_full_backprop or option.goodput < self.options.host_keep * best:
+                    continue
+                if current != option.plan and not current.is_full_backprop:
+                    continue  # a host already on SPB offers its own plan's slack only
+                ranks = sorted(
+                    (r for r in range(len(option.loads)) if option.plan.depths[r] > 0),
+                    key=lambda r: (option.loads[r], r),
+                )
+                if not ranks:
+                    continue
+                offered += 1
+                gpus = tuple(host.placement[r] for r in ranks)
+                offers.append((option.loads[ranks[0]], order, _Offer(host, option, gpus)))
+        offers.sort(key=_offer_key)
+        self._offers = [offer for _, _, offer in offers]
+        return self._offers
+
+    def _can_host(self, host: Job) -> bool:
+        spec = host.spec
+        if spec.workers < 2 or not spec.plan_request.is_auto or host.id in self.gone:
+            return False
+        if len(set(host.placement)) != spec.workers or host.id not in self._plans:
+            return False
+        return self.catalog.default_option(host).goodput > 0.0
+
+    def _open_gpus(self, offer: _Offer) -> list[GpuId]:
+        host = offer.host
+        if host.id in self.gone:
+            return []
+        if self._plans[host.id] != offer.option.plan:
+            if host.id in self._switched:
+                return []  # switched this round: its other offers follow its new plan
+            changed = self.last_plan_change.get(host.id)
+            if changed is not None and self.now - changed < self.options.min_plan_hold_s:
+                return []
+        return [gpu for gpu in offer.gpus if self.ledger.workers.get(gpu, 0) == 1]
+
+    def _followers(self, guest: Job, count: int) -> list[_Guest]:
+        """Up to ``count`` one-worker jobs queued after ``guest``, not placed yet."""
+        found: list[_Guest] = []
+        start = self._queue_index.get(guest.id, len(self._queue)) + 1
+        for job in self._queue[start:]:
+            if len(found) >= count:
+                break
+            if job.id in self.taken or job.id in self._running:
+                continue
+            option = self.catalog.default_option(job)
+            if option.goodput > 0.0:
+                found.append((job, option))
+        return found
+
+    # -- the gain ---------------------------------------------------------------------------
+    def _gain(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> float | None:
+        """Normalised goodput summed over the host, its GPUs' other jobs and the guests,
+        after minus before; None when it is below ``pack_gain``, the host would keep less
+        than ``host_keep`` of its goodput, or memory would not fit."""
+        host, option = offer.host, offer.option
+        if not self._memory_fits(offer, assignment):
+            return None
+        neighbours = self._neighbours(host.id)
+        booked = self._booked(host.id, neighbours)
+        if booked is None:
+            return None
+        before, host_before, before_timings = booked
+        host_timing = self.catalog.timing(host, option.plan, host.placement)
+        if host_timing is None:
+            return None
+        after_timings = {**before_timings, host.id: host_timing}
+        for (guest, guest_option), gpu in assignment:
+            alone = 1.0 / guest_option.goodput * guest_option.eta
+            after_timings[guest.id] = GangTiming(alone, ((gpu, guest_option.loads[0] * alone),))
+        after_times = timesliced_iteration_times(after_timings)
+        after = 0.0
+        for job_id in neighbours:
+            job = self._running[job_id]
+            exclusive = self.catalog.default_option(job).goodput
+            eta = option.eta if job_id == host.id else self.catalog.eta(job, self._plans[job_id])
+            after += eta / after_times[job_id] / exclusive
+        if option.eta / after_times[host.id] < self.options.host_keep * host_before - _EPS:
+            return None
+        for (guest, guest_option), _ in assignment:
+            after += guest_option.eta / after_times[guest.id] / guest_option.goodput
+        gain = after - before
+        return gain if gain >= self.options.pack_gain else None
+
+    def _booked(
+        self, host_id: str, neighbours: list[str]
+    ) -> tuple[float, float, dict[str, GangTiming]] | None:
+        cached = self._before.get(host_id)
+        if cached is not None:
+            return cached
+        timings: dict[str, GangTiming] = {}
+        for job_id in neighbours:
+            timing = self._timing(job_id, self._plans[job_id])
+            if timing is None:
+                return None
+            timings[job_id] = timing
+        times = timesliced_iteration_times(timings)
+        total = 0.0
+        for job_id in neighbours:
+            job = self._running[job_id]
+            exclusive = self.catalog.default_option(job).goodput
+            total += self.catalog.eta(job, self._plans[job_id]) / times[job_id] / exclusive
+        host = self._running[host_id]
+        own = self.catalog.eta(host, self._plans[host_id]) / times[host_id]
+        self._before[host_id] = (total, own, timings)
+        return self._before[host_id]
+
+    def _memory_fits(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> bool:
+        host = offer.host
+        current = self.footprints.get(host.id, ())
+        new = self.catalog.footprint(host, offer.option.plan, host.placement)
+        for (_, guest_option), gpu in assignment:
+            used = self.ledger.memory_used[gpu]
+            used -= sum(memory for g, _, memory in current if g == gpu)
+            used += sum(memory for g, _, memory in new if g == gpu)
+            if used + guest_option.memories[0] > self.ledger.memory_total[gpu]:
+                return False
+        return True
+
+    def _neighbours(self, job_id: str) -> list[str]:
+        """The job and every job on one of its GPUs, in a stable order."""
+        found = dict.fromkeys([job_id])
+        for gpu in self._placements[job_id]:
+            for other in self._on_gpu.get(gpu, ()):
+                found[other] = None
+        return list(found)
+
+    def _timing(self, job_id: str, plan: Plan) -> GangTiming | None:
+        job = self._running[job_id]
+        return self.catalog.timing(job, plan, self._placements[job_id])
+
+    # -- booking ----------------------------------------------------------------------------
+    def _book(
+        self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]], gain: float
+    ) -> Squeeze:
+        host, option = offer.host, offer.option
+        ledger = self.ledger
+        for cached in [h for h, entry in self._before.items() if host.id in entry[2]]:
+            del self._before[cached]
+        replan: Replan | None = None
+        names = ", ".join(guest.id for (guest, _), _ in assignment)
+        if self._plans[host.id] != option.plan:
+            ledger.remove_all(self.footprints[host.id])
+            footprint = self.catalog.footprint(host, option.plan, host.placement)
+            ledger.add_all(footprint)
+            self.footprints[host.id] = footprint
+            self._plans[host.id] = option.plan
+            self._switched.add(host.id)
+            self.last_plan_change[host.id] = self.now
+            replan = Replan(
+                host.id, option.plan, host.placement,
+                f"jigsaw: re-plan to {option.label} in place, slack for {names}",
+            )
+        starts: list[Start] = []
+        for (guest, guest_option), gpu in assignment:
+            placement: Placement = (gpu,)
+            guest_footprint = self.catalog.footprint(guest, guest_option.plan, placement)
+            ledger.add_all(guest_footprint)
+            self.footprints[guest.id] = guest_footprint
+            self._running[guest.id] = guest
+            self._plans[guest.id] = guest_option.plan
+            self._placements[guest.id] = placement
+            self._on_gpu.setdefault(gpu, []).append(guest.id)
+            self.taken.add(guest.id)
+            starts.append(Start(
+                guest.id, placement, guest_option.plan,
+                f"jigsaw: packed into {host.id}'s slack (plan {option.label}), "
+                f"gain {gain:.2f}",
+            ))
+        return Squeeze(tuple(starts), replan, host.id, gain)
+
+
+def _known(timings: dict[str, GangTiming | None]) -> dict[str, GangTiming]:
+    return {job_id: timing for job_id, timing in timings.items() if timing is not None}
+
+
+def _offer_key(item: tuple[float, int, _Offer]) -> tuple[float, int]:
+    return item[0], item[1]
+
