@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
+from jigsaw.efficiency import EtaEstimate
 from jigsaw.errors import InvalidSpecError
+from jigsaw.job_eta import job_eta
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.plan import Plan, SPBPlan, full_backprop, staircase, uniform
 
@@ -55,13 +57,16 @@ class PlanCatalog:
         self.spb = spb
         self._eta_of: EtaOf = eta_of if eta_of is not None else oracle.eta
         self._opaque_load = opaque_load
-        self._options: dict[tuple[str, int, int, str], tuple[PlanOption, ...]] = {}
+        self._options: dict[tuple[object, ...], tuple[PlanOption, ...]] = {}
         self._footprints: dict[str, tuple[Plan, Placement, Footprint]] = {}
 
     def options(self, job: Job) -> tuple[PlanOption, ...]:
         """Candidate plans, best goodput first (full backprop wins ties)."""
         spec = job.spec
-        key = (spec.model, spec.batch_size, spec.workers, spec.spb)
+        key: tuple[object, ...] = (spec.model, spec.batch_size, spec.workers, spec.spb)
+        if job.block_noise:
+            # Priced with the job's own online eta: one entry per job and measurement.
+            key = (*key, job.id, tuple(entry.last_iteration for entry in job.block_noise))
         cached = self._options.get(key)
         if cached is None:
             cached = self._options[key] = self._build_options(job)
@@ -84,13 +89,21 @@ class PlanCatalog:
             prediction = self.oracle.predict(job.spec.model, job.spec.batch_size, plan, placement)
         except InvalidSpecError:
             return 0.0
-        return self._eta_of(job.spec.model, plan) / prediction.iteration_time_s
+        return self.eta(job, plan) / prediction.iteration_time_s
 
     def eta(self, job: Job, plan: Plan) -> float:
-        """Statistical efficiency of ``plan`` for this job (the ``eta_of`` seam)."""
+        """Statistical efficiency of ``plan`` for this job: online from the gradient noise its
+        lease reports measured (:mod:`jigsaw.job_eta`) once every block has enough
+        observations, else the model's figure (the ``eta_of`` seam)."""
         if plan.is_full_backprop:
             return 1.0
-        return self._eta_of(job.spec.model, plan)
+        model = job.spec.model
+        if job.block_noise and plan.num_blocks >= len(job.block_noise):
+            estimate = job_eta(
+                job, plan, lambda p: EtaEstimate(self._eta_of(model, p), "model")
+            )
+            return estimate.eta
+        return self._eta_of(model, plan)
 
     def timing(self, job: Job, plan: Plan, placement: Placement) -> GangTiming | None:
         """Iteration time alone and compute per GPU (None for a model without a profile)."""
@@ -136,7 +149,7 @@ class PlanCatalog:
             seen.add(plan.depths)
             model, batch = spec.model, spec.batch_size
             prediction = self.oracle.predict(model, batch, plan, compact)
-            eta = self._eta_of(model, plan)
+            eta = self.eta(job, plan)
             options.append(
                 PlanOption(
                     label,

@@ -81,3 +81,29 @@ def test_eta_is_online_once_every_block_is_measured_and_names_its_source() -> No
     sparse = replace(measured, block_noise=thin)
     assert job_eta(sparse, plan).source == "default"
     assert SPBPlan((0, 1, 2, 3), 4) == plan
+
+
+def test_the_jigsaw_policy_prices_plans_with_the_jobs_online_eta() -> None:
+    """Policies read eta through the snapshot's jobs: once a job's gradient noise covers every
+    block, the plan catalog prices its SPB plans with it instead of the model's figure."""
+    from jigsaw.hardware import preset
+    from jigsaw.oracle import Oracle
+    from jigsaw.policies.plans import PlanCatalog
+
+    store, *_ = setup()
+    job = submit(store, "a", workers=4, iterations=1000, at=0.0)
+    job = replace(job, spec=replace(job.spec, model="resnet18_32"))
+    catalog = PlanCatalog(Oracle(preset("v100")), eta_of=lambda model, plan: 0.99)
+    plan = staircase(4, 4)
+    assert catalog.eta(job, plan) == 0.99  # no measurement yet: the model's figure
+    noisy = tuple(
+        BlockNoise(b, grad_sqr=0.01, grad_var=50.0, batch=32, observations=30,
+                   last_iteration=100, contributors=4)
+        for b in range(1, 5)
+    )  # fmt: skip
+    measured = replace(job, block_noise=noisy)
+    online = job_eta(measured, plan).eta
+    assert catalog.eta(measured, plan) == pytest.approx(online) and online < 0.9
+    by_plan = {option.plan: option.eta for option in catalog.options(measured)}
+    assert by_plan[plan] == pytest.approx(online)
+    assert {option.plan: option.eta for option in catalog.options(job)}[plan] == 0.99
