@@ -33,6 +33,7 @@ from worker.hybrid.sharded_linear import (
     make_group,
     shard_linears,
 )
+from worker.saved_bytes import SavedBytes, tensor_bytes
 from worker.spb.collectives import Collectives
 from worker.spb.sampler import GlobalBatchSampler
 from worker.zoo import load_workload
@@ -70,25 +71,6 @@ class HybridStepMetrics:
         return asdict(self)
 
 
-class _SavedBytes:
-    def __init__(self, excluded: set[int]) -> None:
-        self.excluded = excluded
-        self.seen: dict[int, int] = {}
-
-    def pack(self, tensor: Tensor) -> Tensor:
-        storage = tensor.untyped_storage()
-        key = storage.data_ptr()
-        if key not in self.excluded and key not in self.seen:
-            self.seen[key] = storage.nbytes()
-        return tensor
-
-    @staticmethod
-    def unpack(tensor: Tensor) -> Tensor:
-        return tensor
-
-
-def _bytes(tensors: Any) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 class HybridTrainer:
@@ -150,7 +132,7 @@ class HybridTrainer:
         inputs, targets = self.data.fetch(self.sampler.next_indices(self.rank))
         inputs, targets = inputs.to(self.device), targets.to(self.device)
         all_targets = self.group.gather(targets, 0, len(targets) * self.group.size)
-        meter = _SavedBytes({p.untyped_storage().data_ptr() for p in self.params})
+        meter = SavedBytes({p.untyped_storage().data_ptr() for p in self.params})
         self.optimizer.zero_grad(set_to_none=True)
         with torch.autograd.graph.saved_tensors_hooks(meter.pack, meter.unpack):
             hidden = gather_rows(self.dp_blocks(inputs), self.group)
@@ -163,7 +145,7 @@ class HybridTrainer:
             chunks = torch.split(flat, [g.numel() for g in grads])
             for p, chunk in zip(self.dp_params, chunks, strict=True):
                 p.grad = chunk.view_as(p).clone()
-        grad_bytes = _bytes(p.grad for p in self.params if p.grad is not None)
+        grad_bytes = tensor_bytes(p.grad for p in self.params if p.grad is not None)
         self.optimizer.step()
         self.iteration += 1
         state = self.optimizer.state
@@ -173,9 +155,9 @@ class HybridTrainer:
             loss=float(loss.detach()),
             wall_s=time.perf_counter() - began,
             bytes_sent=round(self.comm.traffic.total_bytes - sent_before),
-            param_bytes=_bytes(self.params),
-            sharded_param_bytes=_bytes(self.sharded_params),
-            optimizer_bytes=_bytes(
+            param_bytes=tensor_bytes(self.params),
+            sharded_param_bytes=tensor_bytes(self.sharded_params),
+            optimizer_bytes=tensor_bytes(
                 v for s in state.values() for v in s.values() if isinstance(v, Tensor)
             ),
             gradient_bytes=grad_bytes,

@@ -21,6 +21,7 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.parallelism import PipelinePlan
 from worker.pipeline.schedule import stage_schedule
 from worker.pipeline.versions import MomentumSGD, WeightVersions
+from worker.saved_bytes import SavedBytes
 from worker.spb.collectives import Collectives, Work
 from worker.spb.sampler import GlobalBatchSampler
 from worker.zoo import load_workload
@@ -82,24 +83,6 @@ class _InFlight:
     output: Tensor | None
     saved_bytes: int
 
-
-class _SavedBytes:
-    """Counts distinct storages autograd saves, excluding the given parameter storages."""
-
-    def __init__(self, excluded: set[int]) -> None:
-        self.excluded = excluded
-        self.seen: dict[int, int] = {}
-
-    def pack(self, tensor: Tensor) -> Tensor:
-        storage = tensor.untyped_storage()
-        key = storage.data_ptr()
-        if key not in self.excluded and key not in self.seen:
-            self.seen[key] = storage.nbytes()
-        return tensor
-
-    @staticmethod
-    def unpack(tensor: Tensor) -> Tensor:
-        return tensor
 
 
 class PipelineTrainer:
@@ -256,7 +239,7 @@ class PipelineTrainer:
             x.requires_grad_(True)
         if self.last:
             self._micro(batch, index)  # fetch targets (advances the sampler in order)
-        meter = _SavedBytes({w.untyped_storage().data_ptr() for w in weights})
+        meter = SavedBytes({w.untyped_storage().data_ptr() for w in weights})
         if self.config.stash_weights:
             with torch.autograd.graph.saved_tensors_hooks(meter.pack, meter.unpack):
                 out = self._run(weights, x)
