@@ -173,9 +173,10 @@ class JigsawPolicy(PolicyBase):
                         continue
                 if start is not None:
                     starts.append(start)
-                elif state.reserved == 0:
+                elif state.reserved == 0 and job.spec.workers <= snapshot.cluster.num_gpus:
                     # Free GPUs accumulate for the best-ranked waiting gang that did not fit:
-                    # jobs ranked below it may only pack, so it cannot starve.
+                    # jobs ranked below it may only pack, so it cannot starve. A gang larger
+                    # than the alive cluster can never start: it reserves nothing.
                     state.reserved = job.spec.workers
         replans = self._replan_in_place(spb_running, state)
         if self.catalog.cached_footprints > 4 * (len(snapshot.running) + 64):
@@ -230,7 +231,7 @@ class JigsawPolicy(PolicyBase):
             if job.spec.workers <= budget - (reserved if waits else 0):
                 fair.add(job.id)
                 budget -= job.spec.workers
-            elif waits and reserved == 0:
+            elif waits and reserved == 0 and job.spec.workers <= snapshot.cluster.num_gpus:
                 reserved = job.spec.workers  # as in gang_round: no backfill past it
         return fair
 

@@ -220,3 +220,14 @@ def test_ledgers_of_one_cluster_do_not_share_bookings() -> None:
     assert first.num_free == 6 and (0, 0) in first.partial
     smaller = GpuLedger(cluster.without_node(1))
     assert smaller.num_free == 4 and 1 not in smaller.free_by_node
+
+
+def test_jigsaw_does_not_let_a_gang_larger_than_the_cluster_block_the_queue() -> None:
+    """A node was lost: the 8-worker gang can never start on the 4 GPUs left. It must not
+    hold free GPUs for itself, or the small job behind it would wait forever."""
+    from jigsaw.cluster import Node
+
+    cluster = Cluster((Node(0, "a", 4), Node(1, "b", 4, alive=False)))
+    jobs = [waiting("huge", 8, at=0.0), waiting("small", 2, at=1.0)]
+    decisions = decide("jigsaw", 10.0, cluster, jobs)
+    assert [d.job_id for d in decisions if isinstance(d, Start)] == ["small"]
