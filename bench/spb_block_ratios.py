@@ -112,6 +112,7 @@ def measure(stand_in: StandIn, seed: int = 0) -> dict[str, Any]:
         "reads": len(reads),
         "iterations": stand_in.iterations,
         "warmup": stand_in.warmup,
+        "every": stand_in.every,
         "batch_size": stand_in.batch_size,
         "workers": WORKERS,
         "optimizer": stand_in.optimizer,

@@ -4,6 +4,7 @@ use in the simulator (jigsaw/simulator/curve_rates.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,21 @@ def test_unknown_eta_option_is_refused() -> None:
     oracle = make_oracle(setup)
     with pytest.raises(ValueError, match="eta must be 'table' or 'curve'"):
         make_rates(load_jobs(WORKLOAD, setup, oracle, limit=2), setup, oracle)
+
+
+SHARED_APPS = Path(os.environ.get("JIGSAW_SHARED_DIR") or Path(__file__).resolve().parents[3]
+                   / "shared") / "traces" / "pollux" / "apps"
+
+
+@pytest.mark.skipif(not SHARED_APPS.is_dir(), reason="no ../shared (bert and yolov3 curves)")
+def test_philly_replay_with_curve_eta_maps_jobs_to_applications() -> None:
+    trace = DATA / "philly_excerpt.csv"
+    setup = SimulationSetup(gpus=64, gpus_per_node=8, eta="curve", curves_dir=SHARED_APPS)
+    oracle = make_oracle(setup)
+    jobs = load_jobs(trace, setup, oracle)
+    rates, arrivals = make_rates(jobs, setup, oracle, trace)
+    assert isinstance(rates, CurveEtaRate)
+    assert rates.app_of == {a.job_id: philly_app(a.trace, 0) for a in arrivals}
+    result = replay(arrivals, "jigsaw", rates, oracle, setup)
+    assert result.summary["eta_source"].startswith("curve:")
+    assert result.summary["completed"] == len(arrivals)
