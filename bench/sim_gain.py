@@ -25,6 +25,12 @@ the GPU compute seconds guests used on GPUs they shared with a larger gang
 
     .venv/bin/python bench/sim_gain.py --workloads pollux         # 16 replays x 7 rows
     .venv/bin/python bench/sim_gain.py --workloads window          # long (tens of minutes)
+    .venv/bin/python bench/sim_gain.py --workloads pollux --eta curve
+
+``--eta curve``: gangs progress at the eta of their application's Pollux validation curve at
+their progress (jigsaw/simulator/curve_rates.py; Philly jobs get an application by
+``philly_app``); the policies still price plans with the oracle's table. ``jigsaw-eta1`` stays
+at eta = 1.
 """
 
 from __future__ import annotations
@@ -48,9 +54,10 @@ from jigsaw.oracle import Oracle
 from jigsaw.policies.jigsaw import BASES, JigsawConfig
 from jigsaw.policies.plans import PlanCatalog
 from jigsaw.simulator import SimulationSetup, UnitEfficiency, load_jobs, make_oracle, make_rates
+from jigsaw.simulator.curve_rates import CurveEtaRate
 from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.simulator.replay import Replay, ReplayOptions
-from jigsaw.simulator.run import make_policy
+from jigsaw.simulator.run import curve_eta_source, make_policy
 from jigsaw.simulator.workload import Arrival
 
 BASELINES = ("fifo", "las", "maxmin")
@@ -190,8 +197,9 @@ def ceiling_gpu_s(
     return total, work
 
 
-def run_workload(spec: Workload, round_s: float) -> dict[str, Any]:
-    setup = SimulationSetup(gpus=spec.gpus, gpus_per_node=spec.gpus_per_node, round_s=round_s)
+def run_workload(spec: Workload, round_s: float, eta: str = "table") -> dict[str, Any]:
+    setup = SimulationSetup(gpus=spec.gpus, gpus_per_node=spec.gpus_per_node, round_s=round_s,
+                            eta=eta, curves_dir=shared_traces() / "pollux" / "apps")
     oracle = make_oracle(setup)
     rates, arrivals = prepared(spec, setup, oracle)
     default = JigsawConfig()
@@ -202,7 +210,7 @@ def run_workload(spec: Workload, round_s: float) -> dict[str, Any]:
     rows.append(run_row("jigsaw-nopack", "jigsaw", arrivals, rates, oracle, setup,
                         {"config": JigsawConfig(packing=False)}))
     unit = make_oracle(setup, efficiency=UnitEfficiency())
-    unit_rates, unit_arrivals = prepared(spec, setup, unit)
+    unit_rates, unit_arrivals = prepared(spec, replace(setup, eta="table"), unit)
     rows.append(run_row("jigsaw-eta1", "jigsaw", unit_arrivals, unit_rates, unit, setup, {}))
     by_policy = {row["policy"]: row for row in rows}
     jigsaw = by_policy["jigsaw"]
@@ -218,7 +226,8 @@ def run_workload(spec: Workload, round_s: float) -> dict[str, Any]:
         "selection": dict(spec.window),
         "rule": spec.rule,
         "jobs": len(arrivals),
-        "eta_source": oracle.efficiency.origin,
+        "eta_source": curve_eta_source(rates) if isinstance(rates, CurveEtaRate)
+        else oracle.efficiency.origin,
         "results": rows,
         "ceiling": {
             "spb_freeable_gpu_s": ceiling,
@@ -241,12 +250,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="pollux")
     parser.add_argument("--round-seconds", type=float, default=60.0)
+    parser.add_argument("--eta", choices=("table", "curve"), default="table",
+                        help="eta the gangs progress at: the oracle's table or the Pollux "
+                             "application curves over training")
     args = parser.parse_args()
     specs = [w for name in args.workloads.split(",") if name.strip()
              for w in workload(name.strip())]
     started = time.perf_counter()
-    report = [run_workload(spec, args.round_seconds) for spec in specs]
-    print(json.dumps({"bench": "sim_gain", "round_s": args.round_seconds,
+    report = [run_workload(spec, args.round_seconds, args.eta) for spec in specs]
+    print(json.dumps({"bench": "sim_gain", "round_s": args.round_seconds, "eta": args.eta,
                       "wall_s": time.perf_counter() - started, "workloads": report}, indent=2))
 
 

@@ -12,8 +12,11 @@ from jigsaw.efficiency import EfficiencyTable
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
+from jigsaw.plan import SPBPlan
 from jigsaw.policies.base import Policy
 from jigsaw.policies.builder import build_policy
+from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app, with_curve_eta
+from jigsaw.simulator.eta_curves import APPS, RATIOS_FILE, CurveEta
 from jigsaw.simulator.pollux_rate import PolluxRate
 from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel, ReferenceRate
 from jigsaw.simulator.replay import ProgressHook, Replay, ReplayOptions, ReplayResult
@@ -39,6 +42,12 @@ class SimulationSetup:
     skip_quiet_rounds: bool = True
     """Jump over rounds a policy says cannot decide anything new (same decisions, faster)."""
     policy_options: dict[str, Any] = field(default_factory=dict)
+    eta: str = "table"
+    """``table``: eta from the oracle's efficiency table (the default); ``curve``: from each job's
+    Pollux application curve at its progress (:mod:`jigsaw.simulator.curve_rates`; Philly jobs
+    get an application by :func:`~jigsaw.simulator.curve_rates.philly_app`)."""
+    curves_dir: Path | None = None
+    """Pollux's ``apps/`` directory for ``eta="curve"`` (found beside a Pollux workload)."""
 
 
 def make_oracle(setup: SimulationSetup, efficiency: EfficiencyTable | None = None) -> Oracle:
@@ -72,6 +81,39 @@ def make_rates(
 ) -> tuple[ReferenceRate, list[Arrival]]:
     """The rate model and the jobs: Pollux's measured step times for a Pollux workload
     (``trace``), Gavel's table when ``throughputs`` is given, the oracle otherwise."""
+    if setup.eta not in ("table", "curve"):
+        raise InvalidSpecError(f"eta must be 'table' or 'curve', got {setup.eta!r}", field="eta")
+    rates, arrivals = _make_rates(jobs, setup, oracle, trace)
+    if setup.eta == "curve":
+        rates = curve_eta_rates(rates, arrivals, setup, oracle, trace)
+    return rates, arrivals
+
+
+def curve_eta_rates(
+    rates: ReferenceRate, arrivals: list[Arrival], setup: SimulationSetup, oracle: Oracle,
+    trace: Path | None,
+) -> ReferenceRate:
+    """``rates`` with eta from each job's application curve: a Pollux job's own application,
+    a Philly job's by :func:`philly_app`."""
+    apps_dir = setup.curves_dir or (find_apps_dir(trace) if trace is not None else None)
+    if apps_dir is None:
+        raise InvalidSpecError("eta='curve' needs Pollux's apps/ directory (curves_dir)",
+                               field="curves_dir")
+    app_of = {
+        a.job_id: a.trace.model if a.trace.model in APPS else philly_app(a.trace, setup.seed)
+        for a in arrivals
+    }
+    curves = CurveEta.load(apps_dir, sorted(set(app_of.values())))
+    if isinstance(rates, PolluxRate):
+        return with_curve_eta(rates, curves, app_of, lambda _job, _plan: 1.0)
+    return with_curve_eta(rates, curves, app_of,
+                          lambda job, plan: oracle.eta(job.spec.model, plan)
+                          if isinstance(plan, SPBPlan) else 1.0)
+
+
+def _make_rates(
+    jobs: list[TraceJob], setup: SimulationSetup, oracle: Oracle, trace: Path | None = None
+) -> tuple[ReferenceRate, list[Arrival]]:
     if trace is not None and trace_format(trace) == "pollux":
         return pollux_rates(jobs, trace, setup)
     oracle_rate = OracleRate(oracle, setup.gpus_per_node)
@@ -153,6 +195,8 @@ def replay(
     )
     result = Replay(arrivals, policy, rates, cluster, options).run(progress)
     result.summary.update(describe_sources(oracle, arrivals))
+    if isinstance(rates, CurveEtaRate):
+        result.summary["eta_source"] = curve_eta_source(rates)
     result.summary.update(
         {"gpus": setup.gpus, "gpus_per_node": setup.gpus_per_node, "round_s": setup.round_s,
          "hardware": hardware.name, "seed": setup.seed, "semantics": chosen.name}
@@ -176,3 +220,10 @@ def describe_sources(oracle: Oracle, arrivals: list[Arrival]) -> dict[str, Any]:
         else f"{table.origin}: conservative default eta = 1 - mean(d)/K"
     )
     return {"eta_source": eta_source, "profile_source": profile_sources}
+
+
+def curve_eta_source(rates: CurveEtaRate) -> str:
+    """What eta a curve-eta replay used, for the summary."""
+    apps = sorted(set(rates.app_of.values()))
+    return (f"curve: Pollux validation curves of {', '.join(apps)} split per block by "
+            f"{RATIOS_FILE.name}, harmonic mean over each gang's remaining progress")
