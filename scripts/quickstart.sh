@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `make run`: start the control plane on the embedded default (SQLite under .data/, local Ray,
 # 4 logical GPUs, the jigsaw policy), then show SPB packing with real training:
-#   1. a 4-worker digits CNN ("host") takes all 4 GPUs with an SPB staircase plan;
-#   2. a 1-worker MLP ("guest") arrives: no GPU is free, so jigsaw packs it into the host's
-#      SPB slack, on one of the host's partial workers' GPUs (a fractional Ray GPU);
+#   1. a 4-worker digits CNN ("host", spb auto) takes all 4 GPUs;
+#   2. a 1-worker MLP ("guest") arrives: no GPU is free, so jigsaw re-plans the host in place
+#      to an SPB staircase and runs the guest in that slack, on the GPU of the host's deepest
+#      partial worker (a fractional Ray GPU);
 #   3. `jigsaw-cli cluster` shows that shared GPU; both jobs train to SUCCEEDED and their
 #      held-out accuracy is printed. The server is stopped at the end.
-# The policy options below are the demo's (docs/SCHEDULER.md "The make-run demo" says why).
+# The policy options below are the demo's (docs/SCHEDULER.md, "The `make run` demo", says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +19,7 @@ export JIGSAW_DATA_DIR=${JIGSAW_DATA_DIR:-$PWD/.data/quickstart}
 export JIGSAW_EXECUTOR=${JIGSAW_EXECUTOR:-ray}
 export JIGSAW_GPUS=${JIGSAW_GPUS:-4}
 export JIGSAW_POLICY=${JIGSAW_POLICY:-jigsaw}
-export JIGSAW_POLICY_OPTIONS=${JIGSAW_POLICY_OPTIONS:-'{"config": {"pack_gain": 0.0, "min_plan_hold_s": 0.0, "min_run_s": 3600.0}}'}
+export JIGSAW_POLICY_OPTIONS=${JIGSAW_POLICY_OPTIONS:-'{"config": {"pack_gain": 0.0, "min_plan_hold_s": 0.0}}'}
 export JIGSAW_URL="http://127.0.0.1:$PORT"
 mkdir -p "$JIGSAW_DATA_DIR"
 log="$JIGSAW_DATA_DIR/server.log"
@@ -58,7 +59,27 @@ wait_for() {  # wait_for SECONDS COMMAND...: poll once a second until COMMAND su
   for _ in $(seq 1 "$limit"); do "$@" && return 0; sleep 1; done
   return 1
 }
+idle_cluster() {  # no GPU holds a worker
+  "$CLI" cluster -o json | "$PY" -c '
+import json, sys
+def busy(node):
+    if isinstance(node, dict):
+        return bool(node.get("workers")) or any(busy(v) for v in node.values())
+    return isinstance(node, list) and any(busy(v) for v in node)
+sys.exit(1 if busy(json.load(sys.stdin)) else 0)'
+}
 running() { [ "$(job_field "$1" state)" = RUNNING ]; }
+
+# Jobs left active by an interrupted earlier run (the SQLite database persists) would hold
+# the GPUs: cancel them so the demo starts on an idle cluster.
+leftover=$("$CLI" list -s PENDING -s ADMITTED -s RUNNING -s PREEMPTED -s RETRYING -o json \
+  | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d=d.get("items", d) if isinstance(d,dict) else d; print(" ".join(j["id"] for j in d))')
+if [ -n "$leftover" ]; then
+  echo "==> cancelling jobs left active by an earlier run: $leftover"
+  # shellcheck disable=SC2086
+  "$CLI" cancel $leftover >/dev/null
+  wait_for 60 idle_cluster || { echo "the cluster did not become idle; see $log" >&2; exit 1; }
+fi
 
 echo "==> submitting the host: digits CNN on 4 workers, SPB plan chosen by jigsaw"
 host=$("$CLI" submit --name digits-host --model digits_cnn --workers 4 --iterations 500 \
