@@ -3,8 +3,8 @@
 # 4 logical GPUs, the jigsaw policy), then show SPB packing with real training:
 #   1. a 4-worker digits CNN ("host", spb auto) takes all 4 GPUs;
 #   2. a 1-worker MLP ("guest") arrives: no GPU is free, so jigsaw re-plans the host in place
-#      to an SPB staircase and runs the guest in that slack, on the GPU of the host's deepest
-#      partial worker (a fractional Ray GPU);
+#      to an SPB staircase and runs the guest in that slack, on the GPU of one of the host's
+#      partial workers (a fractional Ray GPU);
 #   3. `jigsaw-cli cluster` shows that shared GPU; both jobs train to SUCCEEDED and their
 #      held-out accuracy is printed. The server is stopped at the end.
 # The policy options below are the demo's (docs/SCHEDULER.md, "The `make run` demo", says why).
