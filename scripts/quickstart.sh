@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# `make run`: start the control plane on the embedded default (SQLite under .data/, local Ray),
-# submit a demo SPB job (the digits CNN, staircase plan over 4 workers), watch it to SUCCEEDED,
-# print its final accuracy, then stop the server.
+# `make run`: start the control plane on the embedded default (SQLite under .data/, local Ray,
+# 4 logical GPUs, the jigsaw policy), then show SPB packing with real training:
+#   1. a 4-worker digits CNN ("host", spb auto) takes all 4 GPUs;
+#   2. a 1-worker MLP ("guest") arrives: no GPU is free, so jigsaw re-plans the host in place
+#      to an SPB staircase and runs the guest in that slack, on the GPU of one of the host's
+#      partial workers (a fractional Ray GPU);
+#   3. `jigsaw-cli cluster` shows that shared GPU; both jobs train to SUCCEEDED and their
+#      held-out accuracy is printed. The server is stopped at the end.
+# The policy options below are the demo's (docs/SCHEDULER.md, "The `make run` demo", says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 CLI="$VENV/bin/jigsaw-cli"
+PY="$VENV/bin/python"
 PORT=${JIGSAW_PORT:-8765}
 export JIGSAW_DATA_DIR=${JIGSAW_DATA_DIR:-$PWD/.data/quickstart}
 export JIGSAW_EXECUTOR=${JIGSAW_EXECUTOR:-ray}
+export JIGSAW_GPUS=${JIGSAW_GPUS:-4}
+export JIGSAW_POLICY=${JIGSAW_POLICY:-jigsaw}
+export JIGSAW_POLICY_OPTIONS=${JIGSAW_POLICY_OPTIONS:-'{"config": {"pack_gain": 0.0, "min_plan_hold_s": 0.0}}'}
 export JIGSAW_URL="http://127.0.0.1:$PORT"
 mkdir -p "$JIGSAW_DATA_DIR"
 log="$JIGSAW_DATA_DIR/server.log"
+started=$(date +%s)
 
-echo "==> starting the control plane on $JIGSAW_URL (SQLite in $JIGSAW_DATA_DIR, executor: $JIGSAW_EXECUTOR)"
+echo "==> starting the control plane on $JIGSAW_URL (SQLite in $JIGSAW_DATA_DIR, executor: $JIGSAW_EXECUTOR, $JIGSAW_GPUS GPUs, policy: $JIGSAW_POLICY $JIGSAW_POLICY_OPTIONS)"
 "$CLI" serve --port "$PORT" >"$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
@@ -28,13 +39,70 @@ for _ in $(seq 1 120); do
 done
 curl -fsS "$JIGSAW_URL/readyz" >/dev/null || { echo "server not ready; see $log" >&2; exit 1; }
 
-echo "==> submitting the demo SPB job (digits CNN, staircase plan over 4 workers)"
-job=$("$CLI" submit --name digits-demo --model digits_cnn --workers 4 --iterations 300 \
-  --spb staircase --batch-size 32 --learning-rate 0.05 -o json \
-  | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-"$CLI" status "$job" --watch
+job_field() {  # job_field JOB FIELD: one field of `status -o json`
+  "$CLI" status "$1" -o json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; print(d.get(sys.argv[1]) or "")' "$2"
+}
+shared_gpu() {  # shared_gpu: succeed once some GPU holds workers of two different jobs
+  "$CLI" cluster -o json | "$PY" -c '
+import json, sys
+def shared(node):
+    if isinstance(node, dict):
+        workers = node.get("workers")
+        if isinstance(workers, list) and len({w.get("job_id") for w in workers}) > 1:
+            return True
+        return any(shared(v) for v in node.values())
+    return isinstance(node, list) and any(shared(v) for v in node)
+sys.exit(0 if shared(json.load(sys.stdin)) else 1)'
+}
+wait_for() {  # wait_for SECONDS COMMAND...: poll once a second until COMMAND succeeds
+  local limit=$1; shift
+  for _ in $(seq 1 "$limit"); do "$@" && return 0; sleep 1; done
+  return 1
+}
+idle_cluster() {  # no GPU holds a worker
+  "$CLI" cluster -o json | "$PY" -c '
+import json, sys
+def busy(node):
+    if isinstance(node, dict):
+        return bool(node.get("workers")) or any(busy(v) for v in node.values())
+    return isinstance(node, list) and any(busy(v) for v in node)
+sys.exit(1 if busy(json.load(sys.stdin)) else 0)'
+}
+running() { [ "$(job_field "$1" state)" = RUNNING ]; }
+
+# Jobs left active by an interrupted earlier run (the SQLite database persists) would hold
+# the GPUs: cancel them so the demo starts on an idle cluster.
+leftover=$("$CLI" list -s PENDING -s ADMITTED -s RUNNING -s PREEMPTED -s RETRYING -o json \
+  | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d=d.get("items", d) if isinstance(d,dict) else d; print(" ".join(j["id"] for j in d))')
+if [ -n "$leftover" ]; then
+  echo "==> cancelling jobs left active by an earlier run: $leftover"
+  # shellcheck disable=SC2086
+  "$CLI" cancel $leftover >/dev/null
+  wait_for 60 idle_cluster || { echo "the cluster did not become idle; see $log" >&2; exit 1; }
+fi
+
+echo "==> submitting the host: digits CNN on 4 workers, SPB plan chosen by jigsaw"
+host=$("$CLI" submit --name digits-host --model digits_cnn --workers 4 --iterations 500 \
+  --spb auto --batch-size 32 --learning-rate 0.05 -o json \
+  | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+wait_for 180 running "$host" || { echo "the host did not start; see $log" >&2; exit 1; }
+
+echo "==> submitting the guest: MLP on 1 worker (no GPU is free: jigsaw looks for SPB slack)"
+guest=$("$CLI" submit --name mlp-guest --model mlp --workers 1 --iterations 2000 \
+  --spb auto --batch-size 32 --learning-rate 0.05 -o json \
+  | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+if wait_for 120 shared_gpu; then
+  echo "==> the cluster now: one GPU runs the host's partial worker and the guest"
+else
+  echo "==> no GPU was shared this time (the guest queued or took a free GPU); the cluster now:"
+fi
+"$CLI" cluster
+"$CLI" status "$host" "$guest" --watch
 
 echo "==> final state"
-"$CLI" status "$job"
+"$CLI" status "$host" "$guest"
 echo "==> final evaluation (held-out digits)"
-"$CLI" logs "$job" | grep "finished at" || true
+for job in "$host" "$guest"; do
+  echo "$(job_field "$job" name): $("$CLI" logs "$job" | grep "finished at" | tail -1 || true)"
+done
+echo "==> demo took $(( $(date +%s) - started )) s"

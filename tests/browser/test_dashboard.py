@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -55,7 +56,27 @@ def get_job(url: str, token: str, job_id: str) -> dict[str, Any]:
     return job
 
 
-def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> None:
+def look_at_dashboard(
+    node: str, chromium: str, url: str, token: str, screenshot: Path
+) -> dict[str, Any]:
+    """Run dashboard_check.mjs in headless Chromium; what it saw, as a dict."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="jigsaw-chromium-") as profile:
+        result = subprocess.run(
+            [node, str(HERE / "dashboard_check.mjs"), f"{url}/", token, str(screenshot), chromium],
+            cwd=HERE,
+            env={**os.environ, "JIGSAW_BROWSER_PROFILE": profile},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert result.returncode == 0, result.stderr
+    seen: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return seen
+
+
+def browser_tools() -> tuple[str, str]:
+    """Chromium and node, or skip (fail in CI) naming what to install."""
     chromium = chromium_path()
     require(chromium is not None, "chromium is not installed (apt-get install -y chromium)")
     node = shutil.which("node")
@@ -65,6 +86,11 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
         "playwright-core is not installed (cd tests/browser && npm install)",
     )
     assert chromium is not None and node is not None
+    return chromium, node
+
+
+def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> None:
+    chromium, node = browser_tools()
     server = start_server(gpus=8, gpus_per_node=4, sim_iterations_per_second=20)
     url, token = server.url, server.admin_token
     jobs = [
@@ -94,19 +120,8 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
         assert time.monotonic() < deadline, "jobs never made progress"
         time.sleep(0.5)
 
-    ARTIFACTS.mkdir(exist_ok=True)
     screenshot = ARTIFACTS / "dashboard.png"
-    with tempfile.TemporaryDirectory(prefix="jigsaw-chromium-") as profile:
-        result = subprocess.run(
-            [node, str(HERE / "dashboard_check.mjs"), f"{url}/", token, str(screenshot), chromium],
-            cwd=HERE,
-            env={**os.environ, "JIGSAW_BROWSER_PROFILE": profile},
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-    assert result.returncode == 0, result.stderr
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    seen = look_at_dashboard(node, chromium, url, token, screenshot)
 
     assert seen["loginShown"]
     assert "refused" in seen["badTokenMessage"]
@@ -127,3 +142,76 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
     assert seen["charts"] == 2
     assert "GPUs busy" in seen["summary"]
     assert screenshot.stat().st_size > 10_000
+
+
+def quickstart_policy_options() -> str:
+    """The policy options `make run` uses, read from scripts/quickstart.sh (one source)."""
+    script = (REPO / "scripts" / "quickstart.sh").read_text()
+    found = re.search(r"JIGSAW_POLICY_OPTIONS:-'(\{.*\})'", script)
+    assert found, "scripts/quickstart.sh no longer sets default JIGSAW_POLICY_OPTIONS"
+    return found.group(1)
+
+
+def shared_gpus(url: str, token: str) -> list[set[str]]:
+    """The job ids on each GPU that holds workers of two or more jobs (from the API)."""
+    response = httpx.get(f"{url}/api/v1/cluster/gpus", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    on_gpu = [{w["job_id"] for w in gpu["workers"]} for gpu in response.json()["items"]]
+    return [jobs for jobs in on_gpu if len(jobs) > 1]
+
+
+def test_dashboard_shows_the_make_run_packing(start_server: StartServer) -> None:
+    # The `make run` scenario (scripts/quickstart.sh) with the same policy and options, on the
+    # simulated executor instead of Ray: a 4-worker digits CNN fills 4 GPUs, a 1-worker MLP
+    # arrives, jigsaw packs it onto one of the host's GPUs; the packing view marks that GPU.
+    chromium, node = browser_tools()
+    server = start_server(
+        gpus=4,
+        gpus_per_node=4,
+        sim_iterations_per_second=20,
+        policy="jigsaw",
+        policy_options=quickstart_policy_options(),
+    )
+    url, token = server.url, server.admin_token
+    host = submit(
+        url,
+        token,
+        name="digits-host",
+        model="digits_cnn",
+        workers=4,
+        iterations=100000,
+        spb="auto",
+        batch_size=32,
+    )
+    deadline = time.monotonic() + 60
+    while get_job(url, token, host["id"])["state"] != "RUNNING":
+        assert time.monotonic() < deadline, "the host never started"
+        time.sleep(0.3)
+    guest = submit(
+        url,
+        token,
+        name="mlp-guest",
+        model="mlp",
+        workers=1,
+        iterations=100000,
+        spb="auto",
+        batch_size=32,
+    )
+    while not shared_gpus(url, token):
+        assert time.monotonic() < deadline + 60, (
+            "jigsaw never packed the guest",
+            get_job(url, token, guest["id"]),
+            server.log()[-3000:],
+        )
+        time.sleep(0.3)
+    assert shared_gpus(url, token) == [{host["id"], guest["id"]}]
+
+    seen = look_at_dashboard(node, chromium, url, token, ARTIFACTS / "dashboard-packing.png")
+
+    assert seen["pageErrors"] == []
+    assert len(seen["gpus"]) == 4
+    shared = [gpu for gpu in seen["gpus"] if gpu["shared"]]
+    assert len(shared) == 1, seen["gpus"]
+    assert set(shared[0]["jobs"]) == {host["id"], guest["id"]}
+    unshared = [gpu for gpu in seen["gpus"] if not gpu["shared"]]
+    assert all(gpu["jobs"] == [host["id"]] for gpu in unshared)

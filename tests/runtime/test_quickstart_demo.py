@@ -1,0 +1,54 @@
+"""`make run`'s script end to end on a real local Ray: the guest is packed into the host's SPB
+slack, `jigsaw-cli cluster` shows the shared GPU, and both jobs finish with a held-out accuracy
+(scripts/quickstart.sh; docs/SCHEDULER.md, "The `make run` demo")."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, free_port
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.integration]
+
+
+def test_make_run_packs_the_guest_and_prints_both_accuracies(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("JIGSAW_")}
+    env.update(
+        {
+            "VENV": str(Path(sys.executable).parent.parent),
+            "PYTHONPATH": str(REPO),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "JIGSAW_DATA_DIR": str(tmp_path / "data"),
+            "JIGSAW_PORT": str(free_port()),
+        }
+    )
+    result = subprocess.run(
+        [str(REPO / "scripts" / "quickstart.sh")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=420,
+    )
+    out = result.stdout  # with stderr, where `status --watch` writes the job events
+    assert result.returncode == 0, out[-4000:]
+    assert "one GPU runs the host's partial worker and the guest" in out, out
+    assert re.search(r"\(mlp-guest\): .*packed into j-\w+'s slack \(plan staircase\)", out), out
+    shared = [line for line in out.splitlines() if "◆ shared" in line]
+    assert len(shared) == 1, out
+    assert "digits-host/r" in shared[0] and "mlp-guest/r0" in shared[0]
+    accuracies = {
+        name: json.loads(metrics)["accuracy"]
+        for name, metrics in re.findall(
+            r"^(digits-host|mlp-guest): .*finished at .*?(\{.*\})$", out, flags=re.MULTILINE
+        )
+    }
+    assert set(accuracies) == {"digits-host", "mlp-guest"}, out
+    assert all(accuracy > 0.9 for accuracy in accuracies.values()), accuracies
