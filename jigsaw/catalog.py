@@ -48,10 +48,6 @@ class ModelEntry:
         """K, or ``None`` for an entrypoint (known only once a worker built it)."""
         return self.profile.num_blocks if self.profile is not None else None
 
-    @property
-    def trainable(self) -> bool:
-        return self.kind is not ModelKind.TRACE
-
 
 def is_entrypoint(name: str) -> bool:
     return ENTRYPOINT.fullmatch(name) is not None
@@ -92,9 +88,6 @@ class ModelCatalog:
     def has_profile(self, name: str) -> bool:
         entry = self.find(name)
         return entry is not None and entry.profile is not None
-
-    def zoo_names(self) -> tuple[str, ...]:
-        return ZOO_MODELS
 
     def _build(self, name: str) -> ModelEntry | None:
         if not name or len(name) > MAX_MODEL_NAME:

@@ -34,11 +34,6 @@ def table_prior(table: EfficiencyTable) -> PriorOf:
     return prior_of
 
 
-def default_prior_of(job: Job) -> Prior:
-    del job
-    return default_prior
-
-
 def merge_block_noise(
     current: Sequence[BlockNoise], raw: Any, num_blocks: int
 ) -> tuple[BlockNoise, ...]:

@@ -16,7 +16,7 @@ from jigsaw.catalog import ModelCatalog
 from jigsaw.oracle import Oracle
 from jigsaw.policies.base import Policy, registration
 from jigsaw.policies.options import policy_options
-from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks
+from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.policies.quota import QuotaPolicy, Quotas
 
 
@@ -31,7 +31,7 @@ def build_policy(
     """The registered policy ``name`` with ``options`` (plain JSON values or config objects),
     given what it uses, wrapped in ``quotas`` when they limit anything."""
     entry = registration(name)
-    blocks_of: BlocksOf = catalog_blocks(catalog or ModelCatalog(oracle.profiles))
+    blocks_of: BlocksOf = (catalog or ModelCatalog(oracle.profiles)).num_blocks
     available: dict[str, Any] = {"oracle": oracle, "blocks_of": blocks_of}
     supplied = {key: available[key] for key in entry.uses}
     policy = entry.factory(**supplied, **policy_options(name, dict(options or {})))

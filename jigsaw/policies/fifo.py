@@ -13,7 +13,7 @@ from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision, Start
 from jigsaw.placement import compact_placement, group_by_node, take
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks, resolve_for
+from jigsaw.policies.plan_resolution import BlocksOf, resolve_for
 from jigsaw.snapshot import Snapshot
 
 
@@ -24,7 +24,7 @@ class FifoPolicy(PolicyBase):
     GPUs plus one: the simulator may hold the rest of the queue back (same decisions)."""
 
     def __init__(self, blocks_of: BlocksOf | None = None) -> None:
-        self._blocks_of = blocks_of or catalog_blocks(default_catalog())
+        self._blocks_of = blocks_of or default_catalog().num_blocks
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         free = group_by_node(snapshot.free_gpus())

@@ -14,7 +14,7 @@ from jigsaw.decisions import Decision
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig, las_order, las_stable_until
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round, protection_ends
-from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks
+from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.snapshot import Snapshot
 
 
@@ -30,7 +30,7 @@ class LasPolicy(PolicyBase):
         min_run_s: float = DEFAULT_MIN_RUN_S,
         reserve: bool = True,
     ) -> None:
-        self._blocks_of = blocks_of or catalog_blocks(default_catalog())
+        self._blocks_of = blocks_of or default_catalog().num_blocks
         self.config = config if config is not None else LasConfig()
         self.min_run_s = min_run_s
         self.reserve = reserve

@@ -17,7 +17,7 @@ from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
 from jigsaw.policies.gavel_share import gavel_order, gavel_shares
-from jigsaw.policies.plan_resolution import BlocksOf, catalog_blocks
+from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.snapshot import Snapshot
 
 
@@ -38,7 +38,7 @@ class MaxMinPolicy(PolicyBase):
         self.ranking = ranking
         """``deficit``: most owed since arrival first; ``gavel``: Gavel's priority
         (:mod:`jigsaw.policies.gavel_share`)."""
-        self._blocks_of = blocks_of or catalog_blocks(default_catalog())
+        self._blocks_of = blocks_of or default_catalog().num_blocks
         self.min_run_s = min_run_s
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""

@@ -5,17 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from jigsaw.catalog import ModelCatalog
 from jigsaw.domain import Job
 from jigsaw.plan import Plan, full_backprop
 
 BlocksOf = Callable[[str], int | None]
 """A model's block count K, or ``None`` while it is unknown (an entrypoint model before a
 worker has built it)."""
-
-
-def catalog_blocks(catalog: ModelCatalog) -> BlocksOf:
-    return catalog.num_blocks
 
 
 def job_blocks(job: Job, blocks_of: BlocksOf) -> int | None:

@@ -18,9 +18,9 @@ from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.efficiency import EtaEstimate
 from jigsaw.errors import InvalidSpecError
-from jigsaw.job_eta import job_eta
+from jigsaw.job_eta import candidate_plans, job_eta
 from jigsaw.oracle import GangTiming, Oracle
-from jigsaw.plan import Plan, SPBPlan, full_backprop, staircase, uniform
+from jigsaw.plan import Plan, SPBPlan, full_backprop
 
 Footprint = tuple[tuple[GpuId, float, int], ...]
 """Per GPU of a placement: (gpu, summed load of the job's workers there, their memory)."""
@@ -130,16 +130,13 @@ class PlanCatalog:
             opaque = full_backprop(spec.workers, 1)
             loads = (self._opaque_load,) * spec.workers
             return (PlanOption("none", opaque, loads, (0,) * spec.workers, 1.0, 0.0),)
-        plans: list[tuple[str, SPBPlan]] = []
+        plans: list[tuple[str, SPBPlan]]
         if not spec.plan_request.is_auto:
-            plans.append((spec.spb, spec.plan_request.resolve(spec.workers, blocks)))
+            plans = [(spec.spb, spec.plan_request.resolve(spec.workers, blocks))]
+        elif self.spb:
+            plans = candidate_plans(spec.workers, blocks)
         else:
-            plans.append(("none", full_backprop(spec.workers, blocks)))
-            if self.spb and spec.workers > 1:
-                plans.append(("staircase", staircase(spec.workers, blocks)))
-                plans.extend(
-                    (f"uniform:{k}", uniform(spec.workers, blocks, k)) for k in range(1, blocks)
-                )
+            plans = [("none", full_backprop(spec.workers, blocks))]
         options: list[PlanOption] = []
         seen: set[tuple[int, ...]] = set()
         compact = self.oracle.compact(spec.workers)
