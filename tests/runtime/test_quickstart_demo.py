@@ -40,7 +40,10 @@ def test_make_run_packs_the_guest_and_prints_both_accuracies(tmp_path: Path) -> 
     out = result.stdout  # with stderr, where `status --watch` writes the job events
     assert result.returncode == 0, out[-4000:]
     assert "one GPU runs the host's partial worker and the guest" in out, out
-    assert re.search(r"\(mlp-guest\): .*packed into j-\w+'s slack \(plan staircase\)", out), out
+    # The host's SPB plan is a near tie between staircase and uniform:1 (docs/SCHEDULER.md);
+    # either one opens the slack the guest packs into.
+    packed = r"\(mlp-guest\): .*packed into j-\w+'s slack \(plan (staircase|uniform:1)\)"
+    assert re.search(packed, out), out
     shared = [line for line in out.splitlines() if "◆ shared" in line]
     assert len(shared) == 1, out
     assert "digits-host/r" in shared[0] and "mlp-guest/r0" in shared[0]
