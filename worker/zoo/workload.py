@@ -105,7 +105,12 @@ class Workload:
 
     def example_input(self, batch: int, device: torch.device | str = "cpu") -> Tensor:
         assert self.make_example_input is not None  # set in __post_init__
-        return self.make_example_input(batch, torch.device(device))
+        # A private, seeded stream: a thread-simulated peer may be drawing its initial weights
+        # from torch's global RNG under GLOBAL_RNG_LOCK right now, and an unlocked draw here
+        # would shift them (replicas that should be identical then differ).
+        with GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
+            torch.manual_seed(EXAMPLE_INPUT_SEED)
+            return self.make_example_input(batch, torch.device(device))
 
     def forward(self, inputs: Tensor) -> Tensor:
         """Full forward pass through every block (evaluation, references)."""
@@ -121,4 +126,6 @@ class Workload:
 WorkloadBuilder = Callable[..., Workload]
 # Builders draw initial weights from torch's global RNG; ranks simulated as threads of one
 # process must not interleave those draws, or their "identical" replicas would differ.
-GLOBAL_RNG_LOCK = threading.Lock()
+# Re-entrant: a builder may ask a workload for an example input while it holds the lock.
+GLOBAL_RNG_LOCK = threading.RLock()
+EXAMPLE_INPUT_SEED = 0
