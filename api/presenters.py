@@ -33,7 +33,7 @@ def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
         )
 
     current = None
-    if job.plan is not None and (blocks is None or job.plan.num_blocks == blocks):
+    if isinstance(job.plan, SPBPlan) and (blocks is None or job.plan.num_blocks == blocks):
         current = view(job.plan.describe(), job.plan, job_eta(job, job.plan, prior))
     candidates = (
         [view(c.label, c.plan, c.estimate) for c in candidate_etas(job, blocks, prior)]
@@ -58,7 +58,7 @@ def job_public(
         iterations=spec.iterations,
         iterations_done=job.iterations_done,
         progress=min(max(job.iterations_done / spec.iterations, 0.0), 1.0),
-        plan=list(job.plan.depths) if job.plan is not None else [],
+        plan=list(job.plan.depths) if isinstance(job.plan, SPBPlan) else [],
         plan_kind=job.plan.kind if job.plan is not None else None,
         num_blocks=job.plan.num_blocks if job.plan is not None else job.model_blocks,
         placement=[list(gpu) for gpu in job.placement],

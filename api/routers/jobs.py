@@ -23,6 +23,7 @@ from api.schemas.jobs import (
 )
 from api.store.telemetry import Telemetry
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import SPBPlan
 
 router = APIRouter(
     route_class=JsonRoute,
@@ -84,7 +85,7 @@ def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobV
     prediction = state.oracle.predict(spec, plan)
     return JobValidation(
         spec=spec.to_dict(),
-        plan=list(plan.depths),
+        plan=list(plan.depths) if isinstance(plan, SPBPlan) else [],
         num_blocks=plan.num_blocks if checked is not None else None,
         prediction=PredictionPublic(
             iteration_time_s=prediction.iteration_time_s,

@@ -41,7 +41,9 @@ class PlanOption:
 
     @property
     def is_full_backprop(self) -> bool:
-        return self.plan.is_full_backprop
+        """No worker skips any backward: full-backprop data parallelism, or a pipeline or
+        hybrid plan (which SPB does not apply to)."""
+        return not isinstance(self.plan, SPBPlan) or self.plan.is_full_backprop
 
 
 class PlanCatalog:
@@ -95,7 +97,7 @@ class PlanCatalog:
         """Statistical efficiency of ``plan`` for this job: online from the gradient noise its
         lease reports measured (:mod:`jigsaw.job_eta`) once every block has enough
         observations, else the model's figure (the ``eta_of`` seam)."""
-        if plan.is_full_backprop:
+        if not isinstance(plan, SPBPlan) or plan.is_full_backprop:
             return 1.0
         model = job.spec.model
         if job.block_noise and plan.num_blocks >= len(job.block_noise):
