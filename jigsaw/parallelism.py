@@ -22,6 +22,8 @@ from typing import ClassVar, Literal
 
 from jigsaw.errors import InvalidSpecError
 
+PARALLELISM_CHOICES = ("auto", "data", "pipeline", "hybrid")
+"""What a job spec's ``parallelism`` may say (``auto``: the oracle chooses the plan type)."""
 PipelineSchedule = Literal["2bw", "gpipe"]
 SCHEDULES: tuple[PipelineSchedule, ...] = ("2bw", "gpipe")
 ShardLayout = Literal["column", "row"]
