@@ -79,9 +79,10 @@ def submit_job(
 def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobValidation:
     """Check a spec and show its resolved plan and the oracle's prediction; stores nothing."""
     spec, checked = jobs_service.checked_spec(state, body, principal)
-    note = "" if spec.spb != "auto" else "; spb=auto: the policy picks the plan at start"
     # An entrypoint: its K and its plan are checked at the first lease; full backprop shown.
     plan = checked if checked is not None else state.oracle.plan_for(spec)
+    spb_auto = spec.spb == "auto" and isinstance(plan, SPBPlan)
+    note = "; spb=auto: the policy picks the plan at start" if spb_auto else ""
     prediction = state.oracle.predict(spec, plan)
     return JobValidation(
         spec=spec.to_dict(),

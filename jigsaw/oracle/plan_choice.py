@@ -230,9 +230,11 @@ def _nothing_fits(allowed: list[Alternative], limit: int, parallelism: str) -> s
     needs = "; ".join(
         f"{a.describe()} needs {_gib(a.prediction.max_memory_bytes)}" for a in allowed
     )
-    subject = "no plan type" if parallelism == "auto" else f"parallelism {parallelism}"
+    subject = "no plan type fits" if parallelism == "auto" else (
+        f"parallelism {parallelism} does not fit"
+    )
     return (
-        f"{subject} fits the per-worker memory limit of {_gib(limit)} "
+        f"{subject} the per-worker memory limit of {_gib(limit)} "
         f"(JIGSAW_WORKER_MEMORY_GIB): {needs}. Use more workers, a smaller batch_size, or "
         "a larger limit"
     )

@@ -180,3 +180,23 @@ def test_the_simulator_runs_the_job_at_the_oracles_predicted_iteration_time(
     iteration = oracle.predict_plan_type("vgg16_32_fc", 32, plan).iteration_time_s
     assert done.finished_at is not None and done.started_at is not None
     assert done.finished_at - done.started_at == pytest.approx(40 * iteration, rel=1e-6)
+
+
+def test_a_requested_type_over_the_limit_says_it_does_not_fit() -> None:
+    with pytest.raises(NoPlanFitsError) as caught:
+        choose(1 * MB, "data")
+    assert str(caught.value).startswith("parallelism data does not fit the per-worker memory")
+
+
+def test_spec_defaults_and_rows_stored_before_the_field() -> None:
+    assert JobSpec(name="a", model="vgg16_32_fc", workers=2, iterations=1).parallelism == "auto"
+    assert JobSpec(name="a", model="pkg.mod:fn", workers=2, iterations=1).parallelism == "data"
+    assert JobSpec(name="a", model="cifar10", workers=2, iterations=1).parallelism == "data"
+    assert JobSpec(name="a", model="mlp", workers=2, iterations=1,
+                   parallelism=" Hybrid ").parallelism == "hybrid"
+    old = {"name": "a", "model": "mlp", "workers": 2, "iterations": 1, "spb": "auto"}
+    assert JobSpec.from_stored(old).parallelism == "auto"
+    assert JobSpec.from_stored({**old, "model": "pkg.mod:fn"}).parallelism == "data"
+    with pytest.raises(InvalidSpecError) as caught:
+        JobSpec.from_mapping({**old, "parallelism": 3})
+    assert caught.value.field == "parallelism"
