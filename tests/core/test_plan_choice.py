@@ -200,3 +200,20 @@ def test_spec_defaults_and_rows_stored_before_the_field() -> None:
     with pytest.raises(InvalidSpecError) as caught:
         JobSpec.from_mapping({**old, "parallelism": 3})
     assert caught.value.field == "parallelism"
+
+
+def test_trace_jobs_run_data_parallel_and_job_lists_may_ask_for_a_type(tmp_path) -> None:
+    from jigsaw.simulator.workload import arrivals_from_trace
+    from jigsaw.traces.joblist import read_joblist
+
+    path = tmp_path / "jobs.yaml"
+    path.write_text(
+        "jobs:\n"
+        "  - {name: a, model: vgg16_32_fc, workers: 2, iterations: 5, parallelism: hybrid}\n"
+        "  - {name: b, model: vgg16_32_fc, workers: 2, iterations: 5}\n"
+    )
+    arrivals = arrivals_from_trace(read_joblist(path), lambda job: 1.0)
+    assert [a.spec.parallelism for a in arrivals] == ["hybrid", "data"]
+    path.write_text("- {name: a, model: mlp, workers: 2, iterations: 5, parallelism: tensor}\n")
+    with pytest.raises(InvalidSpecError, match="parallelism must be one of"):
+        read_joblist(path)
