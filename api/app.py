@@ -44,6 +44,7 @@ def build_state(settings: Settings, engine: Engine | None = None) -> AppState:
             settings.gpus_per_node,
             fallback_rate,
             simulated_rate=fallback_rate if settings.executor == "simulated" else None,
+            worker_memory_gib=settings.worker_memory_gib,
         ),
         metrics=Metrics(engine),
     )

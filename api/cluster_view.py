@@ -13,6 +13,7 @@ from api.privacy import PrivacyMask
 from api.schemas.cluster import GpuPublic, NodePublic, WorkerPublic
 from api.store.codec import plan_from_column, spec_from_column
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import SPBPlan
 
 HOLDING = [JobState.ADMITTED.value, JobState.RUNNING.value]
 UNKNOWN_LOAD = 1.0
@@ -70,7 +71,9 @@ def list_gpus(
             job_name=row.name,
             rank=row.rank,
             depth=(
-                plan.depths[row.rank] if plan is not None and row.rank < plan.num_workers else None
+                plan.depths[row.rank]
+                if isinstance(plan, SPBPlan) and row.rank < plan.num_workers
+                else None
             ),
             predicted_load=estimate.load,
             memory_bytes=estimate.memory_bytes,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from api.errors import ApiError, not_found
 from api.idempotency import Claim, IdempotencyKeys, Replay, request_hash
-from api.presenters import eta_public, job_json
+from api.presenters import eta_public, job_json, plan_types_public
 from api.schemas.jobs import JobCreate
 from api.state import AppState
 from api.store.telemetry import Telemetry
@@ -35,6 +35,8 @@ class Submitted:
 
 def build_spec(body: JobCreate, principal: Principal) -> JobSpec:
     values = body.model_dump()
+    if values.get("parallelism") is None:
+        values.pop("parallelism", None)  # the spec's default depends on the model
     return JobSpec.from_mapping({**values, "user": principal.user})
 
 
@@ -53,6 +55,7 @@ def checked_spec(
         spec,
         cluster_gpus=totals.recorded or state.settings.gpus,
         why_never_fits=quotas.never_fits(spec),
+        chooser=state.oracle.plan_types,
     )
     return spec, plan
 
@@ -62,7 +65,9 @@ def submit(
 ) -> Submitted:
     spec, _plan = checked_spec(state, body, principal)
     job = Job(id=new_job_id(), spec=spec, submitted_at=time.time())
-    payload = job_json(job, eta=eta_public(job, state.oracle))
+    payload = job_json(
+        job, eta=eta_public(job, state.oracle), plan_types=plan_types_public(spec, state.oracle)
+    )
     event = submitted_event(job, principal.user)
     if idempotency_key is None:
         state.store.add(job, event)

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from jigsaw.catalog import ModelCatalog
 from jigsaw.cluster import Placement
 from jigsaw.domain import JobSpec
+from jigsaw.environment import worker_memory_limit_bytes
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import PRESET_NAMES, preset
 from jigsaw.oracle import Oracle
+from jigsaw.oracle.plan_choice import PlanChoice, PlanTypeChooser
 from jigsaw.plan import Plan, full_backprop
+from jigsaw.policies.plan_resolution import configure_plan_types
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,7 @@ class OracleView:
         fallback_rate: float,
         *,
         simulated_rate: float | None = None,
+        worker_memory_gib: float | None = None,
     ) -> None:
         hardware = gpu_type if gpu_type in PRESET_NAMES else FALLBACK_HARDWARE
         self.hardware_note = "" if hardware == gpu_type else f" (priced as {hardware})"
@@ -56,6 +60,13 @@ class OracleView:
         self.simulated_rate = simulated_rate
         """Set when the executor is the constant-rate simulator: every job runs at it."""
         self.catalog = ModelCatalog(self._oracle.profiles)
+        self.plan_types = PlanTypeChooser(
+            self._oracle.hardware,
+            self._oracle.profiles,
+            worker_memory_limit_bytes(worker_memory_gib),
+        )
+        # The service's policies resolve plan types with the same chooser as its answers.
+        configure_plan_types(self.plan_types)
 
     @property
     def oracle(self) -> Oracle:
@@ -68,9 +79,17 @@ class OracleView:
         """K from the catalog; ``None`` for a model whose workers have not reported it."""
         return self.catalog.num_blocks(model)
 
+    def plan_choice(self, spec: JobSpec) -> PlanChoice | None:
+        """The plan-type choice for ``spec`` (every alternative predicted); ``None`` for a
+        model without a profile. Raises naming ``parallelism`` when nothing allowed fits."""
+        return self.plan_types.choice(spec)
+
     def plan_for(self, spec: JobSpec) -> Plan:
         """The plan a gang policy would start ``spec`` with (full backprop while K is
         unknown: the workers resolve the request against the model they build)."""
+        typed = self.plan_types.plan_for(spec)
+        if typed is not None:
+            return typed
         blocks = self.num_blocks(spec.model)
         if blocks is None:
             return full_backprop(spec.workers, 1)

@@ -7,17 +7,21 @@ from typing import Any
 
 from api.oracle_view import OracleView
 from api.schemas.jobs import (
+    AlternativePublic,
     EtaEstimatePublic,
     EtaPublic,
     JobEventPublic,
     JobPublic,
+    PlanTypesPublic,
     ProgressSamplePublic,
 )
 from api.timefmt import iso
-from jigsaw.domain import Job, JobEvent
+from jigsaw.domain import Job, JobEvent, JobSpec
 from jigsaw.efficiency import EtaEstimate
+from jigsaw.errors import InvalidSpecError
 from jigsaw.job_eta import candidate_etas, job_eta, noise_summary, table_prior
-from jigsaw.plan import SPBPlan
+from jigsaw.oracle.plan_choice import PlanChoice
+from jigsaw.plan import SPBPlan, plan_to_json
 
 
 def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
@@ -33,7 +37,7 @@ def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
         )
 
     current = None
-    if job.plan is not None and (blocks is None or job.plan.num_blocks == blocks):
+    if isinstance(job.plan, SPBPlan) and (blocks is None or job.plan.num_blocks == blocks):
         current = view(job.plan.describe(), job.plan, job_eta(job, job.plan, prior))
     candidates = (
         [view(c.label, c.plan, c.estimate) for c in candidate_etas(job, blocks, prior)]
@@ -43,8 +47,44 @@ def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
     return EtaPublic(current=current, candidates=candidates, **noise_summary(job))
 
 
+def plan_types_public(spec: JobSpec, oracle: OracleView) -> PlanTypesPublic | None:
+    """The oracle's prediction for every plan type of ``spec`` and the one chosen; ``None``
+    for a model without a profile, or one whose choice failed (refused at submit)."""
+    try:
+        choice = oracle.plan_choice(spec)
+    except InvalidSpecError:
+        return None
+    return plan_choice_public(choice) if choice is not None else None
+
+
+def plan_choice_public(choice: PlanChoice) -> PlanTypesPublic:
+    return PlanTypesPublic(
+        parallelism=choice.requested,
+        chosen=choice.chosen.kind,
+        reason=choice.reason,
+        memory_limit_bytes=choice.memory_limit_bytes,
+        alternatives=[
+            AlternativePublic(
+                kind=a.kind,
+                describe=a.describe(),
+                plan=plan_to_json(a.plan) if a.plan is not None else None,
+                iteration_time_s=a.prediction.iteration_time_s,
+                samples_per_s=a.samples_per_s,
+                max_worker_memory_bytes=a.prediction.max_memory_bytes,
+                max_worker_bytes_sent=max(a.prediction.per_worker_bytes_sent),
+                fits=a.fits,
+                chosen=a is choice.chosen,
+            )
+            for a in choice.alternatives
+        ],
+    )
+
+
 def job_public(
-    job: Job, last_loss: float | None = None, eta: EtaPublic | None = None
+    job: Job,
+    last_loss: float | None = None,
+    eta: EtaPublic | None = None,
+    plan_types: PlanTypesPublic | None = None,
 ) -> JobPublic:
     spec = job.spec
     return JobPublic(
@@ -58,8 +98,10 @@ def job_public(
         iterations=spec.iterations,
         iterations_done=job.iterations_done,
         progress=min(max(job.iterations_done / spec.iterations, 0.0), 1.0),
-        plan=list(job.plan.depths) if job.plan is not None else [],
+        plan=list(job.plan.depths) if isinstance(job.plan, SPBPlan) else [],
         plan_kind=job.plan.kind if job.plan is not None else None,
+        plan_detail=plan_to_json(job.plan) if job.plan is not None else None,
+        plan_types=plan_types,
         num_blocks=job.plan.num_blocks if job.plan is not None else job.model_blocks,
         placement=[list(gpu) for gpu in job.placement],
         attempt=job.attempt,
@@ -76,8 +118,13 @@ def job_public(
     )
 
 
-def job_json(job: Job, last_loss: float | None = None, eta: EtaPublic | None = None) -> bytes:
-    return job_public(job, last_loss, eta).model_dump_json().encode()
+def job_json(
+    job: Job,
+    last_loss: float | None = None,
+    eta: EtaPublic | None = None,
+    plan_types: PlanTypesPublic | None = None,
+) -> bytes:
+    return job_public(job, last_loss, eta, plan_types).model_dump_json().encode()
 
 
 def event_public(event: JobEvent) -> JobEventPublic:

@@ -101,7 +101,10 @@ def run_scheduler() -> None:
     settings = load_settings()
     engine = prepare_database(settings)
     oracle = OracleView(
-        settings.gpu_type, settings.gpus_per_node, settings.sim_iterations_per_second
+        settings.gpu_type,
+        settings.gpus_per_node,
+        settings.sim_iterations_per_second,
+        worker_memory_gib=settings.worker_memory_gib,
     )
     check_policy(settings, oracle)
     service = SchedulerService(settings, engine, Metrics(engine), oracle)

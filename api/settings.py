@@ -16,6 +16,7 @@ from jigsaw.environment import (
     GPUS_DEFAULT,
     GPUS_MAX,
     LEASE_ITERATIONS_DEFAULT,
+    WORKER_MEMORY_GIB_MAX,
     default_data_dir,
     expand_user,
     rejected,
@@ -66,6 +67,11 @@ class Settings(BaseSettings):
     """The simulated cluster's GPUs (the Ray runtime reads it for its local Ray)."""
     gpus_per_node: int = Field(default=4, ge=1, le=1024)
     gpu_type: str = GPU_TYPE_DEFAULT
+    worker_memory_gib: float | None = Field(
+        default=None, gt=0, le=WORKER_MEMORY_GIB_MAX, allow_inf_nan=False
+    )
+    """Per-worker memory limit in GiB the plan-type choice must fit (``parallelism: auto``
+    picks a pipeline or hybrid plan for a model over it); unset: the GPU type's memory."""
     checkpoint_sweep_s: float = Field(default=300.0, gt=0)
     """How often the leading scheduler deletes the checkpoints of jobs that ended for good
     (cancelled, failed); successful jobs delete their own at once."""

@@ -8,7 +8,10 @@
 2. ``spb`` is one of the plan forms (:data:`SPB_TEXT`) and, for a zoo model, resolves
    against the model's K: every depth in ``0..K-1``, ``uniform:k`` with ``k < K``, one depth
    per worker.
-3. ``workers`` fits the cluster's GPUs (all nodes the scheduler recorded, or ``JIGSAW_GPUS``
+3. ``parallelism``: ``pipeline``/``hybrid`` need a zoo model (a profile to plan from); for a
+   zoo model the oracle's plan-type choice must find a plan that fits the per-worker memory
+   limit (``JIGSAW_WORKER_MEMORY_GIB``), else the message names the limit and each need.
+4. ``workers`` fits the cluster's GPUs (all nodes the scheduler recorded, or ``JIGSAW_GPUS``
    before it recorded any) and every quota the job is subject to.
 """
 
@@ -16,9 +19,10 @@ from __future__ import annotations
 
 import re
 
-from jigsaw.catalog import ModelKind, default_catalog
+from jigsaw.catalog import ModelKind, default_catalog, is_entrypoint
 from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.oracle.plan_choice import PlanTypeChooser
 from jigsaw.plan import Plan
 from jigsaw.profiles import ZOO_MODELS
 
@@ -70,6 +74,22 @@ def check_plan(spec: JobSpec, num_blocks: int) -> Plan:
         ) from None
 
 
+def check_parallelism(spec: JobSpec, chooser: PlanTypeChooser | None) -> Plan | None:
+    """The pipeline or hybrid plan the spec's ``parallelism`` resolves to, or ``None`` for
+    data parallelism. Raises naming ``parallelism`` when the type cannot run this model or
+    nothing it allows fits the memory limit."""
+    if spec.parallelism in ("pipeline", "hybrid") and is_entrypoint(spec.model):
+        raise InvalidSpecError(
+            f"parallelism {spec.parallelism!r} needs a zoo model with a profile to plan "
+            f"stages from; {spec.model[:80]!r} is an entrypoint: use parallelism data",
+            field="parallelism",
+        )
+    if chooser is None or is_entrypoint(spec.model):
+        return None
+    choice = chooser.choice(spec)
+    return choice.chosen.plan if choice is not None else None
+
+
 def check_gang_fits(spec: JobSpec, cluster_gpus: int) -> None:
     if spec.workers > cluster_gpus:
         raise InvalidSpecError(
@@ -87,12 +107,19 @@ def check_quota(spec: JobSpec, why_never_fits: str | None) -> None:
 
 
 def check_submission(
-    spec: JobSpec, *, cluster_gpus: int, why_never_fits: str | None
+    spec: JobSpec,
+    *,
+    cluster_gpus: int,
+    why_never_fits: str | None,
+    chooser: PlanTypeChooser | None = None,
 ) -> Plan | None:
     """Every meaning check, in the order a user would fix them. Returns the resolved plan for
-    a zoo model, None for an entrypoint (resolved at its first lease)."""
+    a zoo model (its pipeline or hybrid plan when that is the chosen type), None for an
+    entrypoint (resolved at its first lease)."""
     blocks = zoo_block_count(spec.model)
     plan = check_plan(spec, blocks) if blocks is not None else None
+    typed = check_parallelism(spec, chooser)
+    plan = typed if typed is not None else plan
     check_gang_fits(spec, cluster_gpus)
     check_quota(spec, why_never_fits)
     return plan

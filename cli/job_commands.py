@@ -44,6 +44,13 @@ def submit(
         str | None,
         typer.Option(help="SPB plan: auto, none, staircase, uniform:k or depths like 0,1,1,2."),
     ] = None,
+    parallelism: Annotated[
+        str | None,
+        typer.Option(
+            help="Plan type: auto (the oracle picks what fits the per-worker memory; default "
+            "for zoo models), data (default for entrypoints), pipeline or hybrid."
+        ),
+    ] = None,
     batch_size: Annotated[int | None, typer.Option(help="Per-worker batch size.")] = None,
     learning_rate: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
@@ -70,6 +77,7 @@ def submit(
         "iterations": iterations,
         "priority": priority,
         "spb": spb,
+        "parallelism": parallelism,
         "batch_size": batch_size,
         "learning_rate": learning_rate,
         "seed": seed,

@@ -22,6 +22,7 @@ from cli.formatting import (
     progress_fraction,
     styled_state,
 )
+from cli.plan_types_view import plan_types_view
 
 JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
@@ -101,6 +102,9 @@ def job_description(
         Text(""),
         Text("Placement", style="bold underline"),
         placement_table(job),
+        Text(""),
+        Text("Plan type (oracle prediction per alternative)", style="bold underline"),
+        plan_types_view(job.get("plan_types")),
         Text(""),
         Text("Statistical efficiency (eta) per plan", style="bold underline"),
         eta_table(job.get("eta")),
@@ -206,7 +210,15 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
     head.add_column()
     for key, value in spec.items():
         head.add_row(key, str(value))
-    head.add_row("plan", f"{format_plan(plan)}  ({num_blocks} blocks)")
+    kind = result.get("plan_kind", "spb")
+    chosen = next(
+        (a for a in (result.get("plan_types") or {}).get("alternatives", []) if a.get("chosen")),
+        None,
+    )
+    if kind == "spb":
+        head.add_row("plan", f"{format_plan(plan)}  ({num_blocks} blocks)")
+    else:
+        head.add_row("plan", f"{chosen['describe'] if chosen else kind}")
     iteration = prediction.get("iteration_time_s")
     head.add_row(
         "iteration time",
@@ -218,11 +230,12 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
     memory = prediction.get("per_worker_memory_bytes") or []
     compute = prediction.get("per_worker_compute_s") or []
     sent = prediction.get("per_worker_bytes_sent") or []
-    for rank, depth in enumerate(plan):
+    depths: Sequence[int | None] = plan if kind == "spb" else [None] * len(memory)
+    for rank, depth in enumerate(depths):
         workers.add_row(
             str(rank),
-            str(depth),
-            depth_bar(depth, num_blocks),
+            str(depth) if depth is not None else "-",
+            depth_bar(depth, num_blocks) if depth is not None else kind,
             f"{compute[rank]:.4f} s" if rank < len(compute) else "-",
             format_bytes(memory[rank]) if rank < len(memory) else "-",
             format_bytes(sent[rank]) if rank < len(sent) else "-",
@@ -232,6 +245,9 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
         head,
         Text(""),
         workers,
+        Text(""),
+        Text("Plan types", style="bold underline"),
+        plan_types_view(result.get("plan_types")),
     )
 
 

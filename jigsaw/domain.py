@@ -11,7 +11,9 @@ from jigsaw.cluster import Placement
 from jigsaw.errors import IllegalTransitionError, InvalidSpecError
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.lifecycle import JobState, can_transition
+from jigsaw.parallelism import PARALLELISM_CHOICES
 from jigsaw.plan import Plan, PlanRequest
+from jigsaw.profiles import ZOO_MODELS
 from jigsaw.reasons import ReasonCode, default_code
 
 MAX_WORKERS = 1024
@@ -34,6 +36,10 @@ class JobSpec:
     seed: int = 0
     queue: str = "default"
     user: str = "anonymous"
+    parallelism: str = ""
+    """``auto | data | pipeline | hybrid``; empty means the default: ``auto`` for a zoo model,
+    ``data`` for anything else (an entrypoint has no profile to predict from; a trace alias
+    ran data parallel in its trace)."""
     plan_request: PlanRequest = field(init=False, repr=False, compare=False)
     """``spb`` parsed once, at construction; ``spb`` itself holds its canonical spelling."""
 
@@ -56,6 +62,7 @@ class JobSpec:
         request.check_workers(self.workers)
         object.__setattr__(self, "plan_request", request)
         object.__setattr__(self, "spb", request.text)
+        object.__setattr__(self, "parallelism", _checked_parallelism(self))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> JobSpec:
@@ -89,6 +96,8 @@ class JobSpec:
         for name in SPEC_FIELDS:
             object.__setattr__(spec, name, data.get(name, _DEFAULTS[name]))
         object.__setattr__(spec, "plan_request", PlanRequest.parse(spec.spb))
+        if not spec.parallelism:  # stored before the field existed
+            object.__setattr__(spec, "parallelism", default_parallelism(spec.model))
         return spec
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,7 +122,30 @@ _FIELD_TYPES: dict[str, type] = {
     "seed": int,
     "queue": str,
     "user": str,
+    "parallelism": str,
 }
+
+
+def default_parallelism(model: str) -> str:
+    return "auto" if model in ZOO_MODELS else "data"
+
+
+def _checked_parallelism(spec: JobSpec) -> str:
+    """The canonical ``parallelism``; what can be checked without the model's profile."""
+    value = spec.parallelism.strip().lower() or default_parallelism(spec.model)
+    if value not in PARALLELISM_CHOICES:
+        raise InvalidSpecError(
+            f"parallelism must be one of {', '.join(PARALLELISM_CHOICES)}, "
+            f"got {spec.parallelism[:40]!r}",
+            field="parallelism",
+        )
+    if value in ("pipeline", "hybrid") and spec.spb not in ("auto", "none"):
+        raise InvalidSpecError(
+            f"spb {spec.spb!r} is a data-parallel plan and cannot apply to parallelism "
+            f"{value!r}: set spb to auto or none, or parallelism to data",
+            field="spb",
+        )
+    return value
 
 
 def _is_instance(value: Any, kind: type) -> bool:

@@ -17,6 +17,9 @@ Variables both read:
 - ``JIGSAW_GPU_TYPE``: the GPU type where none is reported: the simulated cluster's, Ray nodes
   whose resources name no accelerator type, and the oracle's predictions.
 - ``JIGSAW_LEASE_ITERATIONS``: iterations a gang runs between two progress reports.
+- ``JIGSAW_WORKER_MEMORY_GIB``: the per-worker memory limit (GiB). The control plane's
+  plan-type choice fits plans under it (unset: the GPU type's memory); the Ray runtime holds
+  its workers to it (CPUs have no GPU memory of their own).
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ GPUS_MAX = 100_000
 GPU_TYPE_DEFAULT = "v100"
 LEASE_ITERATIONS_DEFAULT = 50
 CHECKPOINT_SUBDIR = "ckpt"
+WORKER_MEMORY_GIB_MAX = 1_000_000.0
+GIB = 1024**3
+
+
+def worker_memory_limit_bytes(gib: float | None) -> int | None:
+    """``JIGSAW_WORKER_MEMORY_GIB`` in bytes (``None``: unset, the GPU type's memory)."""
+    return None if gib is None else round(gib * GIB)
 
 
 def default_data_dir() -> Path:

@@ -10,17 +10,20 @@ Blocks are numbered 1..K from input to output, as in :mod:`jigsaw.plan`.
   own shard of the batch; each sharded block has its linear layers split across all workers
   (``column``: output features split; ``row``: input features split).
 
-The lead joins these into the ``Plan`` union of ``jigsaw/plan.py`` after the architecture pass.
+Both are members of the ``Plan`` union of :mod:`jigsaw.plan` (``kind`` ``"pipeline"`` and
+``"hybrid"``), beside the data-parallel ``SPBPlan``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from jigsaw.errors import InvalidSpecError
 
+PARALLELISM_CHOICES = ("auto", "data", "pipeline", "hybrid")
+"""What a job spec's ``parallelism`` may say (``auto``: the oracle chooses the plan type)."""
 PipelineSchedule = Literal["2bw", "gpipe"]
 SCHEDULES: tuple[PipelineSchedule, ...] = ("2bw", "gpipe")
 ShardLayout = Literal["column", "row"]
@@ -40,6 +43,8 @@ class PipelinePlan:
     ``schedule`` is ``"2bw"`` (1F1B, no flush, two weight versions, one-step-delayed update) or
     ``"gpipe"`` (all forwards, all backwards, flush, one weight version).
     """
+
+    kind: ClassVar[str] = "pipeline"
 
     num_blocks: int
     stages: tuple[tuple[int, int], ...]
@@ -198,6 +203,8 @@ class HybridPlan:
     their large fully-connected layers): the engine gathers the global batch once at the first
     sharded block and every worker then computes the rest of the model on it.
     """
+
+    kind: ClassVar[str] = "hybrid"
 
     num_blocks: int
     num_workers: int

@@ -5,9 +5,10 @@ Two types carry a plan through the system (docs/ARCHITECTURE.md, "A plan's one p
 - :class:`PlanRequest` is what the user asked for. It is parsed once, when a
   :class:`~jigsaw.domain.JobSpec` is built, and knows nothing of the model.
 - :data:`Plan` is what a policy resolved that request into for a model of K blocks and N
-  workers. It is a tagged union; today its one member is :class:`SPBPlan`, and pipeline and
-  hybrid plans join it as further members with their own ``kind``. Decisions, jobs, executors,
-  rate models, gang requests and the store all carry a ``Plan``.
+  workers. It is a tagged union on ``kind``: :class:`SPBPlan` (data parallel, ``"spb"``),
+  :class:`~jigsaw.parallelism.PipelinePlan` (``"pipeline"``) and
+  :class:`~jigsaw.parallelism.HybridPlan` (``"hybrid"``). Decisions, jobs, executors, rate
+  models, gang requests and the store all carry a ``Plan``.
 
 SPB plans: a model has ``K`` blocks numbered 1..K from input to output. Worker ``r`` has stop
 depth ``d_r`` in ``0..K-1`` and backpropagates only through blocks ``d_r+1..K``. Block ``b`` is
@@ -30,7 +31,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, TypeAlias
 
-from jigsaw.errors import InvalidPlanError
+from jigsaw.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.parallelism import HybridPlan, PipelinePlan, ShardedBlock
 
 AUTO = "auto"
 NAMED_PLANS = ("none", "staircase", "uniform:k", AUTO)
@@ -107,14 +109,37 @@ class SPBPlan:
         return full_backprop(self.num_workers, num_blocks)
 
 
-Plan: TypeAlias = SPBPlan
-"""A resolved execution plan. A tagged union (``plan.kind``); SPB is its one member today."""
+Plan: TypeAlias = SPBPlan | PipelinePlan | HybridPlan
+"""A resolved execution plan, a tagged union on ``plan.kind``: ``"spb"`` (data parallel, with
+or without SPB), ``"pipeline"`` (PipeDream-2BW or GPipe stages x replicas) or ``"hybrid"``
+(SplitBrain-style sharded suffix). Every member has ``num_workers``, ``num_blocks`` and
+``describe()``; only an :class:`SPBPlan` has stop depths."""
 
-PLAN_KINDS: dict[str, type[SPBPlan]] = {SPBPlan.kind: SPBPlan}
+PLAN_KINDS: dict[str, type[SPBPlan] | type[PipelinePlan] | type[HybridPlan]] = {
+    SPBPlan.kind: SPBPlan,
+    PipelinePlan.kind: PipelinePlan,
+    HybridPlan.kind: HybridPlan,
+}
 
 
 def plan_to_json(plan: Plan) -> dict[str, Any]:
     """The one stored and wire form of a plan (the store's ``plan`` column, gang requests)."""
+    if isinstance(plan, PipelinePlan):
+        return {
+            "kind": plan.kind,
+            "num_blocks": plan.num_blocks,
+            "stages": [list(stage) for stage in plan.stages],
+            "micro_batches": plan.micro_batches,
+            "replicas": plan.replicas,
+            "schedule": plan.schedule,
+        }
+    if isinstance(plan, HybridPlan):
+        return {
+            "kind": plan.kind,
+            "num_blocks": plan.num_blocks,
+            "num_workers": plan.num_workers,
+            "sharded": [{"block": s.block, "layout": s.layout} for s in plan.sharded],
+        }
     return {"kind": plan.kind, "depths": list(plan.depths), "num_blocks": plan.num_blocks}
 
 
@@ -122,7 +147,29 @@ def plan_from_json(data: Mapping[str, Any]) -> Plan:
     kind = data.get("kind")
     if kind not in PLAN_KINDS:
         raise InvalidPlanError(f"unknown plan kind {kind!r}; known: {', '.join(PLAN_KINDS)}")
-    return SPBPlan(tuple(int(d) for d in data["depths"]), int(data["num_blocks"]))
+    try:
+        if kind == PipelinePlan.kind:
+            return PipelinePlan(
+                num_blocks=int(data["num_blocks"]),
+                stages=tuple((int(a), int(b)) for a, b in data["stages"]),
+                micro_batches=int(data["micro_batches"]),
+                replicas=int(data.get("replicas", 1)),
+                schedule=data.get("schedule", "2bw"),
+            )
+        if kind == HybridPlan.kind:
+            return HybridPlan(
+                num_blocks=int(data["num_blocks"]),
+                num_workers=int(data["num_workers"]),
+                sharded=tuple(
+                    ShardedBlock(int(item["block"]), item.get("layout", "column"))
+                    for item in data["sharded"]
+                ),
+            )
+        return SPBPlan(tuple(int(d) for d in data["depths"]), int(data["num_blocks"]))
+    except (KeyError, TypeError, ValueError) as error:
+        if isinstance(error, InvalidSpecError):
+            raise
+        raise InvalidPlanError(f"malformed {kind} plan {dict(data)!r}: {error}") from None
 
 
 def validate_depths(depths: Sequence[int], num_blocks: int) -> None:

@@ -55,6 +55,12 @@ class BlockProfile:
     activation_bytes_per_sample: int
     forward_time_s_per_sample: float | None = None
     backward_time_s_per_sample: float | None = None
+    output_bytes_per_sample: int | None = None
+    """The block's output, FP32 (what a pipeline stage boundary sends); ``None`` when the
+    profile does not say (then the model has data parallelism as its only plan type)."""
+    linear_layers: tuple[tuple[int, int, bool], ...] = ()
+    """The block's nn.Linear layers as (in_features, out_features, bias): what a hybrid plan
+    can shard."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +252,30 @@ def _parse_block(raw: Any, path: str) -> BlockProfile:
         activation_bytes_per_sample=int(number("activation_bytes_per_sample")),
         forward_time_s_per_sample=optional("forward_time_s_per_sample"),
         backward_time_s_per_sample=optional("backward_time_s_per_sample"),
+        output_bytes_per_sample=(
+            None if raw.get("output_bytes_per_sample") is None
+            else int(number("output_bytes_per_sample"))
+        ),
+        linear_layers=_parse_linear_layers(raw.get("linear_layers") or [], path, raw),
     )
+
+
+def _parse_linear_layers(
+    raw: Any, path: str, block: dict[str, Any]
+) -> tuple[tuple[int, int, bool], ...]:
+    where = f"{path}: block {block.get('index')}: linear_layers"
+    if not isinstance(raw, list):
+        raise InvalidSpecError(f"{where} must be a list")
+    layers: list[tuple[int, int, bool]] = []
+    for layer in raw:
+        if not isinstance(layer, dict):
+            raise InvalidSpecError(f"{where}: every layer must be a JSON object")
+        sizes = (layer.get("in_features"), layer.get("out_features"))
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes):
+            raise InvalidSpecError(f"{where}: in_features and out_features must be >= 1")
+        layers.append((int(layer["in_features"]), int(layer["out_features"]),
+                       bool(layer.get("bias", True))))
+    return tuple(layers)
 
 
 class ProfileCatalog:

@@ -11,7 +11,7 @@ from api.deps import StateDep, Submitter, reject_unknown_query
 from api.errors import ApiError
 from api.idempotency import MAX_KEY_LENGTH
 from api.json_body import JsonRoute
-from api.presenters import eta_public, event_public, job_json, job_public
+from api.presenters import eta_public, event_public, job_json, job_public, plan_types_public
 from api.schemas.common import COMMON_ERRORS, NO_CONTROL_CHARACTERS, NOT_FOUND, ErrorBody
 from api.schemas.jobs import (
     JobCreate,
@@ -23,6 +23,7 @@ from api.schemas.jobs import (
 )
 from api.store.telemetry import Telemetry
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import SPBPlan, plan_to_json
 
 router = APIRouter(
     route_class=JsonRoute,
@@ -78,13 +79,17 @@ def submit_job(
 def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobValidation:
     """Check a spec and show its resolved plan and the oracle's prediction; stores nothing."""
     spec, checked = jobs_service.checked_spec(state, body, principal)
-    note = "" if spec.spb != "auto" else "; spb=auto: the policy picks the plan at start"
     # An entrypoint: its K and its plan are checked at the first lease; full backprop shown.
     plan = checked if checked is not None else state.oracle.plan_for(spec)
+    spb_auto = spec.spb == "auto" and isinstance(plan, SPBPlan)
+    note = "; spb=auto: the policy picks the plan at start" if spb_auto else ""
     prediction = state.oracle.predict(spec, plan)
     return JobValidation(
         spec=spec.to_dict(),
-        plan=list(plan.depths),
+        plan=list(plan.depths) if isinstance(plan, SPBPlan) else [],
+        plan_kind=plan.kind,
+        plan_detail=plan_to_json(plan),
+        plan_types=plan_types_public(spec, state.oracle),
         num_blocks=plan.num_blocks if checked is not None else None,
         prediction=PredictionPublic(
             iteration_time_s=prediction.iteration_time_s,
@@ -134,7 +139,10 @@ def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
     job = jobs_service.visible_job(state, principal, job_id)
     # Serialized once here; returning a Response skips FastAPI's second validation pass.
     eta = eta_public(job, state.oracle)
-    return json_response(job_json(job, jobs_service.last_loss(state, job), eta), 200)
+    plan_types = plan_types_public(job.spec, state.oracle)
+    return json_response(
+        job_json(job, jobs_service.last_loss(state, job), eta, plan_types), 200
+    )
 
 
 def json_response(body: bytes, status: int, *, replayed: bool = False) -> Response:

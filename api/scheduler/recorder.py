@@ -27,6 +27,7 @@ from jigsaw.decisions import Decision, Preempt, Replan, Start
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
 from jigsaw.gradient_noise import InvalidNoiseStatisticsError, parse_block_noise
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import SPBPlan
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class ProgressRecorder:
             at=at,
             loss=loss if isinstance(loss, int | float) else None,
             throughput=throughput if isinstance(throughput, int | float) else None,
-            plan=job.plan.depths if job.plan is not None else (),
+            plan=job.plan.depths if isinstance(job.plan, SPBPlan) else (),
             metrics=metrics,
             lease_boundary=boundary,
         )

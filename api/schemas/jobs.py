@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field
 
@@ -74,6 +74,38 @@ class JobCreate(Forbidding):
     learning_rate: float = Field(default=0.05, gt=0, le=1e6, allow_inf_nan=False)
     seed: Integer = Field(default=0, ge=0, le=2**53)
     queue: Text = Field(default="default", min_length=1, max_length=128)
+    parallelism: Literal["auto", "data", "pipeline", "hybrid"] | None = Field(
+        default=None,
+        description="the plan type: auto (the oracle picks the fastest type that fits the "
+        "per-worker memory limit; the default for zoo models), data (data parallel, with SPB "
+        "per spb; the default for entrypoints), pipeline (PipeDream-2BW stages) or hybrid "
+        "(SplitBrain: linear layers sharded). spb applies only to data parallelism",
+    )
+
+
+class AlternativePublic(Public):
+    kind: str = Field(examples=["pipeline"], description="data, pipeline or hybrid")
+    describe: str = Field(examples=["pipeline[2bw] stages 1-4,5-6 x 1 replicas, 4 micro-batches"])
+    plan: dict[str, Any] | None = Field(
+        description="the plan as the store keeps it (null for data: the policy picks its SPB "
+        "depths)"
+    )
+    iteration_time_s: float
+    samples_per_s: float
+    max_worker_memory_bytes: int = Field(description="the most memory any worker needs")
+    max_worker_bytes_sent: int = Field(description="bytes the busiest sender sends per iteration")
+    fits: bool = Field(description="every worker fits the per-worker memory limit")
+    chosen: bool
+
+
+class PlanTypesPublic(Public):
+    parallelism: str = Field(description="what the spec asked for")
+    chosen: str = Field(examples=["data"])
+    reason: str
+    memory_limit_bytes: int = Field(
+        description="the per-worker limit (JIGSAW_WORKER_MEMORY_GIB, else the GPU type's memory)"
+    )
+    alternatives: list[AlternativePublic]
 
 
 class EtaEstimatePublic(Public):
@@ -120,6 +152,17 @@ class JobPublic(Public):
     )
     plan_kind: str | None = Field(
         default=None, examples=["spb"], description="The plan's type; null before a start"
+    )
+    plan_detail: dict[str, Any] | None = Field(
+        default=None,
+        description="The current (or last) plan as stored: kind spb (depths), pipeline "
+        "(stages, micro_batches, replicas, schedule) or hybrid (sharded blocks); null before "
+        "a start",
+    )
+    plan_types: PlanTypesPublic | None = Field(
+        default=None,
+        description="The oracle's prediction for every plan type and the one chosen (one "
+        "job's view only; null for a model without a profile)",
     )
     num_blocks: int | None = Field(
         default=None,
@@ -202,7 +245,12 @@ class PredictionPublic(Public):
 
 class JobValidation(Public):
     spec: dict[str, Any]
-    plan: list[int]
+    plan: list[int] = Field(description="stop depths of a data-parallel plan; [] otherwise")
+    plan_kind: str = Field(examples=["spb"], description="spb, pipeline or hybrid")
+    plan_detail: dict[str, Any] = Field(description="the plan as the store keeps it")
+    plan_types: PlanTypesPublic | None = Field(
+        default=None, description="every plan type predicted; null without a profile"
+    )
     num_blocks: int | None = Field(
         description="The model's block count K; null for an entrypoint model until its "
         "first lease reports it (the plan shown is then full backprop)"

@@ -7,6 +7,11 @@
     exposed(c, x) = tail * c + softplus((1 - tail) * c - overlap * x)
     T_alone     = max_g W_g * (1 + straggler * (g_node - 1)) + exposed(comm, max_g W_g)
 
+Pipeline and hybrid plans are priced by :mod:`jigsaw.oracle.plan_types` (alone, compact);
+on a placement their iteration stretches by the most loaded GPU's ``max(1, load)``, their own
+workers on a shared GPU and other jobs' ``gpu_load`` included. Their eta is 1: every sample
+trains every block (2BW's one-step weight delay is not priced).
+
 With other jobs on the same GPUs (``gpu_load``: their share of each GPU's time) every GPU
 whose summed load exceeds 1 slows everyone on it proportionally:
 ``s_g = max(1, gpu_load[g] + W_g / T_alone)`` and compute becomes ``W_g * s_g``. NICs work the
@@ -26,8 +31,15 @@ from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import HardwareSpec
 from jigsaw.oracle.costs import ModelCosts, PlanCosts, model_costs, plan_costs
 from jigsaw.oracle.network import PlacementCosts, placement_costs
+from jigsaw.oracle.plan_types import (
+    PlanPrediction,
+    parallel_profile_of,
+    predict_plan,
+    replica_batch,
+)
 from jigsaw.oracle.timeslicing import GangTiming
-from jigsaw.plan import SPBPlan, full_backprop
+from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.plan import Plan, SPBPlan, full_backprop
 from jigsaw.profiles import ProfileCatalog
 
 _MAX_PLACEMENT_CACHE = 200_000
@@ -67,6 +79,7 @@ class Oracle:
         self._plans: dict[tuple[str, int, tuple[int, ...]], PlanCosts] = {}
         self._alone: dict[tuple[str, int, tuple[int, ...], Placement], _Alone] = {}
         self._predictions: dict[tuple[str, int, tuple[int, ...], Placement], Prediction] = {}
+        self._parallel: dict[tuple[str, int, PipelinePlan | HybridPlan], PlanPrediction] = {}
 
     # ----------------------------------------------------------------- public API
 
@@ -80,11 +93,13 @@ class Oracle:
         self,
         model: str,
         batch_size: int,
-        plan: SPBPlan,
+        plan: Plan,
         placement: Placement,
         gpu_load: Mapping[GpuId, float] | None = None,
         nic_load: Mapping[int, float] | None = None,
     ) -> Prediction:
+        if not isinstance(plan, SPBPlan):
+            return self._predict_parallel(model, batch_size, plan, placement, gpu_load)
         key = (model, batch_size, plan.depths, placement)
         if not gpu_load and not nic_load:
             cached = self._predictions.get(key)
@@ -127,44 +142,62 @@ class Oracle:
         self,
         model: str,
         batch_size: int,
-        plan: SPBPlan,
+        plan: Plan,
         rank: int,
         placement: Placement | None = None,
     ) -> float:
         """Share of a GPU's time worker ``rank`` keeps busy when its job runs alone
         (compute_r / iteration time); placement defaults to compact, one worker per GPU."""
+        if not isinstance(plan, SPBPlan):
+            chosen = placement if placement is not None else self.compact(plan.num_workers)
+            parallel = self.predict_plan_type(model, batch_size, plan)
+            alone_p = self._predict_parallel(model, batch_size, plan, chosen, None)
+            return parallel.per_worker_compute_s[rank] / alone_p.iteration_time_s
         costs = self._plan(model, batch_size, plan)
         chosen = placement if placement is not None else self.compact(plan.num_workers)
         alone = self._alone_costs((model, batch_size, plan.depths, chosen), costs, chosen)
         return costs.compute_s[rank] / alone.iteration_s
 
     def gpu_loads(
-        self, model: str, batch_size: int, plan: SPBPlan, placement: Placement
+        self, model: str, batch_size: int, plan: Plan, placement: Placement
     ) -> dict[GpuId, float]:
         """Share of each GPU's time this job keeps busy when it runs alone."""
+        if not isinstance(plan, SPBPlan):
+            busy = self._parallel_busy(model, batch_size, plan, placement)
+            alone_s = self._predict_parallel(model, batch_size, plan, placement, None)
+            return {gpu: seconds / alone_s.iteration_time_s for gpu, seconds in busy.items()}
         costs = self._plan(model, batch_size, plan)
         alone = self._alone_costs((model, batch_size, plan.depths, placement), costs, placement)
         return {gpu: busy / alone.iteration_s for gpu, busy in alone.place.gpu_busy_s}
 
     def nic_loads(
-        self, model: str, batch_size: int, plan: SPBPlan, placement: Placement
+        self, model: str, batch_size: int, plan: Plan, placement: Placement
     ) -> dict[int, float]:
-        """Share of each node's NIC time this job keeps busy when it runs alone."""
+        """Share of each node's NIC time this job keeps busy when it runs alone (not modelled
+        for pipeline and hybrid plans: empty)."""
+        if not isinstance(plan, SPBPlan):
+            return {}
         costs = self._plan(model, batch_size, plan)
         alone = self._alone_costs((model, batch_size, plan.depths, placement), costs, placement)
         return {node: busy / alone.iteration_s for node, busy in alone.place.nic_busy_s}
 
     def timing(
-        self, model: str, batch_size: int, plan: SPBPlan, placement: Placement
+        self, model: str, batch_size: int, plan: Plan, placement: Placement
     ) -> GangTiming:
         """Iteration time alone and compute seconds per GPU: what time-slicing needs
         (:mod:`jigsaw.oracle.timeslicing`)."""
+        if not isinstance(plan, SPBPlan):
+            busy = self._parallel_busy(model, batch_size, plan, placement)
+            alone_p = self._predict_parallel(model, batch_size, plan, placement, None)
+            return GangTiming(alone_p.iteration_time_s, tuple(busy.items()))
         alone_s = self.predict(model, batch_size, plan, placement).iteration_time_s
         costs = self._plan(model, batch_size, plan)
         alone = self._alone_costs((model, batch_size, plan.depths, placement), costs, placement)
         return GangTiming(alone_s, alone.place.gpu_busy_s)
 
-    def worker_memory_bytes(self, model: str, batch_size: int, plan: SPBPlan, rank: int) -> int:
+    def worker_memory_bytes(self, model: str, batch_size: int, plan: Plan, rank: int) -> int:
+        if not isinstance(plan, SPBPlan):
+            return self.predict_plan_type(model, batch_size, plan).per_worker_memory_bytes[rank]
         return self._plan(model, batch_size, plan).memory_bytes[rank]
 
     def full_rate(
@@ -177,14 +210,16 @@ class Oracle:
         placement = self.compact(num_workers, gpus_per_node)
         return 1.0 / self.predict(model, batch_size, plan, placement).iteration_time_s
 
-    def eta(self, model: str, plan: SPBPlan) -> float:
+    def eta(self, model: str, plan: Plan) -> float:
+        if not isinstance(plan, SPBPlan):
+            return 1.0
         return self.efficiency.lookup(model, plan).eta
 
     def goodput(
         self,
         model: str,
         batch_size: int,
-        plan: SPBPlan,
+        plan: Plan,
         placement: Placement,
         gpu_load: Mapping[GpuId, float] | None = None,
         nic_load: Mapping[int, float] | None = None,
@@ -198,7 +233,70 @@ class Oracle:
         per_node = gpus_per_node if gpus_per_node is not None else self.hardware.gpus_per_node
         return tuple((rank // per_node, rank % per_node) for rank in range(num_workers))
 
+    def predict_plan_type(
+        self, model: str, batch_size: int, plan: PipelinePlan | HybridPlan
+    ) -> PlanPrediction:
+        """A pipeline or hybrid plan alone on a compact placement (:mod:`.plan_types`).
+        ``batch_size`` is the job's per-worker batch; a pipeline replica takes
+        :func:`~jigsaw.oracle.plan_types.replica_batch` of it, so the global batch is the
+        same under every plan type."""
+        key = (model, batch_size, plan)
+        cached = self._parallel.get(key)
+        if cached is not None:
+            return cached
+        profile = self.profiles.get(model)
+        parallel = parallel_profile_of(profile)
+        if parallel is None:
+            raise InvalidSpecError(
+                f"model {model!r} has no block output sizes in its profile: only data "
+                "parallelism can be predicted for it",
+                field="parallelism",
+            )
+        prediction = predict_plan(parallel, self.hardware, plan, replica_batch(plan, batch_size))
+        self._parallel[key] = prediction
+        return prediction
+
     # ----------------------------------------------------------------- internals
+
+    def _parallel_busy(
+        self, model: str, batch_size: int, plan: PipelinePlan | HybridPlan, placement: Placement
+    ) -> dict[GpuId, float]:
+        parallel = self.predict_plan_type(model, batch_size, plan)
+        if len(placement) != plan.num_workers:
+            raise InvalidSpecError(
+                f"placement names {len(placement)} GPUs but the plan has "
+                f"{plan.num_workers} workers",
+                field="placement",
+            )
+        busy: dict[GpuId, float] = {}
+        for gpu, seconds in zip(placement, parallel.per_worker_compute_s, strict=True):
+            busy[gpu] = busy.get(gpu, 0.0) + seconds
+        return busy
+
+    def _predict_parallel(
+        self,
+        model: str,
+        batch_size: int,
+        plan: PipelinePlan | HybridPlan,
+        placement: Placement,
+        gpu_load: Mapping[GpuId, float] | None,
+    ) -> Prediction:
+        parallel = self.predict_plan_type(model, batch_size, plan)
+        busy = self._parallel_busy(model, batch_size, plan, placement)
+        alone = max(parallel.iteration_time_s, max(busy.values()))
+        stretch = 1.0
+        for gpu, seconds in busy.items():
+            load = seconds / alone + (gpu_load.get(gpu, 0.0) if gpu_load else 0.0)
+            stretch = max(stretch, load)
+        return Prediction(
+            per_worker_compute_s=tuple(c * stretch for c in parallel.per_worker_compute_s),
+            per_worker_memory_bytes=parallel.per_worker_memory_bytes,
+            per_worker_bytes_sent=parallel.per_worker_bytes_sent,
+            communication_s=parallel.communication_s,
+            iteration_time_s=alone * stretch,
+            source=self.profiles.get(model).source,
+        )
+
 
     def _plan(self, model: str, batch_size: int, plan: SPBPlan) -> PlanCosts:
         key = (model, batch_size, plan.depths)

@@ -79,6 +79,21 @@ class ParallelProfile:
         return tuple(counts)
 
 
+def parallel_profile_of(profile: ModelProfile) -> ParallelProfile | None:
+    """The pipeline/hybrid view of a block profile, from the ``output_bytes_per_sample`` and
+    ``linear_layers`` its blocks carry (bench/parallel_profile_fields.py writes them), or
+    ``None`` when any block lacks its output size (analytic profiles, trace aliases)."""
+    outputs = [b.output_bytes_per_sample for b in profile.blocks]
+    if any(out is None for out in outputs):
+        return None
+    layers = tuple(
+        LinearLayer(b.index, fan_in, fan_out, bias)
+        for b in profile.blocks
+        for fan_in, fan_out, bias in b.linear_layers
+    )
+    return ParallelProfile(profile, tuple(int(out or 0) for out in outputs), layers)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerMemory:
     params: int
@@ -360,6 +375,16 @@ def predict_hybrid(
         iteration_time_s=compute + comm,
         samples_per_iteration=g,
     )
+
+
+def replica_batch(plan: PipelinePlan | HybridPlan, batch_size: int) -> int:
+    """The batch ``predict_plan`` is given for a job whose per-worker batch is ``batch_size``,
+    keeping the job's global batch (workers x batch_size) the same under every plan type: a
+    pipeline replica of S stages takes ``S x batch_size`` samples per iteration (in its
+    micro-batches); a hybrid worker takes ``batch_size``."""
+    if isinstance(plan, PipelinePlan):
+        return batch_size * plan.num_stages
+    return batch_size
 
 
 def predict_plan(

@@ -33,7 +33,7 @@ from jigsaw.decisions import Decision, Preempt, Replan, Start
 from jigsaw.domain import Job
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
-from jigsaw.plan import Plan
+from jigsaw.plan import Plan, SPBPlan
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig, fair_shares, las_order, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
@@ -130,7 +130,8 @@ class JigsawPolicy(PolicyBase):
         config = self.config
         now = snapshot.now
         spb_running = [
-            j for j in snapshot.running if j.plan is not None and not j.plan.is_full_backprop
+            j for j in snapshot.running
+            if isinstance(j.plan, SPBPlan) and not j.plan.is_full_backprop
         ]
         if not snapshot.waiting and not spb_running:
             return []

@@ -11,7 +11,7 @@ full backprop and its workers count as filling their GPUs, so nothing is packed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jigsaw.cluster import GpuId, Placement
@@ -20,7 +20,9 @@ from jigsaw.efficiency import EtaEstimate
 from jigsaw.errors import InvalidSpecError
 from jigsaw.job_eta import candidate_plans, job_eta
 from jigsaw.oracle import GangTiming, Oracle
+from jigsaw.oracle.plan_choice import PlanTypeChooser
 from jigsaw.plan import Plan, SPBPlan, full_backprop
+from jigsaw.policies.plan_resolution import plan_types
 
 Footprint = tuple[tuple[GpuId, float, int], ...]
 """Per GPU of a placement: (gpu, summed load of the job's workers there, their memory)."""
@@ -41,7 +43,9 @@ class PlanOption:
 
     @property
     def is_full_backprop(self) -> bool:
-        return self.plan.is_full_backprop
+        """No worker skips any backward: full-backprop data parallelism, or a pipeline or
+        hybrid plan (which SPB does not apply to)."""
+        return not isinstance(self.plan, SPBPlan) or self.plan.is_full_backprop
 
 
 class PlanCatalog:
@@ -52,8 +56,10 @@ class PlanCatalog:
         spb: bool = True,
         eta_of: EtaOf | None = None,
         opaque_load: float = 1.0,
+        chooser: PlanTypeChooser | None = None,
     ) -> None:
         self.oracle = oracle
+        self._chooser = chooser
         self.spb = spb
         self._eta_of: EtaOf = eta_of if eta_of is not None else oracle.eta
         self._opaque_load = opaque_load
@@ -63,7 +69,9 @@ class PlanCatalog:
     def options(self, job: Job) -> tuple[PlanOption, ...]:
         """Candidate plans, best goodput first (full backprop wins ties)."""
         spec = job.spec
-        key: tuple[object, ...] = (spec.model, spec.batch_size, spec.workers, spec.spb)
+        key: tuple[object, ...] = (
+            spec.model, spec.batch_size, spec.workers, spec.spb, spec.parallelism
+        )
         if job.block_noise:
             # Priced with the job's own online eta: one entry per job and measurement.
             key = (*key, job.id, tuple(entry.last_iteration for entry in job.block_noise))
@@ -95,7 +103,7 @@ class PlanCatalog:
         """Statistical efficiency of ``plan`` for this job: online from the gradient noise its
         lease reports measured (:mod:`jigsaw.job_eta`) once every block has enough
         observations, else the model's figure (the ``eta_of`` seam)."""
-        if plan.is_full_backprop:
+        if not isinstance(plan, SPBPlan) or plan.is_full_backprop:
             return 1.0
         model = job.spec.model
         if job.block_noise and plan.num_blocks >= len(job.block_noise):
@@ -130,20 +138,25 @@ class PlanCatalog:
             opaque = full_backprop(spec.workers, 1)
             loads = (self._opaque_load,) * spec.workers
             return (PlanOption("none", opaque, loads, (0,) * spec.workers, 1.0, 0.0),)
-        plans: list[tuple[str, SPBPlan]]
-        if not spec.plan_request.is_auto:
+        plans: Sequence[tuple[str, Plan]]
+        typed = None
+        if spec.parallelism != "data":
+            typed = (self._chooser or plan_types()).plan_for(spec)
+        if typed is not None:
+            plans = [(typed.kind, typed)]  # a pipeline or hybrid job runs that plan only
+        elif not spec.plan_request.is_auto:
             plans = [(spec.spb, spec.plan_request.resolve(spec.workers, blocks))]
         elif self.spb:
             plans = candidate_plans(spec.workers, blocks)
         else:
             plans = [("none", full_backprop(spec.workers, blocks))]
         options: list[PlanOption] = []
-        seen: set[tuple[int, ...]] = set()
+        seen: set[Plan] = set()
         compact = self.oracle.compact(spec.workers)
         for label, plan in plans:
-            if plan.depths in seen:
+            if plan in seen:
                 continue
-            seen.add(plan.depths)
+            seen.add(plan)
             model, batch = spec.model, spec.batch_size
             prediction = self.oracle.predict(model, batch, plan, compact)
             eta = self.eta(job, plan)

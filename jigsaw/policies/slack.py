@@ -28,7 +28,7 @@ from jigsaw.cluster import GpuId, Placement
 from jigsaw.decisions import Replan, Start
 from jigsaw.domain import Job
 from jigsaw.oracle import GangTiming, Oracle, timesliced_iteration_times
-from jigsaw.plan import Plan
+from jigsaw.plan import Plan, SPBPlan
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import Footprint, PlanCatalog, PlanOption
 
@@ -176,7 +176,10 @@ class SlackMarket:
                     break
                 if option.is_full_backprop or option.goodput < self.options.host_keep * best:
                     continue
-                if current != option.plan and not current.is_full_backprop:
+                if not isinstance(option.plan, SPBPlan):
+                    continue  # only SPB frees slack
+                on_spb = isinstance(current, SPBPlan) and not current.is_full_backprop
+                if current != option.plan and on_spb:
                     continue  # a host already on SPB offers its own plan's slack only
                 ranks = sorted(
                     (r for r in range(len(option.loads)) if option.plan.depths[r] > 0),

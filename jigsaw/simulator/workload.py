@@ -86,6 +86,7 @@ def arrivals_from_trace(
             iterations=min(max(int(iterations), 1), MAX_ITERATIONS),
             priority=priority_from_weight(job.priority),
             spb=job.spb or "auto",
+            parallelism=job.parallelism or "data",
             batch_size=job.batch_size,
             user=job.user or "trace",
         )

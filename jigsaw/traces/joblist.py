@@ -10,6 +10,7 @@
         priority: 1             # default 1
         batch_size: 32          # local batch; default: the model's default
         spb: staircase          # plan spec (none, staircase, uniform:k, auto, "0,1,2,3")
+        parallelism: auto       # auto | data | pipeline | hybrid; default data
         user: alice             # optional
 
 Errors name the file and the job entry number (``line`` is the 1-based entry number).
@@ -24,13 +25,14 @@ from typing import Any
 import yaml
 
 from jigsaw.errors import InvalidSpecError, TraceFormatError
+from jigsaw.parallelism import PARALLELISM_CHOICES
 from jigsaw.plan import PlanRequest
 from jigsaw.profiles import analytic_profile, canonical_name
 from jigsaw.traces.record import TraceJob
 
 KNOWN_FIELDS = frozenset({
     "name", "model", "workers", "iterations", "duration_s", "submit_time", "priority",
-    "batch_size", "spb", "user",
+    "batch_size", "spb", "user", "parallelism",
 })
 
 
@@ -86,6 +88,11 @@ def _parse_job(raw: Any, label: str, number: int) -> TraceJob:
             PlanRequest.parse(spb)
         except InvalidSpecError as error:
             raise fail(str(error)) from None
+    parallelism = raw.get("parallelism")
+    if parallelism is not None and parallelism not in PARALLELISM_CHOICES:
+        raise fail(
+            f"parallelism must be one of {', '.join(PARALLELISM_CHOICES)}, got {parallelism!r}"
+        )
     return TraceJob(
         id=str(raw["name"]),
         submit_time_s=_number(raw.get("submit_time", 0), "submit_time", fail, minimum=0.0),
@@ -100,6 +107,7 @@ def _parse_job(raw: Any, label: str, number: int) -> TraceJob:
         priority=_number(raw.get("priority", 1), "priority", fail, minimum=1e-12),
         user=None if raw.get("user") is None else str(raw["user"]),
         spb=spb,
+        parallelism=parallelism,
         original_model=str(raw["model"]),
         source=f"{label}:job {number}",
     )

@@ -30,6 +30,9 @@ class TraceJob:
     """User, queue or virtual cluster, when the trace records one."""
     spb: str | None = None
     """SPB plan spec (job lists only; ``None`` means the scheduler decides)."""
+    parallelism: str | None = None
+    """Plan type (job lists only). ``None``: data parallel, as the traces' jobs ran (and the
+    replay then spends nothing on choosing a type)."""
     original_model: str | None = None
     """The trace's own name for the workload (Pollux application, Gavel job type)."""
     source: str = ""

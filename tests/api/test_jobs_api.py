@@ -19,7 +19,8 @@ def test_submit_returns_the_job_as_the_contract_describes(api: ApiClient) -> Non
         "id", "name", "user", "queue", "state", "priority", "spec", "iterations",
         "iterations_done", "progress", "plan", "placement", "attempt", "preemptions",
         "failures", "reason", "version", "created_at", "started_at", "finished_at",
-        "last_loss", "preempted_by", "plan_kind", "num_blocks", "eta",
+        "last_loss", "preempted_by", "plan_kind", "num_blocks", "eta", "plan_detail",
+        "plan_types",
     }  # fmt: skip
     assert set(job) == expected
     fetched = api.client.get(f"/api/v1/jobs/{job['id']}", headers=api.headers("alice")).json()

@@ -71,7 +71,9 @@ def test_no_server_errors_and_responses_match_the_schema(
 
 CROSS_FIELD_RULES = {
     # the depths must match `workers` and the model's K
-    "spb": ("depths but the job has", "does not fit model"),
+    "spb": ("depths but the job has", "does not fit model", "is a data-parallel plan"),
+    # the per-worker memory limit is configuration; a plan type must fit the model and workers
+    "parallelism": ("per-worker memory limit", "has no plan for model", "needs a zoo model"),
     # the cluster's size and the quotas are configuration, not schema
     "workers": ("can never start",),
     # the same key with another body (documented as this operation's 422)

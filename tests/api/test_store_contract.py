@@ -15,7 +15,8 @@ from jigsaw.domain import Job, JobSpec, submitted_event, transition
 from jigsaw.errors import ConflictError, JobNotFoundError
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
-from jigsaw.plan import SPBPlan
+from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.plan import Plan, SPBPlan
 from jigsaw.seams import Store
 
 
@@ -235,3 +236,25 @@ def test_a_failing_then_callback_rolls_the_submission_back(sql_store: SqlStore) 
     sql_store.add(job, submitted_event(job, "test"), then=lambda conn: ran.append(True))
     assert ran == [True]
     assert _rows_of(sql_store, "b") == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        SPBPlan((0, 1), 4),
+        PipelinePlan(6, ((1, 4), (5, 6)), micro_batches=4, replicas=1, schedule="2bw"),
+        HybridPlan.suffix(6, 2, 5, "row"),
+    ],
+    ids=["spb", "pipeline", "hybrid"],
+)
+def test_every_plan_kind_round_trips_through_the_plan_column(store: Store, plan: Plan) -> None:
+    job = add(store, new_job("a", 1.0, model="vgg16_32_fc"))
+    moved, event = transition(
+        job, JobState.ADMITTED, reason="fits", at=2.0, actor="scheduler",
+        placement=((0, 0), (0, 1)), plan=plan, attempt=1,
+    )
+    store.save(moved, expected_version=job.version, event=event)
+    back = store.get("a").plan
+    assert back == plan
+    assert back is not None and back.kind == plan.kind
+    assert back.describe() == plan.describe()
