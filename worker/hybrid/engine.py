@@ -71,8 +71,6 @@ class HybridStepMetrics:
         return asdict(self)
 
 
-
-
 class HybridTrainer:
     def __init__(self, config: HybridConfig, collectives: Collectives) -> None:
         plan = config.plan
