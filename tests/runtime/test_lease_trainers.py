@@ -161,7 +161,7 @@ def test_the_memory_limit_names_both_figures_and_is_not_retried() -> None:
     with pytest.raises(WorkerMemoryExceeded) as caught:
         check_worker_memory(int(0.3 * GIB), GIB // 4, "before the first step")
     text = str(caught.value)
-    assert "needs 0.300 GiB per worker" in text and "limit 0.250 GiB" in text
+    assert "needs 0.3 GiB per worker" in text and "limit 0.25 GiB" in text
     assert "use parallelism: pipeline or hybrid" in text
     failure = classify(caught.value)
     assert not failure.retryable and failure.reason == text

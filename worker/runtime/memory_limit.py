@@ -28,6 +28,6 @@ def check_worker_memory(needed: int, limit: int | None, when: str) -> None:
     if limit is None or needed <= limit:
         return
     raise WorkerMemoryExceeded(
-        f"needs {needed / GIB:.3f} GiB per worker ({when}), limit {limit / GIB:.3f} GiB "
+        f"needs {needed / GIB:.3g} GiB per worker ({when}), limit {limit / GIB:.3g} GiB "
         "(JIGSAW_WORKER_MEMORY_GIB): use parallelism: pipeline or hybrid"
     )
