@@ -149,18 +149,19 @@ def train_in_leases(
     return {
         "weights": trainer.named_weights(),
         "momentum": [s["momentum_buffer"].clone() for s in trainer.optimizer.state.values()],
+        "buffers": {n: b.clone() for n, b in trainer.dp_blocks.named_buffers()},
         "losses": losses,
         "iteration": trainer.iteration,
         "accuracy": evaluate_hybrid(trainer),
     }
 
 
-@pytest.mark.parametrize("first_sharded", [3, 1])
+@pytest.mark.parametrize(("model", "first_sharded"), [("mlp", 3), ("mlp", 1), ("digits_cnn", 4)])
 def test_checkpoint_restores_shards_replicated_blocks_and_optimizer_exactly(
-    tmp_path: Path, first_sharded: int
+    tmp_path: Path, model: str, first_sharded: int
 ) -> None:
     plan = HybridPlan.suffix(num_blocks=4, num_workers=3, first_sharded=first_sharded)
-    config = HybridConfig("mlp", plan, batch_size=8, lr=0.1, momentum=0.9, weight_decay=1e-4)
+    config = HybridConfig(model, plan, batch_size=8, lr=0.1, momentum=0.9, weight_decay=1e-4)
     ckpt = str(tmp_path / "ckpt")
     full = run_threads(3, lambda r, c: train_in_leases(r, c, config, 6, 3, ckpt))
     resumed = run_threads(3, lambda r, c: train_in_leases(r, c, config, 3, resume_from=ckpt))
@@ -170,7 +171,15 @@ def test_checkpoint_restores_shards_replicated_blocks_and_optimizer_exactly(
         for name, tensor in a["weights"].items():
             assert torch.equal(tensor, b["weights"][name]), f"rank {rank} {name}"
         assert all(torch.equal(x, y) for x, y in zip(a["momentum"], b["momentum"], strict=True))
+        # BatchNorm statistics of the replicated blocks are each worker's own.
+        assert a["buffers"].keys() == b["buffers"].keys()
+        for name, tensor in a["buffers"].items():
+            assert torch.equal(tensor, b["buffers"][name]), f"rank {rank} buffer {name}"
         assert a["accuracy"] == b["accuracy"]
+    if model == "digits_cnn":
+        means = [r["buffers"]["0.1.running_mean"] for r in full]
+        assert not torch.equal(means[0], means[1])  # so one copy for all would not do
+        return
     # Each rank wrote its own shard: the sharded classifier weights differ between files.
     shards = [torch.load(tmp_path / "ckpt" / f"shard{r}.pt", weights_only=False) for r in range(3)]
     key = f"{4 - first_sharded}.weight"

@@ -4,7 +4,9 @@
                          momentum buffers, the optimizer's hyper-parameters, iteration,
                          sampler position (identical on every worker, so one copy)
     <dir>/shard<r>.pt    every rank: its shard of the sharded blocks (the split weights and
-                         whatever else those blocks hold), their momentum buffers, its RNG
+                         whatever else those blocks hold), their momentum buffers, its RNG, and
+                         its own BatchNorm statistics of the data-parallel blocks (each worker
+                         normalises its own batch shard, so these differ between workers)
     <dir>/meta.json      rank 0, after a barrier: the commit marker (plan, workers, iteration)
 
 A resumed run continues exactly: the optimizer state is split and joined by parameter index
@@ -71,6 +73,7 @@ def save_hybrid(trainer: HybridTrainer, directory: str | Path) -> None:
             "blocks": trainer.sharded_blocks.state_dict(),
             "optimizer": shard_optimizer,
             "rng": capture_rng(),
+            "dp_buffers": {k: v.clone() for k, v in trainer.dp_blocks.named_buffers()},
         },
         path / shard_file(trainer.rank),
     )
@@ -107,6 +110,9 @@ def load_hybrid(trainer: HybridTrainer, directory: str | Path) -> None:
     shared = torch.load(path / REPLICATED_FILE, map_location="cpu", weights_only=False)
     own = torch.load(path / shard_file(trainer.rank), map_location="cpu", weights_only=False)
     trainer.dp_blocks.load_state_dict(shared["blocks"])
+    with torch.no_grad():
+        for name, buffer in trainer.dp_blocks.named_buffers():
+            buffer.copy_(own["dp_buffers"][name])
     trainer.sharded_blocks.load_state_dict(own["blocks"])
     trainer.optimizer.load_state_dict(
         {
