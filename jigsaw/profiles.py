@@ -25,7 +25,7 @@ ANALYTIC = "analytic default"
 
 ZOO_MODELS = (
     "mlp", "digits_cnn", "resnet18_32", "resnet18_224", "resnet50_32", "resnet50_224",
-    "vgg16_32", "vgg16_224", "gpt_small", "vgg16_32_fc",
+    "vgg16_32", "vgg16_224", "gpt_small", "vgg16_32_fc", "digits_wide_mlp",
 )
 POLLUX_APPS = ("cifar10", "imagenet", "bert", "deepspeech2", "ncf", "yolov3")
 

@@ -7,9 +7,12 @@
               on its own thread; a job's previous gang, if still checkpointing, finishes first.
 - ``stop``    with ``checkpoint=True`` asks the ranks to agree on a stop, checkpoint there and
               release the GPUs; without, kills the gang at once.
-- ``replan``  on the same GPUs offers a new plan version the ranks install together at their
-              next control point; on other GPUs (or another world size) migrates: checkpoint,
-              then a new gang of the same attempt restores on the new placement.
+- ``replan``  (SPB plans) on the same GPUs offers a new plan version the ranks install
+              together at their next control point; on other GPUs (or another world size)
+              migrates: checkpoint, then a new gang of the same attempt restores on the new
+              placement. A pipeline
+              or hybrid gang may migrate under the same plan, but refuses a new plan in
+              place: the scheduler stops it (checkpoint) and starts it again.
 - ``poll``    hands over what the gang threads reported since the last poll, de-duplicated by
               the (job, attempt, iteration) ledger.
 
@@ -27,11 +30,12 @@ from jigsaw.catalog import default_catalog
 from jigsaw.cluster import Cluster, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
-from jigsaw.plan import Plan
 from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
 from worker.runtime.gang import Gang, GangRequest
 from worker.runtime.inventory import RayInventory, connect
+from worker.runtime.lease_trainer import plan_kind
 from worker.runtime.ledger import ProgressLedger
+from worker.runtime.messages import AnyPlan
 from worker.runtime.settings import RuntimeSettings
 
 log = logging.getLogger(__name__)
@@ -69,7 +73,7 @@ class RayExecutor:
         return self.inventory.cluster()
 
     # -- Executor seam ------------------------------------------------------------------
-    def start(self, job: Job, placement: Placement, plan: Plan) -> None:
+    def start(self, job: Job, placement: Placement, plan: AnyPlan) -> None:
         model = job.spec.model
         blocks_unknown = job.model_blocks is None and self.catalog.num_blocks(model) is None
         request = GangRequest(
@@ -123,11 +127,21 @@ class RayExecutor:
         CheckpointStore(self.settings.checkpoint_dir, job_id).remove_all()
         return True
 
-    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
+    def replan(self, job_id: str, placement: Placement, plan: AnyPlan) -> None:
         with self._lock:
             gang = self._gangs.get(job_id)
         if gang is None:
             log.info("replan of %s ignored: no gang", job_id)
+            return
+        if plan != gang.plan and not both_spb(gang.plan, plan):
+            # Pipeline and hybrid workers hold different parts of the model: a new plan needs
+            # a checkpoint in the old layout and a restart in the new one (stop, then start).
+            log.warning(
+                "replan of %s refused: %s cannot change to %s in place; stop and restart it",
+                job_id,
+                gang.plan.describe(),
+                plan.describe(),
+            )
             return
         if tuple(placement) == gang.placement:
             gang.offer_plan(plan)
@@ -198,6 +212,10 @@ class RayExecutor:
             if gang.job_id == job_id:
                 return gang
         return None
+
+
+def both_spb(current: AnyPlan, new: AnyPlan) -> bool:
+    return plan_kind(current) == plan_kind(new) == "spb"
 
 
 def create_executor() -> RayExecutor:

@@ -12,6 +12,9 @@ from torch import Tensor, nn
 from jigsaw.errors import InvalidSpecError
 from jigsaw.parallelism import HybridPlan, ShardedBlock
 from worker.hybrid import HybridConfig, HybridTrainer
+from worker.hybrid.checkpoint import load_hybrid, save_hybrid
+from worker.hybrid.evaluate import evaluate_hybrid
+from worker.spb.checkpoint import CheckpointError
 from worker.spb.collectives import Collectives
 from worker.spb.launch import spawn_local
 from worker.spb.sampler import GlobalBatchSampler
@@ -124,3 +127,92 @@ def test_hybrid_over_gloo_processes_equals_the_reference(tmp_path: Path) -> None
     # Each worker sent something every step (gathers, reductions), and the same on both.
     sent = [[m["bytes_sent"] for m in r["metrics"]] for r in results]
     assert sent[0] == sent[1] and min(sent[0]) > 0
+
+
+def train_in_leases(
+    rank: int,
+    comm: Collectives,
+    config: HybridConfig,
+    steps: int,
+    checkpoint_at: int | None = None,
+    checkpoint_dir: str | None = None,
+    resume_from: str | None = None,
+) -> dict[str, Any]:
+    trainer = HybridTrainer(config, comm)
+    if resume_from is not None:
+        load_hybrid(trainer, resume_from)
+    losses = []
+    for _ in range(steps):
+        losses.append(trainer.step().loss)
+        if trainer.iteration == checkpoint_at and checkpoint_dir is not None:
+            save_hybrid(trainer, checkpoint_dir)
+    return {
+        "weights": trainer.named_weights(),
+        "momentum": [s["momentum_buffer"].clone() for s in trainer.optimizer.state.values()],
+        "buffers": {n: b.clone() for n, b in trainer.dp_blocks.named_buffers()},
+        "losses": losses,
+        "iteration": trainer.iteration,
+        "accuracy": evaluate_hybrid(trainer),
+    }
+
+
+@pytest.mark.parametrize(("model", "first_sharded"), [("mlp", 3), ("mlp", 1), ("digits_cnn", 4)])
+def test_checkpoint_restores_shards_replicated_blocks_and_optimizer_exactly(
+    tmp_path: Path, model: str, first_sharded: int
+) -> None:
+    plan = HybridPlan.suffix(num_blocks=4, num_workers=3, first_sharded=first_sharded)
+    config = HybridConfig(model, plan, batch_size=8, lr=0.1, momentum=0.9, weight_decay=1e-4)
+    ckpt = str(tmp_path / "ckpt")
+    full = run_threads(3, lambda r, c: train_in_leases(r, c, config, 6, 3, ckpt))
+    resumed = run_threads(3, lambda r, c: train_in_leases(r, c, config, 3, resume_from=ckpt))
+    for rank, (a, b) in enumerate(zip(full, resumed, strict=True)):
+        assert b["iteration"] == 6
+        assert a["losses"][3:] == b["losses"], f"rank {rank}: losses after resume differ"
+        for name, tensor in a["weights"].items():
+            assert torch.equal(tensor, b["weights"][name]), f"rank {rank} {name}"
+        assert all(torch.equal(x, y) for x, y in zip(a["momentum"], b["momentum"], strict=True))
+        # BatchNorm statistics of the replicated blocks are each worker's own.
+        assert a["buffers"].keys() == b["buffers"].keys()
+        for name, tensor in a["buffers"].items():
+            assert torch.equal(tensor, b["buffers"][name]), f"rank {rank} buffer {name}"
+        assert a["accuracy"] == b["accuracy"]
+    if model == "digits_cnn":
+        means = [r["buffers"]["0.1.running_mean"] for r in full]
+        assert not torch.equal(means[0], means[1])  # so one copy for all would not do
+        return
+    # Each rank wrote its own shard: the sharded classifier weights differ between files.
+    shards = [torch.load(tmp_path / "ckpt" / f"shard{r}.pt", weights_only=False) for r in range(3)]
+    key = f"{4 - first_sharded}.weight"
+    assert shards[0]["blocks"][key].shape[0] == 4 and shards[2]["blocks"][key].shape[0] == 3
+    # Without the restore the run would not continue where it stopped.
+    fresh = run_threads(3, lambda r, c: train_in_leases(r, c, config, 3))
+    assert fresh[0]["losses"] != resumed[0]["losses"]
+
+
+def test_hybrid_evaluation_matches_the_single_process_model() -> None:
+    plan = HybridPlan.suffix(num_blocks=4, num_workers=3, first_sharded=3, layout="row")
+    config = HybridConfig("mlp", plan, batch_size=8, lr=0.1, momentum=0.9)
+    results = run_threads(3, lambda r, c: train_in_leases(r, c, config, 20))
+    workload = load_workload("mlp", seed=config.seed)
+    model = nn.Sequential(*workload.blocks)
+    want = reference(config, 20)
+    model.load_state_dict(want)
+    model.eval()
+    held = workload.make_data().eval
+    assert held is not None
+    inputs, targets = held.fetch(torch.arange(len(held)))
+    expected = float((model(inputs).argmax(-1) == targets).float().mean())
+    assert [r["accuracy"] for r in results] == [pytest.approx(expected, abs=1e-6)] * 3
+    assert expected > 0.15  # better than chance (0.1) after 20 steps
+
+
+def test_a_checkpoint_of_another_plan_is_refused(tmp_path: Path) -> None:
+    plan = HybridPlan.suffix(num_blocks=4, num_workers=2, first_sharded=3)
+    config = HybridConfig("mlp", plan, batch_size=8)
+    ckpt = str(tmp_path / "ckpt")
+    run_threads(2, lambda r, c: train_in_leases(r, c, config, 1, 1, ckpt))
+    other = HybridConfig("mlp", HybridPlan.suffix(4, 2, first_sharded=2), batch_size=8)
+    with pytest.raises(CheckpointError, match="under 'hybrid"):
+        run_threads(2, lambda r, c: train_in_leases(r, c, other, 1, resume_from=ckpt))
+    with pytest.raises(CheckpointError, match="not a complete checkpoint"):
+        run_threads(2, lambda r, c: train_in_leases(r, c, config, 1, resume_from=ckpt + "x"))

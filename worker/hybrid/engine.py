@@ -71,8 +71,6 @@ class HybridStepMetrics:
         return asdict(self)
 
 
-
-
 class HybridTrainer:
     def __init__(self, config: HybridConfig, collectives: Collectives) -> None:
         plan = config.plan
@@ -116,7 +114,9 @@ class HybridTrainer:
             params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
         )
         self.params = params
-        self.data = workload.make_data().train
+        splits = workload.make_data()
+        self.data = splits.train
+        self.eval_data = splits.eval
         self.sampler = GlobalBatchSampler(
             len(self.data), config.batch_size, plan.num_workers, config.seed
         )

@@ -84,7 +84,6 @@ class _InFlight:
     saved_bytes: int
 
 
-
 class PipelineTrainer:
     def __init__(self, config: PipelineConfig, collectives: Collectives) -> None:
         plan = config.plan
@@ -124,8 +123,11 @@ class PipelineTrainer:
             p.requires_grad_(False)
         self.versions = WeightVersions.initial(weights, plan.schedule == "2bw")
         self.optimizer = MomentumSGD(config.lr, config.momentum, config.weight_decay)
-        train = workload.make_data().train
+        splits = workload.make_data()
+        train = splits.train
         self.data = train
+        self.eval_data = splits.eval
+        self.metric = workload.metric
         self.sampler = GlobalBatchSampler(len(train), config.batch_size, plan.replicas, config.seed)
         self.iteration = 0
         self.stage_group = plan.ranks_of_stage(self.stage)

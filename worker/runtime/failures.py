@@ -2,8 +2,8 @@
 
 When a rank dies its peers fail too (their collectives lose a partner), often before Ray
 reports the death; :func:`diagnose` gives the other ranks a moment and prefers a death over
-its symptoms. Bad specs and unreadable checkpoints are the user's to fix (no retry); anything
-else (a lost peer, an OOM, a flaky node) may go away on a restart.
+its symptoms. Bad specs, unreadable checkpoints and a model over the per-worker memory limit are the
+user's to fix (no retry); anything else (a lost peer, a flaky node) may go away on a restart.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from jigsaw.errors import InvalidSpecError
+from worker.runtime.memory_limit import WorkerMemoryExceeded
 from worker.spb import CheckpointError
 
 
@@ -44,8 +45,9 @@ def diagnose(exc: BaseException, refs: Sequence[ray.ObjectRef[Any]]) -> GangFail
 
 
 def classify(exc: BaseException) -> GangFailure:
-    """Bad specs and unreadable checkpoints are the user's to fix (no retry); anything else
-    (a lost peer, an OOM, a flaky node) may go away on a restart from checkpoint."""
+    """Bad specs, unreadable checkpoints and a worker over the memory limit are the user's
+    to fix (no retry); anything else (a lost peer, a flaky node) may go away on a restart from
+    checkpoint."""
     if isinstance(exc, RayActorError):
         return GangFailure(f"a worker died: {first_line(exc)}", retryable=True)
     if isinstance(exc, GetTimeoutError):
@@ -54,7 +56,7 @@ def classify(exc: BaseException) -> GangFailure:
     if isinstance(exc, RayTaskError):
         inner = exc.cause
         cause = inner if isinstance(inner, BaseException) else exc
-    if isinstance(cause, InvalidSpecError | CheckpointError):
+    if isinstance(cause, InvalidSpecError | CheckpointError | WorkerMemoryExceeded):
         return GangFailure(str(cause), retryable=False)
     return GangFailure(
         f"training raised {type(cause).__name__}: {first_line(cause)}", retryable=True

@@ -29,13 +29,21 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from jigsaw.cluster import Placement
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
-from jigsaw.plan import Plan, PlanRequest
+from jigsaw.plan import PlanRequest
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.failures import GangFailure, diagnose
 from worker.runtime.gang_worker import RemoteGangWorker
 from worker.runtime.heartbeats import HeartbeatWatch
 from worker.runtime.inventory import RayInventory
-from worker.runtime.messages import GangConfig, Heartbeat, LeaseOrder, LeaseReport, PlanOffer
+from worker.runtime.memory_limit import limit_bytes
+from worker.runtime.messages import (
+    AnyPlan,
+    GangConfig,
+    Heartbeat,
+    LeaseOrder,
+    LeaseReport,
+    PlanOffer,
+)
 from worker.runtime.settings import RuntimeSettings
 from worker.runtime.summary import summarize
 
@@ -61,7 +69,7 @@ class GangRequest:
     attempt: int
     model: str
     placement: Placement
-    plan: Plan
+    plan: AnyPlan
     batch_size: int
     learning_rate: float
     seed: int
@@ -106,11 +114,11 @@ class Gang:
         self._thread.start()
 
     @property
-    def plan(self) -> Plan:
+    def plan(self) -> AnyPlan:
         with self._lock:
             return self._plan.plan
 
-    def offer_plan(self, plan: Plan) -> PlanOffer:
+    def offer_plan(self, plan: AnyPlan) -> PlanOffer:
         """A new plan version; ranks install it together at their next control point."""
         with self._lock:
             self._plan = PlanOffer(self._plan.version + 1, plan)
@@ -256,6 +264,7 @@ class Gang:
             eval_samples=settings.eval_samples,
             checkpoints_kept=settings.checkpoints_kept,
             plan_request=request.plan_request,
+            worker_memory_bytes=limit_bytes(settings.worker_memory_gib),
         )
         starts = self._get_all([a.setup.remote(config, address) for a in actors], deadline, "setup")
         if len(set(starts)) != 1:

@@ -1,4 +1,8 @@
-"""The gang actor: one SPB rank that runs leases of iterations for the driver.
+"""The gang actor: one rank of a gang that runs leases of iterations for the driver.
+
+It drives a :class:`~worker.runtime.lease_trainer.LeaseTrainer` chosen by the plan's kind
+(data parallel / SPB, pipeline, hybrid); between control points it runs the engine in one
+``run`` call (a pipeline drains at its end).
 
 Two concurrency groups: the default group (one thread) runs ``setup`` and ``run_lease`` in the
 order the driver sent them, so leases can be queued back to back; the ``control`` group answers
@@ -11,6 +15,7 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
 import ray
 import torch
@@ -20,14 +25,14 @@ from jigsaw.catalog import default_catalog
 from jigsaw.errors import InvalidSpecError
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.control import ControlChannel, is_control_point
+from worker.runtime.hybrid_lease import HybridLease
+from worker.runtime.lease_trainer import LeaseTrainer, RunOutcome, plan_kind
+from worker.runtime.memory_limit import check_worker_memory
 from worker.runtime.messages import GangConfig, Heartbeat, LeaseOrder, LeaseReport, PlanOffer
-from worker.spb import (
-    IterationMetrics,
-    SPBTrainer,
-    TrainerConfig,
-    init_distributed,
-    shutdown_distributed,
-)
+from worker.runtime.pipeline_lease import PipelineLease
+from worker.runtime.spb_lease import SPBLease
+from worker.spb import init_distributed, shutdown_distributed
+from worker.spb.collectives import Collectives
 
 
 def _free_port(host: str) -> int:
@@ -54,7 +59,7 @@ class GangWorker:
         self.rank = rank
         self.gpu_index = gpu_index
         self.node_ip = ray.util.get_node_ip_address()
-        self._trainer: SPBTrainer | None = None
+        self._trainer: LeaseTrainer | None = None
         self._config: GangConfig | None = None
         self._channel: ControlChannel | None = None
         self._halted = False
@@ -67,6 +72,7 @@ class GangWorker:
         self._last_report_at: float | None = None
         self._checkpointed_at: int | None = None
         self._evaluated = False
+        self._memory_checked = False
 
     # -- setup -------------------------------------------------------------------------
     def rendezvous_address(self) -> str:
@@ -78,25 +84,17 @@ class GangWorker:
         torch.set_num_threads(config.threads)
         device = choose_device(config.device, self.gpu_index)
         collectives = init_distributed(self.rank, config.world_size, store_addr, device=device)
-        trainer = SPBTrainer(
-            TrainerConfig(
-                model=config.model,
-                plan=config.plan_request.text if config.plan_request else config.plan,
-                batch_size=config.batch_size,
-                lr=config.learning_rate,
-                seed=config.seed,
-                device=device,
-                history_limit=1,
-                noise_probe_every=config.noise_probe_every,
-            ),
-            collectives,
-        )
+        trainer = build_lease_trainer(config, collectives, device)
         check_against_catalog(config.model, trainer.num_blocks)
+        limit = config.worker_memory_bytes
+        if limit is not None:
+            # Before anything is trained: does the model's size alone fit on every rank?
+            static = self._reduce_max_with(trainer, [trainer.static_memory_bytes()])[0]
+            check_worker_memory(static, limit, "weights, gradients, optimizer state")
+        self._memory_checked = limit is None
         if config.restore_from is not None:
-            # The plan may differ from the saved one (the scheduler re-planned, or the world
-            # size changed), so it is passed explicitly.
-            trainer.load_checkpoint(config.restore_from, plan=trainer.plan)
-        channel = ControlChannel(PlanOffer(0, trainer.plan))
+            trainer.load_checkpoint(Path(config.restore_from))
+        channel = ControlChannel(PlanOffer(0, config.plan))
         with self._lock:
             # Requests that raced ahead of setup (a preemption right after the start).
             if self._stop_before_setup:
@@ -143,9 +141,21 @@ class GangWorker:
     # -- leases -------------------------------------------------------------------------
     def _reduce_max(self, values: list[int]) -> list[int]:
         assert self._trainer is not None
-        tensor = torch.tensor(values, dtype=torch.int64, device=self._trainer.device)
+        return self._reduce_max_with(self._trainer, values)
+
+    @staticmethod
+    def _reduce_max_with(trainer: LeaseTrainer, values: list[int]) -> list[int]:
+        tensor = torch.tensor(values, dtype=torch.int64, device=trainer.device)
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         return [int(v) for v in tensor.tolist()]
+
+    def _check_measured_memory(self, outcome: RunOutcome, limit: int | None) -> None:
+        """After the first step: the engine's measured peak, largest over the ranks."""
+        self._memory_checked = True
+        if limit is None:
+            return
+        peak = self._reduce_max([outcome.peak_memory_bytes])[0]
+        check_worker_memory(peak, limit, "measured in the first step, activations included")
 
     def _mark_progress(self, iteration: int, busy: bool) -> None:
         with self._lock:
@@ -168,25 +178,34 @@ class GangWorker:
         switches: list[tuple[int, int]] = []
         stopped = self._halted
         control_s = steps_wall = 0.0
-        steps: list[IterationMetrics] = []
+        runs: list[RunOutcome] = []
+
+        def progressed(iteration: int) -> None:
+            self._mark_progress(iteration, busy=True)
+
         try:
             while trainer.iteration < target:
                 if is_control_point(trainer.iteration, start, config.control_every):
                     tick = time.perf_counter()
                     agreement = channel.agree(self._reduce_max)
                     if agreement.plan is not None:
-                        trainer.schedule_plan(agreement.plan.plan, apply_at=trainer.iteration)
+                        trainer.switch_plan(agreement.plan.plan)
                         switches.append((agreement.plan.version, trainer.iteration))
                     control_s += time.perf_counter() - tick
                     if agreement.stop:
                         stopped = True
                         break
+                every = config.control_every
+                until = min((trainer.iteration // every + 1) * every, target)
+                if not self._memory_checked:
+                    until = trainer.iteration + 1
                 tick = time.perf_counter()
-                steps.append(trainer.step())
+                runs.append(trainer.run(until - trainer.iteration, progressed))
                 steps_wall += time.perf_counter() - tick
-                self._mark_progress(trainer.iteration, busy=True)
+                if not self._memory_checked:
+                    self._check_measured_memory(runs[-1], config.worker_memory_bytes)
             finished = trainer.iteration >= config.iterations
-            if finished and steps and not stopped:
+            if finished and runs and not stopped:
                 # A stop that arrived after the last control point: the scheduler already
                 # recorded the preemption, so agree once more and checkpoint where the job
                 # ends (every rank reaches this point: they share start and target).
@@ -200,11 +219,12 @@ class GangWorker:
                 self._checkpointed_at = trainer.iteration
             metrics: dict[str, float] = {}
             eval_s = 0.0
-            if finished and not stopped and not self._evaluated and self.rank == 0:
+            if finished and not stopped and not self._evaluated:
+                # Collective for pipeline and hybrid gangs; rank 0 reports the score.
                 tick = time.perf_counter()
                 score = trainer.evaluate(config.eval_samples)
-                metric = "accuracy" if trainer.workload.metric == "accuracy" else "eval_loss"
-                metrics[metric] = score
+                if score is not None:
+                    metrics[trainer.metric] = score
                 eval_s = time.perf_counter() - tick
                 self._evaluated = True
         finally:
@@ -219,28 +239,30 @@ class GangWorker:
             start_iteration=start,
             end_iteration=trainer.iteration,
             plan_version=channel.current.version,
-            plan=tuple(trainer.plan.depths),
+            plan=trainer.plan_depths(),
             num_blocks=trainer.num_blocks,
             switches=tuple(switches),
             stopped=stopped,
-            losses=tuple(m.loss for m in steps),
-            samples=sum(m.samples for m in steps),
-            compute_s=sum(m.forward_time_s + m.backward_time_s + m.optimizer_time_s for m in steps),
-            sync_s=sum(m.sync_time_s for m in steps),
-            iteration_s=sum(m.iteration_time_s for m in steps),
+            losses=tuple(loss for r in runs for loss in r.losses),
+            samples=sum(r.samples for r in runs),
+            compute_s=sum(r.compute_s for r in runs),
+            sync_s=sum(r.sync_s for r in runs),
+            iteration_s=sum(r.iteration_s for r in runs),
             steps_wall_s=steps_wall,
             wall_s=time.perf_counter() - began,
             control_s=control_s,
-            saved_activation_bytes=max((m.saved_activation_bytes for m in steps), default=0),
-            peak_memory_bytes=max((m.peak_memory_bytes for m in steps), default=0),
-            bytes_sent=sum(m.bytes_sent for m in steps),
+            saved_activation_bytes=max((r.saved_activation_bytes for r in runs), default=0),
+            peak_memory_bytes=max((r.peak_memory_bytes for r in runs), default=0),
+            bytes_sent=sum(r.bytes_sent for r in runs),
             idle_before_s=idle_before,
             checkpoint=checkpoint,
             checkpoint_s=checkpoint_s,
             eval_s=eval_s,
             metrics=metrics,
             block_noise=trainer.noise_stats(),
-            probe_iterations=sum(m.probe for m in steps),
+            probe_iterations=sum(r.probes for r in runs),
+            plan_kind=trainer.kind,
+            plan_text=trainer.describe_plan(),
         )
         self._last_report_at = time.perf_counter()
         return report
@@ -262,6 +284,16 @@ class GangWorker:
 
 
 RemoteGangWorker = ray.remote(concurrency_groups={"control": 2})(GangWorker)
+
+
+def build_lease_trainer(config: GangConfig, collectives: Collectives, device: str) -> LeaseTrainer:
+    """The engine for the plan's kind: ``spb`` (data parallel), ``pipeline`` or ``hybrid``."""
+    kind = plan_kind(config.plan)
+    if kind == "pipeline":
+        return PipelineLease(config, collectives, device)
+    if kind == "hybrid":
+        return HybridLease(config, collectives, device)
+    return SPBLease(config, collectives, device)
 
 
 def check_against_catalog(model: str, built_blocks: int) -> None:

@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jigsaw.gradient_noise import BlockNoise
+from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, PlanRequest
+
+AnyPlan = Plan | PipelinePlan | HybridPlan
+"""Every plan a gang runs (``jigsaw.plan.Plan`` once that union holds all three kinds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +25,9 @@ class GangConfig:
     attempt: int
     model: str
     world_size: int
-    plan: Plan
+    plan: AnyPlan
     batch_size: int
+    """Per worker (pipeline: a replica of S stages takes ``batch_size x S``)."""
     learning_rate: float
     seed: int
     iterations: int
@@ -40,6 +45,8 @@ class GangConfig:
     the model the trainer built (``plan`` is then full backprop over one block)."""
     noise_probe_every: int = 100
     """A full-backprop probe iteration this often measures blocks with one contributor."""
+    worker_memory_bytes: int | None = None
+    """The per-worker memory limit (:mod:`worker.runtime.memory_limit`); None: no limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +55,7 @@ class PlanOffer:
     same iteration boundary (see :mod:`worker.runtime.control`)."""
 
     version: int
-    plan: Plan
+    plan: AnyPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +80,7 @@ class LeaseReport:
     """Completed iterations after the lease (absolute, survives restarts)."""
     plan_version: int
     plan: tuple[int, ...]
-    """Depths of the plan the rank ended the lease on."""
+    """Depths of the SPB plan the rank ended the lease on (empty for other kinds)."""
     num_blocks: int
     """The model's block count K as built (the control plane learns it from here)."""
     switches: tuple[tuple[int, int], ...]
@@ -108,6 +115,10 @@ class LeaseReport:
     feed them to :class:`jigsaw.eta.OnlineEta`. Blocks not measured yet are absent."""
     probe_iterations: int = 0
     """Full-backprop probe iterations inside this lease (their cost is in the figures)."""
+    plan_kind: str = "spb"
+    """``spb``, ``pipeline`` or ``hybrid``."""
+    plan_text: str = ""
+    """The plan in words (``describe()``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,11 @@ class RuntimeSettings(BaseSettings):
     hang_timeout_s: float = Field(default=60.0, gt=0)
     """A rank that completes no iteration for this long is hung: the gang is killed."""
     checkpoint_timeout_s: float = Field(default=120.0, gt=0)
+    worker_memory_gib: float | None = Field(default=None, gt=0)
+    """``JIGSAW_WORKER_MEMORY_GIB``: the most one worker may hold (parameters, gradients,
+    optimizer state, activations), checked from the model's size before the first step and
+    from the engine's measurement after it; a worker over it fails its job without retry.
+    Unset: no limit (on a GPU the device's own memory is the limit)."""
     eval_samples: int | None = Field(default=None, gt=0)
     """Held-out samples scored at the end of a job (all by default)."""
     ray_temp_dir: str | None = None

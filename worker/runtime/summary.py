@@ -32,7 +32,7 @@ def summarize(reports: Sequence[LeaseReport]) -> dict[str, Any]:
         raise InconsistentLeaseError(
             f"ranks ended lease {ordered[0].lease} at different iterations {sorted(ends)}"
         )
-    plans = {(r.plan, r.switches) for r in ordered}
+    plans = {(r.plan, r.plan_text, r.switches) for r in ordered}
     if len(plans) != 1:
         raise InconsistentLeaseError(
             f"ranks ended lease {ordered[0].lease} on different plans {sorted(plans)}"
@@ -49,6 +49,8 @@ def summarize(reports: Sequence[LeaseReport]) -> dict[str, Any]:
         "attempt": head.attempt,
         "lease_iterations": iterations,
         "plan": list(head.plan),
+        "plan_kind": head.plan_kind,
+        "plan_text": head.plan_text,
         "num_blocks": head.num_blocks,
         "plan_version": head.plan_version,
         "loss": fmean(losses) if losses else None,

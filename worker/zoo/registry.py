@@ -25,6 +25,7 @@ from worker.zoo.resnet import (
 from worker.zoo.small import build_digits_cnn, build_mlp
 from worker.zoo.vgg import build_vgg16_32, build_vgg16_224
 from worker.zoo.vgg_fc import build_vgg16_32_fc
+from worker.zoo.wide_mlp import build_digits_wide_mlp
 from worker.zoo.workload import GLOBAL_RNG_LOCK, Workload, WorkloadBuilder
 
 
@@ -48,6 +49,7 @@ ZOO_MODELS: tuple[ZooModel, ...] = (
     ZooModel("vgg16_224", build_vgg16_224, blocks=5),
     ZooModel("gpt_small", build_gpt_small, blocks=4),
     ZooModel("vgg16_32_fc", build_vgg16_32_fc, blocks=6),
+    ZooModel("digits_wide_mlp", build_digits_wide_mlp, blocks=4),
 )
 
 

@@ -1,0 +1,154 @@
+"""Pipeline and hybrid gangs on a real local Ray, through the RayExecutor (the service's path):
+train to the iteration target, survive a preemption by resuming from its checkpoint, and
+fail without retry when a worker needs more than the per-worker memory limit."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jigsaw.domain import Job, JobSpec
+from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.plan import SPBPlan
+from worker.ray_executor import RayExecutor
+from worker.runtime.checkpoints import CheckpointStore
+from worker.runtime.messages import AnyPlan
+from worker.runtime.settings import RuntimeSettings
+
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
+
+LEASE = 20
+PLANS: dict[str, AnyPlan] = {
+    "pipeline": PipelinePlan.for_workers(num_blocks=4, num_workers=4, replicas=2, micro_batches=2),
+    # digits_cnn: three convolutional blocks replicated, the linear classifier sharded.
+    "hybrid": HybridPlan.suffix(num_blocks=4, num_workers=4, first_sharded=4),
+}
+
+
+def executor_for(tmp_path: Path, **settings: object) -> RayExecutor:
+    values: dict[str, object] = {
+        "checkpoint_dir": tmp_path / "ckpt",
+        "lease_iterations": LEASE,
+        "control_every": 10,
+        "startup_timeout_s": 120.0,
+        **settings,
+    }
+    return RayExecutor(RuntimeSettings(**values))  # type: ignore[arg-type]
+
+
+def cnn_job(name: str, iterations: int) -> Job:
+    spec = JobSpec(name=name, model="digits_cnn", workers=4, iterations=iterations, batch_size=16)
+    return Job(id=name, spec=spec, submitted_at=time.time(), attempt=1)
+
+
+def placement(executor: RayExecutor) -> tuple[tuple[int, int], ...]:
+    node = executor.cluster().nodes[0]
+    return tuple((node.index, gpu) for gpu in range(4))
+
+
+def collect(
+    executor: RayExecutor, events: list[ExecutorEvent], until: type, timeout_s: float = 150
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        events.extend(executor.poll(time.time()))
+        if any(isinstance(e, until | Failed) for e in events):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no {until.__name__} within {timeout_s}s: {events}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["pipeline", "hybrid"])
+def test_gang_trains_to_its_target_and_resumes_after_a_preemption(
+    tmp_path: Path, kind: str
+) -> None:
+    plan = PLANS[kind]
+    executor = executor_for(tmp_path)
+    try:
+        job = cnn_job(kind, iterations=100)
+        events: list[ExecutorEvent] = []
+        executor.start(job, placement(executor), plan)
+        collect(executor, events, Progressed)
+        executor.stop(job.id, checkpoint=True)
+        gang = next(g for g in executor._retiring if g.job_id == job.id)
+        assert gang.join(60), "the stopped gang did not finish checkpointing"
+        latest = CheckpointStore(tmp_path / "ckpt", job.id).latest()
+        assert latest is not None, "preemption left no checkpoint"
+        stopped_at = latest[0]
+        before = [e for e in events if isinstance(e, Progressed)]
+        assert before and stopped_at >= before[-1].iterations_done
+
+        executor.start(replace(job, attempt=2), placement(executor), plan)
+        after: list[ExecutorEvent] = []
+        collect(executor, after, Finished, timeout_s=240)
+        assert not [e for e in after if isinstance(e, Failed)], after
+        progress = [e for e in after if isinstance(e, Progressed)]
+        finished = next(e for e in after if isinstance(e, Finished))
+        assert {e.attempt for e in after} == {2}
+        assert sum(isinstance(e, Started) for e in after) == 1
+        # Resumed at the checkpoint's iteration: its first lease ends one lease later.
+        assert progress[0].iterations_done == min(stopped_at + LEASE, 100)
+        assert finished.iterations_done == 100
+        metrics = progress[-1].metrics
+        assert metrics["plan_kind"] == kind and metrics["plan_text"] == plan.describe()
+        # The losses continue where they were, not from a fresh model.
+        assert progress[0].metrics["loss"] < before[0].metrics["loss"]
+        assert finished.metrics["accuracy"] > 0.5
+        assert all(sent > 0 for sent in progress[0].metrics["bytes_sent"])
+        assert all(peak > 0 for peak in progress[0].metrics["peak_memory_bytes"])
+    finally:
+        executor.shutdown()
+
+
+def test_a_worker_over_the_memory_limit_fails_the_job_without_retry(tmp_path: Path) -> None:
+    executor = executor_for(tmp_path, worker_memory_gib=0.0002)  # 0.2 MiB: under any stage
+    try:
+        events: list[ExecutorEvent] = []
+        executor.start(cnn_job("big", 40), placement(executor), PLANS["pipeline"])
+        collect(executor, events, Finished)
+        failed = [e for e in events if isinstance(e, Failed)]
+        assert len(failed) == 1 and not failed[0].retryable
+        assert "per worker" in failed[0].reason and "limit 0.0002 GiB" in failed[0].reason
+        assert "use parallelism: pipeline or hybrid" in failed[0].reason
+        assert not any(isinstance(e, Progressed) for e in events)
+    finally:
+        executor.shutdown()
+
+
+@pytest.mark.slow
+def test_the_wide_model_fails_data_parallel_and_succeeds_as_a_pipeline_under_the_limit(
+    tmp_path: Path,
+) -> None:
+    """digits_wide_mlp under JIGSAW_WORKER_MEMORY_GIB=0.25 on 4 workers: the data-parallel gang
+    fails before training (0.295 GiB of weights, gradients and momentum per worker); a 2BW
+    pipeline of 4 stages passes both checks and trains to a real accuracy."""
+    executor = executor_for(tmp_path, worker_memory_gib=0.25)
+    spec = JobSpec(
+        name="wide", model="digits_wide_mlp", workers=4, iterations=40, learning_rate=0.01
+    )
+    job = Job(id="wide", spec=spec, submitted_at=time.time(), attempt=1)
+    try:
+        events: list[ExecutorEvent] = []
+        executor.start(job, placement(executor), SPBPlan((0, 0, 0, 0), 4))
+        collect(executor, events, Finished)
+        failed = [e for e in events if isinstance(e, Failed)]
+        assert len(failed) == 1 and not failed[0].retryable, events
+        assert "needs 0.295 GiB per worker" in failed[0].reason
+        assert "limit 0.25 GiB" in failed[0].reason
+
+        pipeline = PipelinePlan.for_workers(4, 4, replicas=1, micro_batches=4)
+        events = []
+        executor.start(replace(job, attempt=2), placement(executor), pipeline)
+        collect(executor, events, Finished, timeout_s=400)
+        assert not [e for e in events if isinstance(e, Failed)], events
+        finished = next(e for e in events if isinstance(e, Finished))
+        assert finished.iterations_done == 40
+        assert max(finished.metrics["peak_memory_bytes"]) < 0.25 * 2**30
+        assert finished.metrics["accuracy"] > 0.4
+    finally:
+        executor.shutdown()

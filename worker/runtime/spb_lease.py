@@ -1,0 +1,105 @@
+"""The lease seam over the SPB (data-parallel) engine: one step at a time, plans switch in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from jigsaw.gradient_noise import BlockNoise
+from jigsaw.parallelism import HybridPlan, PipelinePlan
+from worker.runtime.lease_trainer import OnIteration, PlanChangeRefused, RunOutcome
+from worker.runtime.messages import AnyPlan, GangConfig
+from worker.saved_bytes import tensor_bytes
+from worker.spb import IterationMetrics, SPBTrainer, TrainerConfig
+from worker.spb.collectives import Collectives
+
+
+class SPBLease:
+    kind = "spb"
+
+    def __init__(self, config: GangConfig, collectives: Collectives, device: str) -> None:
+        plan = config.plan
+        if isinstance(plan, PipelinePlan | HybridPlan):
+            raise TypeError(f"the SPB engine cannot run {plan!r}")
+        self.rank = collectives.rank
+        self.trainer = SPBTrainer(
+            TrainerConfig(
+                model=config.model,
+                plan=config.plan_request.text if config.plan_request else plan,
+                batch_size=config.batch_size,
+                lr=config.learning_rate,
+                seed=config.seed,
+                device=device,
+                history_limit=1,
+                noise_probe_every=config.noise_probe_every,
+            ),
+            collectives,
+        )
+        self.num_blocks = self.trainer.num_blocks
+        self.device = self.trainer.device
+
+    @property
+    def iteration(self) -> int:
+        return self.trainer.iteration
+
+    @property
+    def metric(self) -> str:
+        return "accuracy" if self.trainer.workload.metric == "accuracy" else "eval_loss"
+
+    def plan_depths(self) -> tuple[int, ...]:
+        return tuple(self.trainer.plan.depths)
+
+    def describe_plan(self) -> str:
+        return self.trainer.plan.describe()
+
+    def switch_plan(self, plan: AnyPlan) -> None:
+        if isinstance(plan, PipelinePlan | HybridPlan):
+            raise PlanChangeRefused(
+                f"a data-parallel gang cannot switch to {plan.describe()} in place: "
+                "stop it with a checkpoint and start it under the new plan"
+            )
+        self.trainer.schedule_plan(plan, apply_at=self.trainer.iteration)
+
+    def run(self, iterations: int, on_iteration: OnIteration) -> RunOutcome:
+        steps: list[IterationMetrics] = []
+        for _ in range(iterations):
+            steps.append(self.trainer.step())
+            on_iteration(self.trainer.iteration)
+        return RunOutcome(
+            iterations=len(steps),
+            losses=tuple(m.loss for m in steps),
+            samples=sum(m.samples for m in steps),
+            compute_s=sum(m.forward_time_s + m.backward_time_s + m.optimizer_time_s for m in steps),
+            sync_s=sum(m.sync_time_s for m in steps),
+            iteration_s=sum(m.iteration_time_s for m in steps),
+            saved_activation_bytes=max((m.saved_activation_bytes for m in steps), default=0),
+            peak_memory_bytes=max((m.peak_memory_bytes for m in steps), default=0),
+            bytes_sent=sum(m.bytes_sent for m in steps),
+            probes=sum(m.probe for m in steps),
+        )
+
+    def static_memory_bytes(self) -> int:
+        params = tensor_bytes(self.trainer.params)
+        optimizer = self.trainer.config.optimizer
+        momentum = self.trainer.config.momentum
+        state = 2 if optimizer == "adamw" else (1 if momentum else 0)
+        return params * (2 + state)
+
+    def save_checkpoint(self, directory: Path) -> None:
+        self.trainer.save_checkpoint(directory)
+
+    def load_checkpoint(self, directory: Path) -> None:
+        # The plan may differ from the saved one (the scheduler re-planned, or the world size
+        # changed), so it is passed explicitly.
+        self.trainer.load_checkpoint(directory, plan=self.trainer.plan)
+
+    @torch.no_grad()
+    def evaluate(self, max_samples: int | None) -> float | None:
+        return self.trainer.evaluate(max_samples) if self.rank == 0 else None
+
+    def noise_stats(self) -> tuple[BlockNoise, ...]:
+        return self.trainer.noise_stats()
+
+    def close(self) -> None:
+        self.trainer.close()
