@@ -24,15 +24,15 @@ import torch
 from spb_common import add_output_flag, emit, provenance
 
 from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import SPBPlan
+from jigsaw.plan import Plan, SPBPlan
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.memory_limit import GIB
-from worker.runtime.messages import AnyPlan, GangConfig
+from worker.runtime.messages import GangConfig
 from worker.spb.thread_collectives import run_threads
 from worker.zoo import load_workload
 
 
-def plans(num_blocks: int, workers: int, micro: int) -> dict[str, AnyPlan]:
+def plans(num_blocks: int, workers: int, micro: int) -> dict[str]:
     return {
         "data": SPBPlan((0,) * workers, num_blocks),
         f"2bw {workers}x1": PipelinePlan.for_workers(num_blocks, workers, 1, micro),
@@ -41,7 +41,7 @@ def plans(num_blocks: int, workers: int, micro: int) -> dict[str, AnyPlan]:
     }
 
 
-def train(args: argparse.Namespace, plan: AnyPlan, root: str) -> dict[str, Any]:
+def train(args: argparse.Namespace, plan: Plan, root: str) -> dict[str, Any]:
     config = GangConfig(
         job_id="bench",
         attempt=1,

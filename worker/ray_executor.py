@@ -30,12 +30,12 @@ from jigsaw.catalog import default_catalog
 from jigsaw.cluster import Cluster, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
+from jigsaw.plan import Plan
 from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
 from worker.runtime.gang import Gang, GangRequest
 from worker.runtime.inventory import RayInventory, connect
 from worker.runtime.lease_trainer import plan_kind
 from worker.runtime.ledger import ProgressLedger
-from worker.runtime.messages import AnyPlan
 from worker.runtime.settings import RuntimeSettings
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class RayExecutor:
         return self.inventory.cluster()
 
     # -- Executor seam ------------------------------------------------------------------
-    def start(self, job: Job, placement: Placement, plan: AnyPlan) -> None:
+    def start(self, job: Job, placement: Placement, plan: Plan) -> None:
         model = job.spec.model
         blocks_unknown = job.model_blocks is None and self.catalog.num_blocks(model) is None
         request = GangRequest(
@@ -127,7 +127,7 @@ class RayExecutor:
         CheckpointStore(self.settings.checkpoint_dir, job_id).remove_all()
         return True
 
-    def replan(self, job_id: str, placement: Placement, plan: AnyPlan) -> None:
+    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
         with self._lock:
             gang = self._gangs.get(job_id)
         if gang is None:
@@ -214,7 +214,7 @@ class RayExecutor:
         return None
 
 
-def both_spb(current: AnyPlan, new: AnyPlan) -> bool:
+def both_spb(current: Plan, new: Plan) -> bool:
     return plan_kind(current) == plan_kind(new) == "spb"
 
 

@@ -11,13 +11,13 @@ import torch
 from torch import nn
 
 from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import SPBPlan
+from jigsaw.plan import Plan, SPBPlan
 from tests.worker.pipeline_support import collect_weights
 from worker.runtime.failures import classify
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.lease_trainer import LeaseTrainer, PlanChangeRefused, RunOutcome
 from worker.runtime.memory_limit import GIB, WorkerMemoryExceeded, check_worker_memory
-from worker.runtime.messages import AnyPlan, GangConfig
+from worker.runtime.messages import GangConfig
 from worker.spb.thread_collectives import run_threads
 from worker.zoo import load_workload
 
@@ -25,7 +25,7 @@ PIPELINE = PipelinePlan.for_workers(num_blocks=4, num_workers=4, replicas=2, mic
 HYBRID = HybridPlan.suffix(num_blocks=4, num_workers=4, first_sharded=2)
 
 
-def gang_config(plan: AnyPlan, tmp_path: Path, **changes: Any) -> GangConfig:
+def gang_config(plan: Plan, tmp_path: Path, **changes: Any) -> GangConfig:
     values: dict[str, Any] = {
         "job_id": "j",
         "attempt": 1,
@@ -119,7 +119,7 @@ def test_pipeline_and_hybrid_leases_checkpoint_and_resume_exactly(tmp_path: Path
 
 
 def test_plan_changes_in_place_are_refused_except_between_spb_plans(tmp_path: Path) -> None:
-    def attempt(plan: AnyPlan, new: AnyPlan) -> list[str]:
+    def attempt(plan: Plan, new: Plan) -> list[str]:
         def body(rank: int, comm: Any) -> str:
             trainer = build_lease_trainer(gang_config(plan, tmp_path), comm, "cpu")
             try:
@@ -140,7 +140,7 @@ def test_plan_changes_in_place_are_refused_except_between_spb_plans(tmp_path: Pa
 
 
 def test_static_memory_counts_weight_versions_gradients_and_momentum(tmp_path: Path) -> None:
-    def static(plan: AnyPlan) -> list[int]:
+    def static(plan: Plan) -> list[int]:
         def body(rank: int, comm: Any) -> int:
             return build_lease_trainer(
                 gang_config(plan, tmp_path), comm, "cpu"

@@ -16,13 +16,12 @@ from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import SPBPlan
 from worker.ray_executor import RayExecutor
 from worker.runtime.checkpoints import CheckpointStore
-from worker.runtime.messages import AnyPlan
 from worker.runtime.settings import RuntimeSettings
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
 
 LEASE = 20
-PLANS: dict[str, AnyPlan] = {
+PLANS: dict[str] = {
     "pipeline": PipelinePlan.for_workers(num_blocks=4, num_workers=4, replicas=2, micro_batches=2),
     # digits_cnn: three convolutional blocks replicated, the linear classifier sharded.
     "hybrid": HybridPlan.suffix(num_blocks=4, num_workers=4, first_sharded=4),

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import SPBPlan
+from jigsaw.plan import Plan, SPBPlan
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.memory_limit import GIB, WorkerMemoryExceeded, check_worker_memory
-from worker.runtime.messages import AnyPlan, GangConfig
+from worker.runtime.messages import GangConfig
 from worker.spb.thread_collectives import run_threads
 
 MODEL = "digits_wide_mlp"
 LIMIT = GIB // 4
 WORKERS = 4
-PLANS: dict[str, AnyPlan] = {
+PLANS: dict[str] = {
     "data": SPBPlan((0,) * WORKERS, 4),
     "pipeline": PipelinePlan.for_workers(4, WORKERS, replicas=1, micro_batches=4),
     "pipeline_2x2": PipelinePlan.for_workers(4, WORKERS, replicas=2, micro_batches=2),
@@ -26,7 +26,7 @@ PLANS: dict[str, AnyPlan] = {
 }
 
 
-def config(plan: AnyPlan, tmp_path: Path, **changes: Any) -> GangConfig:
+def config(plan: Plan, tmp_path: Path, **changes: Any) -> GangConfig:
     values: dict[str, Any] = {
         "job_id": "wide",
         "attempt": 1,
@@ -45,7 +45,7 @@ def config(plan: AnyPlan, tmp_path: Path, **changes: Any) -> GangConfig:
     return GangConfig(**values)
 
 
-def measured_peaks(plan: AnyPlan, tmp_path: Path, iterations: int = 1) -> list[int]:
+def measured_peaks(plan: Plan, tmp_path: Path, iterations: int = 1) -> list[int]:
     def body(rank: int, comm: Any) -> int:
         trainer = build_lease_trainer(config(plan, tmp_path), comm, "cpu")
         return trainer.run(iterations, lambda _: None).peak_memory_bytes

@@ -29,7 +29,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from jigsaw.cluster import Placement
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
-from jigsaw.plan import PlanRequest
+from jigsaw.plan import Plan, PlanRequest
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.failures import GangFailure, diagnose
 from worker.runtime.gang_worker import RemoteGangWorker
@@ -37,7 +37,6 @@ from worker.runtime.heartbeats import HeartbeatWatch
 from worker.runtime.inventory import RayInventory
 from worker.runtime.memory_limit import limit_bytes
 from worker.runtime.messages import (
-    AnyPlan,
     GangConfig,
     Heartbeat,
     LeaseOrder,
@@ -69,7 +68,7 @@ class GangRequest:
     attempt: int
     model: str
     placement: Placement
-    plan: AnyPlan
+    plan: Plan
     batch_size: int
     learning_rate: float
     seed: int
@@ -114,11 +113,11 @@ class Gang:
         self._thread.start()
 
     @property
-    def plan(self) -> AnyPlan:
+    def plan(self) -> Plan:
         with self._lock:
             return self._plan.plan
 
-    def offer_plan(self, plan: AnyPlan) -> PlanOffer:
+    def offer_plan(self, plan: Plan) -> PlanOffer:
         """A new plan version; ranks install it together at their next control point."""
         with self._lock:
             self._plan = PlanOffer(self._plan.version + 1, plan)

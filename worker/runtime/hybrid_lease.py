@@ -10,11 +10,12 @@ from pathlib import Path
 
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import HybridPlan
+from jigsaw.plan import Plan
 from worker.hybrid import HybridConfig, HybridStepMetrics, HybridTrainer
 from worker.hybrid.checkpoint import load_hybrid, save_hybrid
 from worker.hybrid.evaluate import evaluate_hybrid
 from worker.runtime.lease_trainer import OnIteration, RunOutcome
-from worker.runtime.messages import AnyPlan, GangConfig
+from worker.runtime.messages import GangConfig
 from worker.runtime.pipeline_lease import refuse_change
 from worker.saved_bytes import tensor_bytes
 from worker.spb.collectives import Collectives
@@ -56,7 +57,7 @@ class HybridLease:
     def describe_plan(self) -> str:
         return self.trainer.plan.describe()
 
-    def switch_plan(self, plan: AnyPlan) -> None:
+    def switch_plan(self, plan: Plan) -> None:
         raise refuse_change(self.describe_plan(), plan)
 
     def run(self, iterations: int, on_iteration: OnIteration) -> RunOutcome:

@@ -24,7 +24,7 @@ import torch
 from jigsaw.errors import JigsawError
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import HybridPlan, PipelinePlan
-from worker.runtime.messages import AnyPlan
+from jigsaw.plan import Plan
 
 OnIteration = Callable[[int], None]
 """Called with the completed iteration count whenever the engine has made progress."""
@@ -34,7 +34,7 @@ class PlanChangeRefused(JigsawError):
     """A pipeline or hybrid gang was asked to change its plan in place."""
 
 
-def plan_kind(plan: AnyPlan) -> str:
+def plan_kind(plan: Plan) -> str:
     """``"spb"``, ``"pipeline"`` or ``"hybrid"`` (the union's tag)."""
     if isinstance(plan, PipelinePlan):
         return "pipeline"
@@ -79,7 +79,7 @@ class LeaseTrainer(Protocol):
 
     def describe_plan(self) -> str: ...
 
-    def switch_plan(self, plan: AnyPlan) -> None:
+    def switch_plan(self, plan: Plan) -> None:
         """Install ``plan`` now (collective). Raises :class:`PlanChangeRefused` unless SPB."""
         ...
 

@@ -10,11 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jigsaw.gradient_noise import BlockNoise
-from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, PlanRequest
-
-AnyPlan = Plan | PipelinePlan | HybridPlan
-"""Every plan a gang runs (``jigsaw.plan.Plan`` once that union holds all three kinds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +21,7 @@ class GangConfig:
     attempt: int
     model: str
     world_size: int
-    plan: AnyPlan
+    plan: Plan
     batch_size: int
     """Per worker (pipeline: a replica of S stages takes ``batch_size x S``)."""
     learning_rate: float
@@ -55,7 +51,7 @@ class PlanOffer:
     same iteration boundary (see :mod:`worker.runtime.control`)."""
 
     version: int
-    plan: AnyPlan
+    plan: Plan
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,16 +13,17 @@ from pathlib import Path
 
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import PipelinePlan
+from jigsaw.plan import Plan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.pipeline.checkpoint import load_pipeline, save_pipeline
 from worker.pipeline.evaluate import evaluate_pipeline
 from worker.runtime.lease_trainer import OnIteration, PlanChangeRefused, RunOutcome
-from worker.runtime.messages import AnyPlan, GangConfig
+from worker.runtime.messages import GangConfig
 from worker.saved_bytes import tensor_bytes
 from worker.spb.collectives import Collectives
 
 
-def refuse_change(current: str, plan: AnyPlan) -> PlanChangeRefused:
+def refuse_change(current: str, plan: Plan) -> PlanChangeRefused:
     return PlanChangeRefused(
         f"a gang running {current} cannot change its plan in place (asked for "
         f"{plan.describe()}): the scheduler must stop it with a checkpoint and restart it"
@@ -65,7 +66,7 @@ class PipelineLease:
     def describe_plan(self) -> str:
         return self.trainer.plan.describe()
 
-    def switch_plan(self, plan: AnyPlan) -> None:
+    def switch_plan(self, plan: Plan) -> None:
         raise refuse_change(self.describe_plan(), plan)
 
     def run(self, iterations: int, on_iteration: OnIteration) -> RunOutcome:

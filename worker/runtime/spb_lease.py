@@ -8,8 +8,9 @@ import torch
 
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.plan import Plan
 from worker.runtime.lease_trainer import OnIteration, PlanChangeRefused, RunOutcome
-from worker.runtime.messages import AnyPlan, GangConfig
+from worker.runtime.messages import GangConfig
 from worker.saved_bytes import tensor_bytes
 from worker.spb import IterationMetrics, SPBTrainer, TrainerConfig
 from worker.spb.collectives import Collectives
@@ -53,7 +54,7 @@ class SPBLease:
     def describe_plan(self) -> str:
         return self.trainer.plan.describe()
 
-    def switch_plan(self, plan: AnyPlan) -> None:
+    def switch_plan(self, plan: Plan) -> None:
         if isinstance(plan, PipelinePlan | HybridPlan):
             raise PlanChangeRefused(
                 f"a data-parallel gang cannot switch to {plan.describe()} in place: "
