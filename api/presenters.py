@@ -70,7 +70,7 @@ def plan_choice_public(choice: PlanChoice) -> PlanTypesPublic:
                 plan=plan_to_json(a.plan) if a.plan is not None else None,
                 iteration_time_s=a.prediction.iteration_time_s,
                 samples_per_s=a.samples_per_s,
-                max_worker_memory_bytes=a.prediction.max_memory_bytes,
+                max_worker_memory_bytes=a.prediction.max_model_bytes,
                 max_worker_bytes_sent=max(a.prediction.per_worker_bytes_sent),
                 fits=a.fits,
                 chosen=a is choice.chosen,

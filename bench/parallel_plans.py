@@ -124,7 +124,7 @@ def memory_rows(
                 "describe": scenario.plan.describe(),
                 "max_worker_total_mb": max(r["measured_total_mb"] for r in per_rank),
                 "fits_limit": max(model_bytes(r) for r in ranks) <= limit,
-                "oracle_says_fits": prediction.max_memory_bytes - hardware.workspace_bytes <= limit,
+                "oracle_says_fits": prediction.fits(limit),
                 "max_worker_params_plus_optimizer_mb": max(
                     r["measured_mb"]["params"] + r["measured_mb"]["optimizer"] for r in per_rank
                 ),

@@ -92,7 +92,10 @@ class AlternativePublic(Public):
     )
     iteration_time_s: float
     samples_per_s: float
-    max_worker_memory_bytes: int = Field(description="the most memory any worker needs")
+    max_worker_memory_bytes: int = Field(
+        description="the most memory any worker needs for the model (parameters, gradients, "
+        "optimizer state, activations; the runtime workspace excluded): what the limit covers"
+    )
     max_worker_bytes_sent: int = Field(description="bytes the busiest sender sends per iteration")
     fits: bool = Field(description="every worker fits the per-worker memory limit")
     chosen: bool
@@ -103,7 +106,8 @@ class PlanTypesPublic(Public):
     chosen: str = Field(examples=["data"])
     reason: str
     memory_limit_bytes: int = Field(
-        description="the per-worker limit (JIGSAW_WORKER_MEMORY_GIB, else the GPU type's memory)"
+        description="the per-worker limit on the model's memory (JIGSAW_WORKER_MEMORY_GIB, else "
+        "the GPU type's memory less its workspace)"
     )
     alternatives: list[AlternativePublic]
 

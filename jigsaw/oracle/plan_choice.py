@@ -201,7 +201,7 @@ def choose_plan(
             reason += f"{1 + margin:.2f}x its samples/s"
     elif parallelism == "auto":
         reason = (
-            f"data parallelism needs {_gib(data.prediction.max_memory_bytes)} per worker, over "
+            f"data parallelism needs {_gib(data.prediction.max_model_bytes)} per worker, over "
             f"the {_gib(memory_limit_bytes)} limit; {best.kind} fits and is the fastest that does"
         )
     else:
@@ -214,7 +214,7 @@ def _better(a: Alternative, b: Alternative) -> bool:
         return a.fits
     if a.fits:
         return a.samples_per_s > b.samples_per_s
-    return a.prediction.max_memory_bytes < b.prediction.max_memory_bytes
+    return a.prediction.max_model_bytes < b.prediction.max_model_bytes
 
 
 def _why_none(parallelism: str, blocks: int, workers: int) -> str:
@@ -228,7 +228,7 @@ def _why_none(parallelism: str, blocks: int, workers: int) -> str:
 
 def _nothing_fits(allowed: list[Alternative], limit: int, parallelism: str) -> str:
     needs = "; ".join(
-        f"{a.describe()} needs {_gib(a.prediction.max_memory_bytes)}" for a in allowed
+        f"{a.describe()} needs {_gib(a.prediction.max_model_bytes)}" for a in allowed
     )
     subject = "no plan type fits" if parallelism == "auto" else (
         f"parallelism {parallelism} does not fit"
@@ -247,8 +247,10 @@ def _gib(size: int) -> str:
 class PlanTypeChooser:
     """:func:`choose_plan` for job specs, on one hardware spec and memory limit, cached.
 
-    ``memory_limit_bytes`` is the per-worker limit (``JIGSAW_WORKER_MEMORY_GIB``); ``None``
-    means the GPU type's memory. A spec's ``spb`` other than auto/none is an SPB plan, which
+    ``memory_limit_bytes`` is the per-worker limit on the model's own memory (parameters,
+    gradients, optimizer state, activations: ``JIGSAW_WORKER_MEMORY_GIB``, the quantity the
+    workers enforce); ``None`` means the GPU type's memory less its workspace. A spec's
+    ``spb`` other than auto/none is an SPB plan, which
     is data parallel: such a job is offered data parallelism only.
     """
 
@@ -262,7 +264,8 @@ class PlanTypeChooser:
         self.hardware = hardware
         self.profiles = profiles if profiles is not None else ProfileCatalog()
         self.memory_limit_bytes = (
-            memory_limit_bytes if memory_limit_bytes is not None else hardware.memory_bytes
+            memory_limit_bytes if memory_limit_bytes is not None
+            else hardware.memory_bytes - hardware.workspace_bytes
         )
         self.margin = margin
         self._choices: dict[tuple[str, int, int, str], PlanChoice | InvalidSpecError | None] = {}

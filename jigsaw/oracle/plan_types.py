@@ -136,9 +136,17 @@ class PlanPrediction:
     def samples_per_s(self) -> float:
         return self.samples_per_iteration / self.iteration_time_s
 
+    @property
+    def max_model_bytes(self) -> int:
+        """The largest worker's memory for the model itself (parameters, gradients,
+        optimizer state, activations; no workspace): what the engines measure and what a
+        per-worker memory limit (``JIGSAW_WORKER_MEMORY_GIB``) covers."""
+        return max(m.model_bytes for m in self.per_worker_memory)
+
     def fits(self, per_worker_memory_limit_bytes: int) -> bool:
-        """Every worker's predicted memory is within the per-worker limit."""
-        return self.max_memory_bytes <= per_worker_memory_limit_bytes
+        """Every worker's model memory is within the per-worker limit (the workspace is
+        outside it: a GPU's default limit is its memory less the workspace)."""
+        return self.max_model_bytes <= per_worker_memory_limit_bytes
 
 
 class _Costs:

@@ -24,7 +24,7 @@ def needs() -> dict[str, int]:
     chooser = PlanTypeChooser(preset("v100"))
     choice = chooser.choice(JobSpec(**VGG))
     assert choice is not None
-    return {a.kind: a.prediction.max_memory_bytes for a in choice.alternatives}
+    return {a.kind: a.prediction.max_model_bytes for a in choice.alternatives}
 
 
 @pytest.fixture
@@ -75,7 +75,9 @@ def test_a_model_over_the_memory_limit_gets_a_pipeline_or_hybrid_plan(
     assert result["plan_kind"] == types["chosen"] and result["plan"] == []
     assert result["plan_detail"]["kind"] == types["chosen"]
     assert len(result["prediction"]["per_worker_memory_bytes"]) == 2
-    assert max(result["prediction"]["per_worker_memory_bytes"]) <= types["memory_limit_bytes"]
+    # The limit covers the model's memory (the workspace is outside it, as on the workers).
+    chosen = next(a for a in types["alternatives"] if a["chosen"])
+    assert chosen["max_worker_memory_bytes"] <= types["memory_limit_bytes"]
     assert "over" in types["reason"]
     job = post(tight_api, "jobs", VGG)
     assert job.status_code == 201, job.text
@@ -83,14 +85,16 @@ def test_a_model_over_the_memory_limit_gets_a_pipeline_or_hybrid_plan(
 
 
 def test_nothing_fitting_is_refused_naming_the_limit(sqlite_url: str, tmp_path: Path) -> None:
-    made = make_api(sqlite_url, tmp_path, worker_memory_gib=0.5)
+    limit_gib = min(needs().values()) / 2 / GIB
+    made = make_api(sqlite_url, tmp_path, worker_memory_gib=limit_gib)
     with made.client:
         response = post(made, "jobs", VGG)
     made.state.engine.dispose()
     assert response.status_code == 422, response.text
     body = response.json()
     assert body["field"] == "parallelism"
-    assert "JIGSAW_WORKER_MEMORY_GIB" in body["detail"] and "0.50 GiB" in body["detail"]
+    assert "JIGSAW_WORKER_MEMORY_GIB" in body["detail"]
+    assert f"{limit_gib:.2f} GiB" in body["detail"]
 
 
 @pytest.mark.parametrize(

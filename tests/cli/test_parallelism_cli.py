@@ -26,8 +26,8 @@ def tight_limit_gib() -> float:
         JobSpec(name="big", model="vgg16_32_fc", workers=2, iterations=5)
     )
     assert choice is not None
-    data = choice.alternatives[0].prediction.max_memory_bytes
-    smallest = min(a.prediction.max_memory_bytes for a in choice.alternatives[1:])
+    data = choice.alternatives[0].prediction.max_model_bytes
+    smallest = min(a.prediction.max_model_bytes for a in choice.alternatives[1:])
     return (smallest + data) / 2 / GIB
 
 

@@ -62,14 +62,14 @@ def test_a_model_that_fits_runs_data_parallel() -> None:
 
 def test_below_the_data_parallel_need_it_picks_a_fitting_pipeline_or_hybrid() -> None:
     need = choose(10**12)
-    data = need.alternatives[0].prediction.max_memory_bytes
-    smallest = min(a.prediction.max_memory_bytes for a in need.alternatives[1:])
+    data = need.alternatives[0].prediction.max_model_bytes
+    smallest = min(a.prediction.max_model_bytes for a in need.alternatives[1:])
     assert smallest < data
     limit = (smallest + data) // 2
     choice = choose(limit)
     assert choice.chosen.kind in ("pipeline", "hybrid")
     assert isinstance(choice.chosen.plan, PipelinePlan | HybridPlan)
-    assert choice.chosen.prediction.max_memory_bytes <= limit
+    assert choice.chosen.prediction.max_model_bytes <= limit
     assert not choice.alternatives[0].fits
     fitting = [a for a in choice.alternatives if a.fits]
     assert choice.chosen.samples_per_s == max(a.samples_per_s for a in fitting)
@@ -117,8 +117,8 @@ def tight_chooser() -> PlanTypeChooser:
     roomy = PlanTypeChooser(preset("v100"))
     choice = roomy.choice(VGG)
     assert choice is not None and choice.chosen.kind == "data"
-    data = choice.alternatives[0].prediction.max_memory_bytes
-    smallest = min(a.prediction.max_memory_bytes for a in choice.alternatives[1:])
+    data = choice.alternatives[0].prediction.max_model_bytes
+    smallest = min(a.prediction.max_model_bytes for a in choice.alternatives[1:])
     return PlanTypeChooser(preset("v100"), memory_limit_bytes=(smallest + data) // 2)
 
 
