@@ -328,13 +328,21 @@ class JigsawPolicy(PolicyBase):
             # No hold here: a re-plan in place only ever raises the gang's goodput (its guests
             # are gone, or left room), so it cannot flap; the hold bounds the switches that
             # give goodput up for slack (the market's), so re-plans per hold stay <= 2.
-            current = self.catalog.goodput(job, _plan_of(job), job.placement)
+            plan = _plan_of(job)
+            current = self.catalog.goodput(job, plan, job.placement)
             ledger = state.ledger
             ledger.remove_all(state.footprints[job.id])
             chosen: tuple[PlanOption, Footprint] | None = None
             for option in self.catalog.options(job):
                 if option.goodput <= current * (1.0 + self.config.replan_gain):
-                    break
+                    break  # options come best first (exclusive goodput >= on these GPUs)
+                # Compared on the gang's own GPUs: an option's goodput is the exclusive,
+                # compact one, and a gang placed across nodes would otherwise "improve" to
+                # the plan it already runs, every round.
+                if option.plan == plan or self.catalog.goodput(
+                    job, option.plan, job.placement
+                ) <= current * (1.0 + self.config.replan_gain):
+                    continue
                 footprint = self.catalog.footprint(job, option.plan, job.placement)
                 if all(ledger.fits(g, load, memory) for g, load, memory in footprint):
                     chosen = (option, footprint)
