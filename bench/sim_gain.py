@@ -9,11 +9,12 @@ Workloads (``--workloads``, comma-separated; each name may carry a load factor, 
 - ``philly``: every Philly job on 512 GPUs (64 x 8).
 
 Rows: fifo, las, maxmin; jigsaw (its default fairness guard, ``JigsawConfig.base``);
-``jigsaw-<other base>`` (the same with the other guard); and two ablations of jigsaw:
-``jigsaw-nopack`` (never shares a GPU) and ``jigsaw-eta1`` (every SPB plan priced and run at
-eta = 1: what packing is worth when SPB costs nothing). Columns: avg/p50/p99 JCT, makespan,
-utilization, cluster efficiency, preemptions, re-plans (and per job-hour), packed starts, the
-share of busy GPU-time that was time-sliced (a second gang on the GPU).
+``jigsaw-<other base>`` (the same with the other guard); and three ablations of jigsaw:
+``jigsaw-nopack`` (never shares a GPU), ``jigsaw-noguard`` (packs on summed normalised
+goodput alone, without the completion-rate guard) and ``jigsaw-eta1`` (every SPB plan priced
+and run at eta = 1: what packing is worth when SPB costs nothing). Columns: avg/p50/p99 JCT,
+makespan, utilization, cluster efficiency, preemptions, re-plans (and per job-hour), packed
+starts, the share of busy GPU-time that was time-sliced (a second gang on the GPU).
 
 The ceiling, per workload: the GPU-time SPB could free at the jobs' eta. For a job of N >= 2
 workers and ``spb: auto`` that runs D seconds with full backprop, a plan p keeps its GPUs
@@ -23,14 +24,15 @@ busy ``sum_r load_r(p)`` GPUs' worth for ``D * (T_p / T_full) / eta_p`` seconds 
 the GPU compute seconds guests used on GPUs they shared with a larger gang
 (``guest_compute_gpu_s``, from the time-slicing model), as a share of the ceiling.
 
-    .venv/bin/python bench/sim_gain.py --workloads pollux         # 16 replays x 7 rows
+    .venv/bin/python bench/sim_gain.py --workloads pollux         # 16 replays x 8 rows
     .venv/bin/python bench/sim_gain.py --workloads window          # long (tens of minutes)
     .venv/bin/python bench/sim_gain.py --workloads pollux --eta curve
 
 ``--eta curve``: gangs progress at the eta of their application's Pollux validation curve at
 their progress (jigsaw/simulator/curve_rates.py; Philly jobs get an application by
-``philly_app``); the policies still price plans with the oracle's table. ``jigsaw-eta1`` stays
-at eta = 1.
+``philly_app``), and report the curve's gradient statistics as lease reports, so the policy
+prices a job's plans with that eta once the job has run (before, with the oracle's table).
+``jigsaw-eta1`` stays at eta = 1.
 """
 
 from __future__ import annotations
@@ -209,6 +211,8 @@ def run_workload(spec: Workload, round_s: float, eta: str = "table") -> dict[str
                         {"config": JigsawConfig(base=other)}))
     rows.append(run_row("jigsaw-nopack", "jigsaw", arrivals, rates, oracle, setup,
                         {"config": JigsawConfig(packing=False)}))
+    rows.append(run_row("jigsaw-noguard", "jigsaw", arrivals, rates, oracle, setup,
+                        {"config": JigsawConfig(completion_guard=False)}))
     unit = make_oracle(setup, efficiency=UnitEfficiency())
     unit_rates, unit_arrivals = prepared(spec, replace(setup, eta="table"), unit)
     rows.append(run_row("jigsaw-eta1", "jigsaw", unit_arrivals, unit_rates, unit, setup, {}))

@@ -16,8 +16,8 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
    by switching to an SPB plan in place, when the cluster's normalised goodput rises by
    ``pack_gain`` (:mod:`jigsaw.policies.slack`; the GPU is then time-sliced);
 5. re-plan in place a running SPB gang whose GPUs now have room for a better plan (back to
-   full backprop once its guests are gone); no gang changes plan twice within
-   ``min_plan_hold_s``.
+   full backprop as soon as its guests are gone); no gang gives up goodput for slack twice
+   within ``min_plan_hold_s``.
 
 Apart from the time-sliced slack of step 4, a GPU's summed load never exceeds
 ``load_threshold``; its memory is never over-booked.
@@ -73,7 +73,12 @@ class JigsawConfig:
     host_keep: float = 0.35
     """A host gives slack only while it keeps at least this share of its goodput."""
     min_plan_hold_s: float = 600.0
-    """A gang does not change plan in place again within this long (bounds re-plan churn)."""
+    """A gang does not give up goodput for slack again within this long after a plan change
+    (bounds re-plan churn: at most a switch to SPB and one back per hold)."""
+    completion_guard: bool = True
+    """Take a slot only if it also raises the affected jobs' completion rate,
+    ``sum(speed / remaining exclusive seconds)``: a long guest does not slow a host that is
+    near its end (off: an ablation)."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.load_threshold <= 4.0:
@@ -124,6 +129,7 @@ class JigsawPolicy(PolicyBase):
             pack_gain=self.config.pack_gain,
             host_keep=self.config.host_keep,
             min_plan_hold_s=self.config.min_plan_hold_s,
+            completion_guard=self.config.completion_guard,
         )
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
@@ -316,20 +322,28 @@ class JigsawPolicy(PolicyBase):
     # -- 5. in-place re-plans ---------------------------------------------------------------
     def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
         replans: list[Decision] = []
-        now, hold = state.snapshot.now, self.config.min_plan_hold_s
+        now = state.snapshot.now
         for job in spb_running:
             if job.id in state.preempted or not job.spec.plan_request.is_auto:
                 continue
-            changed = self._last_plan_change.get(job.id)
-            if changed is not None and now - changed < hold:
-                continue
-            current = self.catalog.goodput(job, _plan_of(job), job.placement)
+            # No hold here: a re-plan in place only ever raises the gang's goodput (its guests
+            # are gone, or left room), so it cannot flap; the hold bounds the switches that
+            # give goodput up for slack (the market's), so re-plans per hold stay <= 2.
+            plan = _plan_of(job)
+            current = self.catalog.goodput(job, plan, job.placement)
             ledger = state.ledger
             ledger.remove_all(state.footprints[job.id])
             chosen: tuple[PlanOption, Footprint] | None = None
             for option in self.catalog.options(job):
                 if option.goodput <= current * (1.0 + self.config.replan_gain):
-                    break
+                    break  # options come best first (exclusive goodput >= on these GPUs)
+                # Compared on the gang's own GPUs: an option's goodput is the exclusive,
+                # compact one, and a gang placed across nodes would otherwise "improve" to
+                # the plan it already runs, every round.
+                if option.plan == plan or self.catalog.goodput(
+                    job, option.plan, job.placement
+                ) <= current * (1.0 + self.config.replan_gain):
+                    continue
                 footprint = self.catalog.footprint(job, option.plan, job.placement)
                 if all(ledger.fits(g, load, memory) for g, load, memory in footprint):
                     chosen = (option, footprint)

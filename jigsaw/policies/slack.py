@@ -44,6 +44,9 @@ class SlackOptions:
     max_misses: int = 8
     plans_per_host: int = 3
     max_hosts_per_round: int = 16
+    completion_guard: bool = True
+    """Also require the packing to raise the rate at which the affected jobs complete
+    (``sum(speed / remaining time)``), not only their summed normalised goodput."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +116,9 @@ class SlackMarket:
         self._hosts_used = 0
         self._failed: set[tuple[str, int]] = set()
         """(model, batch) of guests that found no slot since the last booking."""
-        self._before: dict[str, tuple[float, float, dict[str, GangTiming]]] = {}
-        """Per host: normalised goodput of it and its neighbours, its own goodput, and their
-        timings, as booked now (dropped when the host is booked)."""
+        self._before: dict[str, tuple[dict[str, float], float, dict[str, GangTiming]]] = {}
+        """Per host: normalised goodput of it and of each neighbour, its own goodput, and
+        their timings, as booked now (dropped when the host is booked)."""
 
     # -- the one entry point ----------------------------------------------------------------
     def place(self, guest: Job) -> Squeeze | None:
@@ -240,7 +243,8 @@ class SlackMarket:
         booked = self._booked(host.id, neighbours)
         if booked is None:
             return None
-        before, host_before, before_timings = booked
+        before_each, host_before, before_timings = booked
+        before = sum(before_each.values())
         host_timing = self.catalog.timing(host, option.plan, host.placement)
         if host_timing is None:
             return None
@@ -250,21 +254,41 @@ class SlackMarket:
             after_timings[guest.id] = GangTiming(alone, ((gpu, guest_option.loads[0] * alone),))
         after_times = timesliced_iteration_times(after_timings)
         after = 0.0
+        completions = 0.0  # change of sum(normalised speed / remaining exclusive seconds)
         for job_id in neighbours:
             job = self._running[job_id]
             exclusive = self.catalog.default_option(job).goodput
             eta = option.eta if job_id == host.id else self.catalog.eta(job, self._plans[job_id])
-            after += eta / after_times[job_id] / exclusive
+            speed = eta / after_times[job_id] / exclusive
+            after += speed
+            completions += (speed - before_each[job_id]) / self._remaining_s(job, running=True)
         if option.eta / after_times[host.id] < self.options.host_keep * host_before - _EPS:
             return None
         for (guest, guest_option), _ in assignment:
-            after += guest_option.eta / after_times[guest.id] / guest_option.goodput
+            speed = guest_option.eta / after_times[guest.id] / guest_option.goodput
+            after += speed
+            completions += speed / self._remaining_s(guest, running=False)
         gain = after - before
-        return gain if gain >= self.options.pack_gain else None
+        if gain < self.options.pack_gain:
+            return None
+        if self.options.completion_guard and completions <= 0.0:
+            return None
+        return gain
+
+    def _remaining_s(self, job: Job, *, running: bool) -> float:
+        """Seconds the job still needs on GPUs of its own (its best exclusive plan). For a
+        running job the progress since its run started is estimated at that plan's speed,
+        which errs towards less remaining (so towards protecting a host near its end)."""
+        option = self.catalog.default_option(job)
+        iteration_s = option.eta / option.goodput
+        done = job.iterations_done
+        if running and job.run_started_at is not None:
+            done += max(self.now - job.run_started_at, 0.0) / iteration_s
+        return max(job.spec.iterations - done, 1.0) * iteration_s
 
     def _booked(
         self, host_id: str, neighbours: list[str]
-    ) -> tuple[float, float, dict[str, GangTiming]] | None:
+    ) -> tuple[dict[str, float], float, dict[str, GangTiming]] | None:
         cached = self._before.get(host_id)
         if cached is not None:
             return cached
@@ -275,14 +299,14 @@ class SlackMarket:
                 return None
             timings[job_id] = timing
         times = timesliced_iteration_times(timings)
-        total = 0.0
+        each: dict[str, float] = {}
         for job_id in neighbours:
             job = self._running[job_id]
             exclusive = self.catalog.default_option(job).goodput
-            total += self.catalog.eta(job, self._plans[job_id]) / times[job_id] / exclusive
+            each[job_id] = self.catalog.eta(job, self._plans[job_id]) / times[job_id] / exclusive
         host = self._running[host_id]
         own = self.catalog.eta(host, self._plans[host_id]) / times[host_id]
-        self._before[host_id] = (total, own, timings)
+        self._before[host_id] = (each, own, timings)
         return self._before[host_id]
 
     def _memory_fits(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> bool:

@@ -22,6 +22,7 @@ from typing import cast
 
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
+from jigsaw.eta import DEFAULT_MIN_OBSERVATIONS
 from jigsaw.oracle import GangTiming
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.rate_executor import TimeSlicedRates
@@ -75,6 +76,24 @@ class CurveEtaRate:
     def rate(self, job: Job, placement: Placement, plan: Plan,
              other_load: Mapping[GpuId, float]) -> float:
         return self.inner.rate(job, placement, plan, other_load) * self.factor(job, plan)
+
+    def noise_report(self, job: Job, plan: Plan,
+                     done: float) -> tuple[int, list[dict[str, float | int]]] | None:
+        """What a gang's workers would report at ``done`` iterations: the per-block gradient
+        statistics of its application's curve there, as a lease summary's ``block_noise``,
+        with the stretch of the curve they come from (a new report is due only when it
+        changes). None for a one-worker gang (no SPB plan to price) or a job without an
+        application."""
+        app = self.app_of.get(job.id)
+        if app is None or plan.num_workers < 2 or not job.spec.iterations:
+            return None
+        workers, batch = plan.num_workers, job.spec.batch_size
+        progress = done / job.spec.iterations
+        stats = self.curves.block_noise(
+            app, plan.num_blocks, workers, batch, progress,
+            iteration=int(done), observations=DEFAULT_MIN_OBSERVATIONS)
+        segment = self.curves.segment_index(app, workers, batch, progress)
+        return segment, [entry.as_dict() for entry in stats]
 
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.inner.load(job, placement, plan)

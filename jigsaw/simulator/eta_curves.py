@@ -205,16 +205,34 @@ class CurveEta:
 
     def _eta_of(self, app: str, plan: SPBPlan, batch: int, segments: tuple[_Segment, ...],
                 index: int) -> EtaEstimate:
-        shares = self._shares_of(app).resampled(plan.num_blocks)
-        segment = segments[index]
+        stats = self._stats(app, plan.num_blocks, plan.num_workers, segments[index], 1, 0)
+        return eta_for_plan(stats, plan, batch=batch, source=CURVE)
+
+    def segment_index(self, app: str, workers: int, batch: int, progress: float) -> int:
+        """Which stretch of the curve (an epoch of the application's training) holds
+        ``progress``: the statistics change only when this does."""
+        return _segment_at(self._curve(app, workers * batch), min(1.0, max(0.0, progress)))
+
+    def block_noise(self, app: str, num_blocks: int, workers: int, batch: int, progress: float,
+                    *, iteration: int, observations: int) -> tuple[BlockNoise, ...]:
+        """The per-block statistics a job of ``workers`` x ``batch`` at ``progress`` would
+        report, as if its workers had measured them (``observations`` smoothed iterations,
+        the newest at ``iteration``): what the simulator feeds the policy, so that it prices
+        plans with the eta the gangs then progress at."""
+        segments = self._curve(app, workers * batch)
+        segment = segments[_segment_at(segments, min(1.0, max(0.0, progress)))]
+        return self._stats(app, num_blocks, workers, segment, observations, iteration)
+
+    def _stats(self, app: str, num_blocks: int, workers: int, segment: _Segment,
+               observations: int, iteration: int) -> tuple[BlockNoise, ...]:
+        shares = self._shares_of(app).resampled(num_blocks)
         base = self.curves[app].init_batch_size
-        stats = tuple(
+        return tuple(
             BlockNoise(block=b + 1, grad_sqr=segment.grad_sqr * sqr,
-                       grad_var=segment.grad_var * var, batch=base, observations=1,
-                       last_iteration=0, contributors=plan.num_workers)
+                       grad_var=segment.grad_var * var, batch=base, observations=observations,
+                       last_iteration=iteration, contributors=workers)
             for b, (sqr, var) in enumerate(zip(shares.grad_sqr, shares.grad_var, strict=True))
         )
-        return eta_for_plan(stats, plan, batch=batch, source=CURVE)
 
 
 def _segment_at(segments: tuple[_Segment, ...], progress: float) -> int:

@@ -220,6 +220,9 @@ class Replay:
             elif not dirty:
                 continue
             self._feed()
+            if self.executor.reports_noise:
+                # As the service does with real workers' lease reports (curve eta only).
+                self.cycle.observe(self.executor.noise_reports(now))
             report = self.cycle.run_once()
             cycles += 1
             dirty = False

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
+from jigsaw.executor_events import Progressed
 from jigsaw.plan import Plan
 from jigsaw.rate_executor import RateDrivenExecutor, RateModel
 from jigsaw.seams import Clock
@@ -53,6 +54,13 @@ class ReplayExecutor(RateDrivenExecutor):
         self._replanning: str | None = None
         self._on_busy_change = on_busy_change
         self.checkpoints: dict[str, float] = {}
+        self._noise_report = getattr(rates, "noise_report", None)
+        self._reported_segment: dict[str, int] = {}
+
+    @property
+    def reports_noise(self) -> bool:
+        """The rate model can say what gradient statistics a gang would measure."""
+        return callable(self._noise_report)
 
     @property
     def busy_gpus(self) -> int:
@@ -73,6 +81,7 @@ class ReplayExecutor(RateDrivenExecutor):
         placement = self._placements.pop(job_id, None)
         if placement is None:
             return
+        self._reported_segment.pop(job_id, None)
         if checkpoint:
             self.checkpoints[job_id] = self.progress(job_id, self._clock.now())
         super().stop(job_id, checkpoint=checkpoint)
@@ -91,6 +100,29 @@ class ReplayExecutor(RateDrivenExecutor):
         finally:
             self._replanning = None
             self.checkpoints.pop(job_id, None)
+
+    def noise_reports(self, now: float) -> list[Progressed]:
+        """Lease reports carrying the gradient statistics running gangs would have measured
+        by ``now`` (one per gang each time its statistics change), for the cycle to fold in
+        as the service folds in real workers' reports. Empty unless the rate model offers
+        ``noise_report`` (curve eta)."""
+        report_of = self._noise_report
+        if not callable(report_of):
+            return []
+        events: list[Progressed] = []
+        for job_id in sorted(self._placements):
+            gang = self._gangs[job_id]
+            if gang.plan.num_workers < 2 or not gang.started_reported:
+                continue
+            done = self.progress(job_id, now)
+            if done <= gang.job.iterations_done:
+                continue
+            report = report_of(gang.job, gang.plan, done)
+            if report is None or self._reported_segment.get(job_id) == report[0]:
+                continue
+            self._reported_segment[job_id] = report[0]
+            events.append(Progressed(job_id, now, done, {"block_noise": report[1]}))
+        return events
 
     def _busy_changed(self) -> None:
         if self._on_busy_change is not None:

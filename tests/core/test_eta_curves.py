@@ -11,6 +11,7 @@ import pytest
 
 from jigsaw.domain import Job
 from jigsaw.errors import TraceFormatError
+from jigsaw.job_eta import job_eta
 from jigsaw.plan import SPBPlan
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app
@@ -195,3 +196,36 @@ def test_philly_replay_with_curve_eta_maps_jobs_to_applications() -> None:
     result = replay(arrivals, "jigsaw", rates, oracle, setup)
     assert result.summary["eta_source"].startswith("curve:")
     assert result.summary["completed"] == len(arrivals)
+
+
+def test_curve_replay_reports_the_curve_noise_so_the_policy_prices_with_the_curve_eta(
+    curves: CurveEta,
+) -> None:
+    """The simulated workers report the gradient statistics of their application's curve, as
+    real workers report theirs: the policy then prices a plan with the eta the gang will
+    progress at, not with the table's."""
+    setup = SimulationSetup(gpus=16, gpus_per_node=4, eta="curve", curves_dir=APPS_DIR)
+    oracle = make_oracle(setup)
+    jobs = load_jobs(WORKLOAD, setup, oracle, limit=8)
+    rates, arrivals = make_rates(jobs, setup, oracle)
+    assert isinstance(rates, CurveEtaRate)
+    result = replay(arrivals, "jigsaw", rates, oracle, setup)
+    gangs = [j for j in result.store.all_jobs() if j.spec.workers >= 2]
+    reported = [j for j in gangs if j.block_noise]
+    assert reported, "no multi-worker job reported gradient statistics"
+    for job in reported:
+        blocks = oracle.num_blocks(job.spec.model)
+        plan = uniform(blocks - 1, job.spec.workers, blocks)
+        app = rates.app_of[job.id]
+        at = max(entry.last_iteration for entry in job.block_noise) / job.spec.iterations
+        priced = job_eta(job, plan)
+        assert priced.source == "online"
+        assert priced.eta == pytest.approx(
+            curves.eta(app, plan, at, job.spec.batch_size).eta, rel=1e-9)
+    # A policy that never runs an SPB plan sees the same rates and makes the same decisions.
+    table = SimulationSetup(gpus=16, gpus_per_node=4)
+    table_rates, table_arrivals = make_rates(jobs, table, oracle)
+    las_curve = replay(arrivals, "las", rates, oracle, setup)
+    las_table = replay(table_arrivals, "las", table_rates, oracle, table)
+    assert las_curve.summary["decision_log_sha256"] == las_table.summary["decision_log_sha256"]
+    assert not any(j.block_noise for j in las_table.store.all_jobs())
