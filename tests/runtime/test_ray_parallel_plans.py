@@ -13,7 +13,6 @@ import pytest
 from jigsaw.domain import Job, JobSpec
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
 from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import SPBPlan
 from worker.ray_executor import RayExecutor
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.settings import RuntimeSettings
@@ -119,35 +118,5 @@ def test_a_worker_over_the_memory_limit_fails_the_job_without_retry(tmp_path: Pa
         executor.shutdown()
 
 
-@pytest.mark.slow
-def test_the_wide_model_fails_data_parallel_and_succeeds_as_a_pipeline_under_the_limit(
-    tmp_path: Path,
-) -> None:
-    """digits_wide_mlp under JIGSAW_WORKER_MEMORY_GIB=0.25 on 4 workers: the data-parallel gang
-    fails before training (0.295 GiB of weights, gradients and momentum per worker); a 2BW
-    pipeline of 4 stages passes both checks and trains to a real accuracy."""
-    executor = executor_for(tmp_path, worker_memory_gib=0.25)
-    spec = JobSpec(
-        name="wide", model="digits_wide_mlp", workers=4, iterations=40, learning_rate=0.01
-    )
-    job = Job(id="wide", spec=spec, submitted_at=time.time(), attempt=1)
-    try:
-        events: list[ExecutorEvent] = []
-        executor.start(job, placement(executor), SPBPlan((0, 0, 0, 0), 4))
-        collect(executor, events, Finished)
-        failed = [e for e in events if isinstance(e, Failed)]
-        assert len(failed) == 1 and not failed[0].retryable, events
-        assert "needs 0.295 GiB per worker" in failed[0].reason
-        assert "limit 0.25 GiB" in failed[0].reason
-
-        pipeline = PipelinePlan.for_workers(4, 4, replicas=1, micro_batches=4)
-        events = []
-        executor.start(replace(job, attempt=2), placement(executor), pipeline)
-        collect(executor, events, Finished, timeout_s=400)
-        assert not [e for e in events if isinstance(e, Failed)], events
-        finished = next(e for e in events if isinstance(e, Finished))
-        assert finished.iterations_done == 40
-        assert max(finished.metrics["peak_memory_bytes"]) < 0.25 * 2**30
-        assert finished.metrics["accuracy"] > 0.4
-    finally:
-        executor.shutdown()
+# The wide model under the limit through the whole service (submit -> pipeline -> SUCCEEDED):
+# tests/runtime/test_service_parallelism.py.
