@@ -65,6 +65,29 @@ class GpuLedger:
         self.partial: dict[GpuId, None] = {}
         self.num_free = empty.num_free
 
+    @classmethod
+    def from_parts(
+        cls,
+        *,
+        threshold: float,
+        min_residual: float,
+        load: dict[GpuId, float],
+        memory_used: dict[GpuId, int],
+        memory_total: dict[GpuId, int],
+        workers: dict[GpuId, int],
+        free_by_node: dict[int, list[GpuId]],
+        partial: dict[GpuId, None],
+        num_free: int,
+    ) -> GpuLedger:
+        """A ledger over state booked elsewhere (:mod:`jigsaw.policies.kept_ledger`); it owns
+        the containers it is given, except ``memory_total``, which it only reads."""
+        ledger = cls.__new__(cls)
+        ledger.threshold, ledger.min_residual = threshold, min_residual
+        ledger.load, ledger.memory_used, ledger.memory_total = load, memory_used, memory_total
+        ledger.workers, ledger.free_by_node = workers, free_by_node
+        ledger.partial, ledger.num_free = partial, num_free
+        return ledger
+
     # -- bookkeeping ------------------------------------------------------------------------
     def add(self, gpu: GpuId, load: float, memory: int) -> None:
         if gpu not in self.load:
