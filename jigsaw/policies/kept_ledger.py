@@ -3,10 +3,12 @@
 A jigsaw round starts from a :class:`~jigsaw.policies.packing.GpuLedger` with every running
 gang's footprint booked. Booking all of them afresh costs O(running workers) every round.
 :class:`KeptLedger` keeps the booked state and, each round, compares the running gangs with
-what it holds: a gang that is new, whose footprint changed (a re-plan, a new placement), or
-that is gone (finished, preempted, cancelled, failed: whatever the reason, it is just absent)
-is unbooked or booked; only the GPUs those gangs touch are recomputed. The round then gets a
-copy it may change freely.
+what it holds. Job records are immutable, so a record (object) seen last round has the same
+plan and placement: only the records that are new since (found by identity, at C speed) are
+looked at. A gang that is new, whose footprint changed (a re-plan, a new placement, an edit),
+or that is gone (finished, preempted, cancelled, failed: whatever the reason, it is just
+absent) is unbooked or booked; only the GPUs those gangs touch are recomputed. The round then
+gets a copy it may change freely (O(GPUs) at C speed).
 
 The copy is exactly the ledger a fresh booking in ``running`` order would give, so decisions
 do not change:
@@ -43,6 +45,9 @@ class KeptLedger:
         self._cluster: Cluster | None = None
         self._gangs: dict[str, tuple[float, Footprint]] = {}
         """Per booked job: its submit time and the footprint booked."""
+        self._footprints: dict[str, Footprint] = {}
+        self._seen: dict[int, Job] = {}
+        """The last round's running job objects by ``id()``; holding them keeps ids unique."""
         self._bookings: dict[GpuId, list[tuple[_Order, float, int]]] = {}
         self._node_gpus: dict[int, tuple[GpuId, ...]] = {}
         self._load: dict[GpuId, float] = {}
@@ -64,31 +69,37 @@ class KeptLedger:
         if self._cluster is not cluster and self._cluster != cluster:
             self._reset(cluster)
         gangs = self._gangs
-        footprints: dict[str, Footprint] = {}
         touched: set[GpuId] = set()
-        for job in running:
-            footprint = footprint_of(job)
-            footprints[job.id] = footprint
-            booked = gangs.get(job.id)
-            if (booked is not None and booked[0] == job.submitted_at
-                    and (booked[1] is footprint or booked[1] == footprint)):
-                continue
-            if booked is not None:
-                self._unbook(job.id, touched)
-            self._book(job, footprint, touched)
-        if len(gangs) != len(footprints):
-            for job_id in [job_id for job_id in gangs if job_id not in footprints]:
-                self._unbook(job_id, touched)
+        seen = dict(zip(map(id, running), running, strict=True))
+        last = self._seen
+        if seen.keys() != last.keys():
+            added = [seen[address] for address in seen.keys() - last.keys()]
+            still = {job.id for job in added}
+            for address in last.keys() - seen.keys():
+                job_id = last[address].id
+                if job_id not in still and job_id in gangs:
+                    self._unbook(job_id, touched)
+            for job in added:
+                footprint = footprint_of(job)
+                booked = gangs.get(job.id)
+                if (booked is not None and booked[0] == job.submitted_at
+                        and (booked[1] is footprint or booked[1] == footprint)):
+                    continue
+                if booked is not None:
+                    self._unbook(job.id, touched)
+                self._book(job, footprint, touched)
+        self._seen = seen
         for gpu in touched:
             self._recount(gpu)
         for node in {gpu[0] for gpu in touched}:
             self._free_by_node[node] = [g for g in self._node_gpus[node] if not self._workers[g]]
-        return self._copy(), footprints
+        return self._copy(), dict(self._footprints)
 
     # -- bookings ---------------------------------------------------------------------------
     def _book(self, job: Job, footprint: Footprint, touched: set[GpuId]) -> None:
         self.rebooked += 1
         self._gangs[job.id] = (job.submitted_at, footprint)
+        self._footprints[job.id] = footprint
         for index, (gpu, load, memory) in enumerate(footprint):
             bookings = self._bookings.get(gpu)
             if bookings is None:
@@ -99,6 +110,7 @@ class KeptLedger:
     def _unbook(self, job_id: str, touched: set[GpuId]) -> None:
         self.rebooked += 1
         submitted_at, footprint = self._gangs.pop(job_id)
+        del self._footprints[job_id]
         for index, (gpu, _, _) in enumerate(footprint):
             bookings = self._bookings.get(gpu)
             if bookings is None:
@@ -145,6 +157,8 @@ class KeptLedger:
     def _reset(self, cluster: Cluster) -> None:
         self._cluster = cluster
         self._gangs.clear()
+        self._footprints.clear()
+        self._seen = {}
         self._bookings.clear()
         self._node_gpus.clear()
         self._load.clear()
