@@ -66,6 +66,15 @@ class KeptLedger:
     ) -> tuple[GpuLedger, dict[str, Footprint]]:
         """A ledger with every gang of ``running`` booked, for this round to change, and
         each running job's footprint."""
+        try:
+            return self._ledger(cluster, running, footprint_of)
+        except Exception:
+            self._cluster = None  # half fixed up (a job the oracle cannot price): start over
+            raise
+
+    def _ledger(
+        self, cluster: Cluster, running: Sequence[Job], footprint_of: Callable[[Job], Footprint]
+    ) -> tuple[GpuLedger, dict[str, Footprint]]:
         if self._cluster is not cluster and self._cluster != cluster:
             self._reset(cluster)
         gangs = self._gangs

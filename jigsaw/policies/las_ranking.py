@@ -148,6 +148,14 @@ class LasRanking:
 
     # -- keeping the cache right ------------------------------------------------------------
     def _sync(self, jobs: Sequence[Job], now: float) -> None:
+        try:
+            self._fix_up(jobs, now)
+        except Exception:
+            self._reset()  # half fixed up (a job whose key cannot be computed): start over
+            self._now = -math.inf
+            raise
+
+    def _fix_up(self, jobs: Sequence[Job], now: float) -> None:
         if now < self._now:
             self._reset()  # time went back (a different world): nothing cached holds
         self._now = now

@@ -144,3 +144,24 @@ def test_kept_ledger_books_only_what_changed() -> None:
     assert booked == 12
     policy.decide(Snapshot.build(120.0, cluster, gangs[1:] + queue))
     assert policy._kept.rebooked == booked + 1
+
+
+def test_a_round_that_raises_leaves_no_half_kept_state() -> None:
+    """The cycle fails a job that makes the policy raise and asks again without it
+    (jigsaw.poison); state fixed up halfway before the raise must not survive."""
+    cluster = Cluster.uniform(8, 4)
+    a = _running(_waiting("a", 4, 0.0), [(0, g) for g in range(4)], 0.0)
+    d = _running(_waiting("d", 4, 0.5), [(1, g) for g in range(4)], 0.0)
+    b = _waiting("b", 4, 1.0)
+    policy = JigsawPolicy(ORACLE)
+    assert policy.decide(Snapshot.build(60.0, cluster, [a, d, b])) == []
+    # d has finished (its GPUs are unbooked first), then a record without a plan raises.
+    broken = replace(a, plan=None, version=a.version + 1)
+    with pytest.raises(AssertionError):
+        policy.decide(Snapshot.build(120.0, cluster, [broken, b]))
+    snapshot = Snapshot.build(180.0, cluster, [a, b])
+    decisions = policy.decide(snapshot)
+    assert decisions == JigsawPolicy(ORACLE, incremental=False).decide(snapshot)
+    assert [(x.job_id, x.placement[0][0]) for x in decisions if isinstance(x, Start)] == [
+        ("b", 1)
+    ]
