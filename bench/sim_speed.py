@@ -2,7 +2,9 @@
 
 Targets on the 2-core box: fifo <= 60 s, las <= 120 s, jigsaw <= 300 s of wall time per
 replay (trace loading, about 2 s, not included). Policies run one after the other in one
-process, so the ratios compare like with like. Prints one JSON object.
+process, so the ratios compare like with like. Each row also has ``cpu_s``, the process CPU
+time of the replay: on a shared box it moves less with other tenants' load than wall time.
+Prints one JSON object.
 
     .venv/bin/python bench/sim_speed.py            # the whole trace (tens of minutes)
     .venv/bin/python bench/sim_speed.py --quick    # the first 3,000 jobs
@@ -36,7 +38,9 @@ def main() -> None:
     load_s = time.perf_counter() - started
     rows = {}
     for name in args.policies.split(","):
+        cpu_started = time.process_time()
         row = run_policy(name, arrivals, rates, oracle, setup)
+        row["cpu_s"] = time.process_time() - cpu_started
         row["target_s"] = TARGETS_S.get(name)
         row["meets_target"] = (
             None if limit is not None or name not in TARGETS_S else row["wall_s"] <= TARGETS_S[name]

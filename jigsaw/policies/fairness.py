@@ -163,31 +163,40 @@ def las_stable_until(jobs: Sequence[Job], now: float, config: LasConfig) -> floa
     did, so a simulator may jump straight to it.
     """
     soonest = _FOREVER
-    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
     for job in jobs:
-        workers = job.spec.workers
-        attained = job.attained_gpu_seconds
-        started = job.run_started_at
-        rate_attained = 0.0
-        if started is not None:
-            rate_attained = float(len(job.placement))
-            if now > started:
-                attained += (now - started) * rate_attained
-        executed = attained / workers
-        waited = now - job.submitted_at - executed
-        rate_executed = rate_attained / workers
-        rate_waited = 1.0 - rate_executed
-        if rate_attained > 0.0:
-            index = bisect.bisect_right(thresholds, attained)
-            if index < len(thresholds):
-                soonest = min(soonest, now + (thresholds[index] - attained) / rate_attained)
-        # The starvation test flips where either linear difference changes sign.
-        for value, slope in (
-            (waited - knob * executed, rate_waited - knob * rate_executed),
-            (waited - floor, rate_waited),
-        ):
-            if slope != 0.0:
-                root = now - value / slope
-                if now <= root < soonest:
-                    soonest = root
+        until = job_stable_until(job, now, config)
+        if until < soonest:
+            soonest = until
+    return soonest
+
+
+def job_stable_until(job: Job, now: float, config: LasConfig) -> float:
+    """One job's share of :func:`las_stable_until`: the earliest root at or after ``now``."""
+    soonest = _FOREVER
+    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
+    workers = job.spec.workers
+    attained = job.attained_gpu_seconds
+    started = job.run_started_at
+    rate_attained = 0.0
+    if started is not None:
+        rate_attained = float(len(job.placement))
+        if now > started:
+            attained += (now - started) * rate_attained
+    executed = attained / workers
+    waited = now - job.submitted_at - executed
+    rate_executed = rate_attained / workers
+    rate_waited = 1.0 - rate_executed
+    if rate_attained > 0.0:
+        index = bisect.bisect_right(thresholds, attained)
+        if index < len(thresholds):
+            soonest = now + (thresholds[index] - attained) / rate_attained
+    # The starvation test flips where either linear difference changes sign.
+    for value, slope in (
+        (waited - knob * executed, rate_waited - knob * rate_executed),
+        (waited - floor, rate_waited),
+    ):
+        if slope != 0.0:
+            root = now - value / slope
+            if now <= root < soonest:
+                soonest = root
     return soonest

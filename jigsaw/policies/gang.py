@@ -66,7 +66,8 @@ def gang_round(
     reserve: bool = True,
 ) -> list[Decision]:
     """``reserve=False`` drops step 2's reservation: any lower-ranked gang that fits the GPUs
-    left may start (Tiresias in Pollux's simulator, Gavel's round scheduler)."""
+    left may start (Tiresias in Pollux's simulator, Gavel's round scheduler). ``ranked``
+    holds every running and waiting job of the snapshot."""
     now = snapshot.now
     alive = set(snapshot.cluster.gpu_ids())
     budget = len(alive)
@@ -74,14 +75,17 @@ def gang_round(
     # and a trace replay runs about a hundred thousand rounds.
     holds = {job.id for job in snapshot.running}
     selected: set[str] = set()
-    for job in ranked:
+    for job in snapshot.running:
         started = job.run_started_at
         # is_protected, inlined: 7% of a las replay's wall time (10,000 Philly jobs).
-        if job.id in holds and (started is None or now - started < min_run_s):
+        if started is None or now - started < min_run_s:
             selected.add(job.id)
             budget -= job.spec.workers
     reserved = 0
+    newcomers: list[Job] = []
     for job in ranked:
+        if budget <= 0:
+            break  # every gang has a worker: nothing more can be selected
         job_id = job.id
         if job_id in selected:
             continue
@@ -90,16 +94,17 @@ def gang_round(
         if workers <= budget - (reserved if waits else 0):
             selected.add(job_id)
             budget -= workers
+            if waits:
+                newcomers.append(job)
         elif waits and reserved == 0 and reserve and workers <= len(alive):
             # Reserve for the best-ranked waiting gang that does not fit: waiting jobs ranked
             # below it may not take the GPUs it is waiting for, or a stream of small jobs
             # would starve a big gang forever. A gang larger than the alive cluster reserves
             # nothing: it could never use the reservation.
             reserved = workers
-    victims = [job for job in reversed(ranked) if job.id in holds and job.id not in selected]
-    newcomers = [job for job in ranked if job.id in selected and job.id not in holds]
     if not newcomers:
         return []  # preempting frees GPUs nobody would use this round
+    victims = [job for job in reversed(ranked) if job.id in holds and job.id not in selected]
     free: list[GpuId] = snapshot.free_gpus()
     for victim in victims:
         free.extend(gpu for gpu in victim.placement if gpu in alive)

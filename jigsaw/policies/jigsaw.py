@@ -35,9 +35,11 @@ from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.fairness import LasConfig, fair_shares, las_order, maxmin_order
+from jigsaw.policies.fairness import LasConfig, fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
+from jigsaw.policies.kept_ledger import KeptLedger
 from jigsaw.policies.las import stable_ranking_until
+from jigsaw.policies.las_ranking import LasRanking
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
 from jigsaw.policies.slack import SlackMarket, SlackOptions
@@ -119,6 +121,7 @@ class JigsawPolicy(PolicyBase):
         config: JigsawConfig | None = None,
         eta_of: EtaOf | None = None,
         spb: bool = True,
+        incremental: bool = True,
     ) -> None:
         self.oracle = oracle if oracle is not None else Oracle(preset("v100"))
         self.config = config if config is not None else JigsawConfig()
@@ -130,6 +133,13 @@ class JigsawPolicy(PolicyBase):
             host_keep=self.config.host_keep,
             min_plan_hold_s=self.config.min_plan_hold_s,
             completion_guard=self.config.completion_guard,
+        )
+        self.incremental = incremental
+        """Keep the LAS ranking and the GPU ledger across rounds (off: rebuild both every
+        round; the decisions are the same, tests/policies compares them)."""
+        self._ranking = LasRanking(self.config.las, incremental=incremental)
+        self._kept = KeptLedger(
+            threshold=self.config.load_threshold, min_residual=self.config.min_residual
         )
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
@@ -144,14 +154,7 @@ class JigsawPolicy(PolicyBase):
         ranked = self._rank(snapshot)
         holds = {job.id for job in snapshot.running}
         fair = self._fair_set(ranked, snapshot, holds)
-        ledger = GpuLedger(
-            snapshot.cluster, threshold=config.load_threshold, min_residual=config.min_residual
-        )
-        footprints: dict[str, Footprint] = {}
-        for job in snapshot.running:
-            footprint = self.catalog.footprint(job, _plan_of(job), job.placement)
-            footprints[job.id] = footprint
-            ledger.add_all(footprint)
+        ledger, footprints = self._booked_ledger(snapshot)
         victims = [
             job
             for job in reversed(ranked)
@@ -201,7 +204,7 @@ class JigsawPolicy(PolicyBase):
             return None
         now, hold = snapshot.now, self.config.min_plan_hold_s
         holds = [t + hold for t in self._last_plan_change.values() if t + hold > now]
-        until = stable_ranking_until(snapshot, self.config.las, self.config.min_run_s)
+        until = stable_ranking_until(snapshot, self._las_ranking(), self.config.min_run_s)
         return min(until, min(holds)) if holds else until
 
     # -- 1. the fairness guard's ranking ----------------------------------------------------
@@ -210,7 +213,38 @@ class JigsawPolicy(PolicyBase):
         if self.config.base == "maxmin":
             shares = fair_shares(jobs, snapshot.cluster.num_gpus)
             return maxmin_order(jobs, snapshot.now, shares)
-        return las_order(jobs, snapshot.now, self.config.las)
+        return self._las_ranking().order(jobs, snapshot.now)
+
+    def _las_ranking(self) -> LasRanking:
+        """The kept LAS ranking, started afresh if ``config`` was replaced since."""
+        if self._ranking.config != self.config.las:
+            self._ranking = LasRanking(self.config.las, incremental=self.incremental)
+        return self._ranking
+
+    # -- 3. the running gangs' bookings -----------------------------------------------------
+    def _booked_ledger(self, snapshot: Snapshot) -> tuple[GpuLedger, dict[str, Footprint]]:
+        config = self.config
+        if not self.incremental:
+            ledger = GpuLedger(
+                snapshot.cluster, threshold=config.load_threshold,
+                min_residual=config.min_residual,
+            )
+            footprints: dict[str, Footprint] = {}
+            for job in snapshot.running:
+                footprint = self.catalog.footprint(job, _plan_of(job), job.placement)
+                footprints[job.id] = footprint
+                ledger.add_all(footprint)
+            return ledger, footprints
+        kept = self._kept
+        if kept.threshold != config.load_threshold or kept.min_residual != config.min_residual:
+            kept = self._kept = KeptLedger(
+                threshold=config.load_threshold, min_residual=config.min_residual
+            )
+        catalog = self.catalog
+        return kept.ledger(
+            snapshot.cluster, snapshot.running,
+            lambda job: catalog.footprint(job, _plan_of(job), job.placement),
+        )
 
     def _market(self, state: _Round, queue: list[Job]) -> SlackMarket:
         return SlackMarket(
@@ -224,14 +258,16 @@ class JigsawPolicy(PolicyBase):
         budget = snapshot.cluster.num_gpus
         fair: set[str] = set()
         now, min_run_s = snapshot.now, self.config.min_run_s
-        for job in ranked:
+        for job in snapshot.running:
             started = job.run_started_at
             # is_protected, inlined, as in gang_round: this is the replay's hot path.
-            if job.id in holds and (started is None or now - started < min_run_s):
+            if started is None or now - started < min_run_s:
                 fair.add(job.id)
                 budget -= job.spec.workers
         reserved = 0
         for job in ranked:
+            if budget <= 0:
+                break  # every gang has a worker: no more fit
             if job.id in fair:
                 continue
             waits = job.id not in holds

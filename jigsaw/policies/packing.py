@@ -64,13 +64,43 @@ class GpuLedger:
         }
         self.partial: dict[GpuId, None] = {}
         self.num_free = empty.num_free
+        self.nodes_with_free: set[int] = {node for node, gpus in self.free_by_node.items() if gpus}
+        """The nodes whose free list is not empty: a nearly full cluster, where packing is
+        tried, has few, and the searches below look at those only."""
+
+    @classmethod
+    def from_parts(
+        cls,
+        *,
+        threshold: float,
+        min_residual: float,
+        load: dict[GpuId, float],
+        memory_used: dict[GpuId, int],
+        memory_total: dict[GpuId, int],
+        workers: dict[GpuId, int],
+        free_by_node: dict[int, list[GpuId]],
+        partial: dict[GpuId, None],
+        num_free: int,
+    ) -> GpuLedger:
+        """A ledger over state booked elsewhere (:mod:`jigsaw.policies.kept_ledger`); it owns
+        the containers it is given, except ``memory_total``, which it only reads."""
+        ledger = cls.__new__(cls)
+        ledger.threshold, ledger.min_residual = threshold, min_residual
+        ledger.load, ledger.memory_used, ledger.memory_total = load, memory_used, memory_total
+        ledger.workers, ledger.free_by_node = workers, free_by_node
+        ledger.partial, ledger.num_free = partial, num_free
+        ledger.nodes_with_free = {node for node, gpus in free_by_node.items() if gpus}
+        return ledger
 
     # -- bookkeeping ------------------------------------------------------------------------
     def add(self, gpu: GpuId, load: float, memory: int) -> None:
         if gpu not in self.load:
             return  # a GPU of a lost node: the cycle retries that job, nothing to count
         if self.workers[gpu] == 0:
-            self.free_by_node[gpu[0]].remove(gpu)
+            free = self.free_by_node[gpu[0]]
+            free.remove(gpu)
+            if not free:
+                self.nodes_with_free.discard(gpu[0])
             self.num_free -= 1
         self.workers[gpu] += 1
         self.load[gpu] += load
@@ -90,6 +120,7 @@ class GpuLedger:
             free = self.free_by_node[gpu[0]]
             free.append(gpu)
             free.sort()
+            self.nodes_with_free.add(gpu[0])
             self.num_free += 1
         else:
             self._reindex(gpu)
@@ -121,7 +152,8 @@ class GpuLedger:
         """A compact placement on free GPUs (one node if any fits), or None."""
         if workers > self.num_free:
             return None
-        return compact_placement({n: g for n, g in self.free_by_node.items() if g}, workers)
+        # compact_placement's choice does not depend on the dict's order.
+        return compact_placement({n: self.free_by_node[n] for n in self.nodes_with_free}, workers)
 
     def packed(
         self, loads: Sequence[float], memories: Sequence[int], *, max_scan: int = 256
@@ -161,7 +193,10 @@ class GpuLedger:
     def _free_gpu(self, nodes: set[int], taken: dict[int, int], memory: int) -> GpuId | None:
         candidates = [n for n in nodes if len(self.free_by_node.get(n, ())) > taken.get(n, 0)]
         if not candidates:
-            candidates = [n for n, g in self.free_by_node.items() if len(g) > taken.get(n, 0)]
+            free_by_node = self.free_by_node
+            candidates = [
+                n for n in self.nodes_with_free if len(free_by_node[n]) > taken.get(n, 0)
+            ]
             if not candidates:
                 return None
             # Start a new node where the most free GPUs are: the gang's next workers follow.

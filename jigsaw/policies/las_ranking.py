@@ -1,0 +1,235 @@
+"""The LAS ranking kept across rounds: each round re-keys only the jobs whose key may differ.
+
+:func:`~jigsaw.policies.fairness.las_order` computes every active job's key and sorts them,
+every round. The key (priority, LAS queue, arrival, id) changes only when the job's record
+changes (a start, a stop, an edit) or when time carries its attained service across a
+threshold or flips its starvation test. Each crossing is the root of a linear function of
+time, so a key computed at ``t`` stays right until the job's next root (``due``).
+
+:class:`LasRanking` keeps the keys in a sorted list and the roots in a heap. A round:
+
+1. checks the snapshot against the cache: the job records (objects) that were not in the
+   last snapshot are looked at, at C speed, by identity; of those, a job it has not seen is
+   keyed, and a job whose record changed in a field the key reads is re-keyed; a cached job
+   absent from the snapshot (finished, cancelled, failed, preempted out of sight) is
+   dropped. So a snapshot that does not match the cache is never ranked on stale data,
+   whatever happened between rounds (the service's store may hand over new objects every
+   round: then fields are compared, and only changed keys are recomputed);
+2. re-keys the jobs whose root is due (less ``MARGIN_S``, so float round-off at a crossing
+   never leaves a stale key);
+3. reads the order off the sorted keys.
+
+Steps 1 and 2 cost O(changed records x log n) in Python plus O(n) at C speed (a dictionary
+of the snapshot's objects, a set difference); step 3 copies a list. The order is the one
+:func:`las_order` gives (tests/policies).
+``incremental=False`` ranks from scratch every round (the reference the tests compare with).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from jigsaw.domain import Job
+from jigsaw.policies.fairness import LasConfig, job_stable_until, las_order, las_stable_until
+
+LasKey = tuple[int, int, float, str]
+_Signature = tuple[float, float | None, int, int, int, float]
+
+MARGIN_S = 1.0
+"""A key is recomputed from this long before a root until this long after it."""
+_FLAT = 1e-9
+"""A starvation test whose slope is below this is treated as flat; when it also sits within
+``_EDGE`` of zero, float jitter could flip it any round: such a job is re-keyed every round."""
+_EDGE = 1e-3
+_SLACK = 1e-3
+"""Roots computed at different moments agree to far better than this (float round-off)."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    job: Job
+    signature: _Signature
+    key: LasKey
+    due: float
+
+
+def _signature(job: Job) -> _Signature:
+    """Every field :func:`las_order` reads of a job."""
+    return (
+        job.attained_gpu_seconds, job.run_started_at, len(job.placement), job.spec.workers,
+        job.spec.priority, job.submitted_at,
+    )
+
+
+def key_and_due(job: Job, now: float, config: LasConfig) -> tuple[LasKey, float]:
+    """The job's key at ``now``, exactly as :func:`las_order` computes it, and the earliest
+    time from ``now - MARGIN_S`` on at which it may change (a root of its crossings)."""
+    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
+    attained = job.attained_gpu_seconds
+    started = job.run_started_at
+    rate_attained = 0.0
+    if started is not None:
+        rate_attained = float(len(job.placement))
+        if now > started:
+            attained += (now - started) * rate_attained
+    workers = job.spec.workers
+    executed = attained / workers
+    waited = now - job.submitted_at - executed
+    index = bisect.bisect_right(thresholds, attained)
+    queue = 0 if waited > knob * executed and waited > floor else index
+    key = (-job.spec.priority, queue, job.submitted_at, job.id)
+    due = math.inf
+    if rate_attained > 0.0 and index < len(thresholds):
+        due = now + (thresholds[index] - attained) / rate_attained
+    rate_executed = rate_attained / workers
+    rate_waited = 1.0 - rate_executed
+    for value, slope in (
+        (waited - knob * executed, rate_waited - knob * rate_executed),
+        (waited - floor, rate_waited),
+    ):
+        if slope != 0.0:
+            root = now - value / slope
+            if now - MARGIN_S <= root < due:
+                due = root
+        if abs(slope) <= _FLAT and abs(value) < _EDGE:
+            due = now  # on the edge of a flat test: look again every round
+    return key, due
+
+
+class LasRanking:
+    """The LAS order of the active jobs, kept across rounds (see the module docstring)."""
+
+    def __init__(self, config: LasConfig, *, incremental: bool = True) -> None:
+        self.config = config
+        self.incremental = incremental
+        self._entries: dict[str, _Entry] = {}
+        self._keys: list[LasKey] = []
+        """Sorted; unique, since a key ends with the job id."""
+        self._jobs: list[Job] = []
+        """The job of each key, in the same order: the ranking."""
+        self._seen: dict[int, Job] = {}
+        """The last snapshot's job objects by ``id()``; holding them keeps the ids unique."""
+        self._due: list[tuple[float, str]] = []
+        """Heap of (due, job id); an item whose due no longer matches its entry is stale."""
+        self._now = -math.inf
+        self.rekeyed = 0
+        """Keys computed so far (for tests and profiles)."""
+
+    # -- the two questions a policy asks ----------------------------------------------------
+    def order(self, jobs: Sequence[Job], now: float) -> list[Job]:
+        """``jobs`` in LAS order at ``now`` (the order :func:`las_order` gives)."""
+        if not self.incremental:
+            return las_order(jobs, now, self.config)
+        self._sync(jobs, now)
+        return list(self._jobs)
+
+    def stable_until(self, jobs: Sequence[Job], now: float) -> float:
+        """What :func:`las_stable_until` returns for ``jobs`` at ``now``, found from the
+        heap: only jobs whose cached root is near the earliest are computed afresh."""
+        if not self.incremental:
+            return las_stable_until(jobs, now, self.config)
+        self._sync(jobs, now)
+        heap, entries, config = self._due, self._entries, self.config
+        best = math.inf
+        popped: list[tuple[float, str]] = []
+        while heap and heap[0][0] - _SLACK <= best:
+            item = heapq.heappop(heap)
+            popped.append(item)
+            entry = entries.get(item[1])
+            if entry is not None and entry.due == item[0]:
+                best = min(best, job_stable_until(entry.job, now, config))
+        for item in popped:
+            heapq.heappush(heap, item)
+        return best
+
+    # -- keeping the cache right ------------------------------------------------------------
+    def _sync(self, jobs: Sequence[Job], now: float) -> None:
+        try:
+            self._fix_up(jobs, now)
+        except Exception:
+            self._reset()  # half fixed up (a job whose key cannot be computed): start over
+            self._now = -math.inf
+            raise
+
+    def _fix_up(self, jobs: Sequence[Job], now: float) -> None:
+        if now < self._now:
+            self._reset()  # time went back (a different world): nothing cached holds
+        self._now = now
+        entries = self._entries
+        seen = dict(zip(map(id, jobs), jobs, strict=True))
+        last = self._seen
+        if seen.keys() != last.keys():
+            added = [seen[address] for address in seen.keys() - last.keys()]
+            still = {job.id for job in added}
+            for address in last.keys() - seen.keys():
+                job_id = last[address].id
+                if job_id not in still and job_id in entries:
+                    self._drop(job_id)
+            for job in added:
+                entry = entries.get(job.id)
+                if entry is not None and _signature(job) == entry.signature:
+                    entry.job = job
+                    self._jobs[self._index(entry.key)] = job
+                else:
+                    self._put(job, now)
+        self._seen = seen
+        heap = self._due
+        due: list[str] = []
+        horizon = now + MARGIN_S
+        while heap and heap[0][0] < horizon:
+            at, job_id = heapq.heappop(heap)
+            entry = entries.get(job_id)
+            if entry is not None and entry.due == at:
+                due.append(job_id)
+        for job_id in due:
+            self._put(entries[job_id].job, now)
+        if len(heap) > 2 * len(entries) + 64:
+            self._due = [(entry.due, job_id) for job_id, entry in entries.items()]
+            heapq.heapify(self._due)
+
+    def _put(self, job: Job, now: float) -> None:
+        key, due = key_and_due(job, now, self.config)
+        self.rekeyed += 1
+        entry = self._entries.get(job.id)
+        if entry is None:
+            self._entries[job.id] = _Entry(job, _signature(job), key, due)
+            self._insert(key, job)
+        else:
+            if entry.key != key:
+                self._remove_key(entry.key)
+                self._insert(key, job)
+            else:
+                self._jobs[self._index(key)] = job
+            entry.job, entry.signature, entry.key, entry.due = job, _signature(job), key, due
+        if due < math.inf:
+            heapq.heappush(self._due, (due, job.id))
+
+    def _drop(self, job_id: str) -> None:
+        entry = self._entries.pop(job_id)
+        self._remove_key(entry.key)
+
+    def _insert(self, key: LasKey, job: Job) -> None:
+        index = bisect.bisect_left(self._keys, key)
+        self._keys.insert(index, key)
+        self._jobs.insert(index, job)
+
+    def _index(self, key: LasKey) -> int:
+        index = bisect.bisect_left(self._keys, key)
+        assert self._keys[index] == key, "LAS ranking lost a key"
+        return index
+
+    def _remove_key(self, key: LasKey) -> None:
+        index = self._index(key)
+        del self._keys[index]
+        del self._jobs[index]
+
+    def _reset(self) -> None:
+        self._entries.clear()
+        self._keys.clear()
+        self._jobs.clear()
+        self._due.clear()
+        self._seen = {}
