@@ -82,13 +82,13 @@ if [ -n "$leftover" ]; then
 fi
 
 echo "==> submitting the host: digits CNN on 4 workers, SPB plan chosen by jigsaw"
-host=$("$CLI" submit --name digits-host --model digits_cnn --workers 4 --iterations 500 \
+host=$("$CLI" submit --name digits-host --model digits_cnn --workers 4 --iterations 800 \
   --spb auto --batch-size 32 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 wait_for 180 running "$host" || { echo "the host did not start; see $log" >&2; exit 1; }
 
 echo "==> submitting the guest: MLP on 1 worker (no GPU is free: jigsaw looks for SPB slack)"
-guest=$("$CLI" submit --name mlp-guest --model mlp --workers 1 --iterations 2000 \
+guest=$("$CLI" submit --name mlp-guest --model mlp --workers 1 --iterations 400 \
   --spb auto --batch-size 32 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 if wait_for 120 shared_gpu; then

@@ -14,7 +14,7 @@ from api.settings import Settings, read_settings
 from jigsaw.environment import InvalidSettingError
 from worker.runtime.settings import RuntimeSettings
 
-SHARED = {"data_dir", "gpus", "gpu_type", "lease_iterations"}
+SHARED = {"data_dir", "gpus", "gpu_type", "lease_iterations", "worker_memory_gib"}
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from jigsaw.environment import (
     GPUS_DEFAULT,
     GPUS_MAX,
     LEASE_ITERATIONS_DEFAULT,
+    WORKER_MEMORY_GIB_MAX,
     default_checkpoint_dir,
     default_data_dir,
     expand_user,
@@ -78,7 +79,9 @@ class RuntimeSettings(BaseSettings):
     hang_timeout_s: float = Field(default=60.0, gt=0)
     """A rank that completes no iteration for this long is hung: the gang is killed."""
     checkpoint_timeout_s: float = Field(default=120.0, gt=0)
-    worker_memory_gib: float | None = Field(default=None, gt=0)
+    worker_memory_gib: float | None = Field(
+        default=None, gt=0, le=WORKER_MEMORY_GIB_MAX, allow_inf_nan=False
+    )
     """``JIGSAW_WORKER_MEMORY_GIB``: the most one worker may hold (parameters, gradients,
     optimizer state, activations), checked from the model's size before the first step and
     from the engine's measurement after it; a worker over it fails its job without retry.
