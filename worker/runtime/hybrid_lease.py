@@ -10,18 +10,16 @@ from pathlib import Path
 
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import HybridPlan
-from jigsaw.plan import Plan
 from worker.hybrid import HybridConfig, HybridStepMetrics, HybridTrainer
 from worker.hybrid.checkpoint import load_hybrid, save_hybrid
 from worker.hybrid.evaluate import evaluate_hybrid
-from worker.runtime.lease_trainer import OnIteration, RunOutcome
+from worker.runtime.lease_trainer import FixedPlanLease, OnIteration, RunOutcome
 from worker.runtime.messages import GangConfig
-from worker.runtime.pipeline_lease import refuse_change
 from worker.saved_bytes import tensor_bytes
 from worker.spb.collectives import Collectives
 
 
-class HybridLease:
+class HybridLease(FixedPlanLease):
     kind = "hybrid"
 
     def __init__(self, config: GangConfig, collectives: Collectives, device: str) -> None:
@@ -43,22 +41,10 @@ class HybridLease:
         self.num_blocks = plan.num_blocks
         self.device = self.trainer.device
 
-    @property
-    def iteration(self) -> int:
-        return self.trainer.iteration
 
     @property
     def metric(self) -> str:
         return "accuracy" if self.trainer.workload.metric == "accuracy" else "eval_loss"
-
-    def plan_depths(self) -> tuple[int, ...]:
-        return ()
-
-    def describe_plan(self) -> str:
-        return self.trainer.plan.describe()
-
-    def switch_plan(self, plan: Plan) -> None:
-        raise refuse_change(self.describe_plan(), plan)
 
     def run(self, iterations: int, on_iteration: OnIteration) -> RunOutcome:
         steps: list[HybridStepMetrics] = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -32,6 +32,31 @@ OnIteration = Callable[[int], None]
 
 class PlanChangeRefused(JigsawError):
     """A pipeline or hybrid gang was asked to change its plan in place."""
+
+
+class FixedPlanLease:
+    """What the pipeline and hybrid leases share: an engine (``trainer``, with ``iteration``
+    and ``plan``) whose plan is fixed for the gang's life, so an in-place change is refused
+    and there are no SPB depths to report."""
+
+    trainer: Any
+
+    @property
+    def iteration(self) -> int:
+        return int(self.trainer.iteration)
+
+    def plan_depths(self) -> tuple[int, ...]:
+        return ()
+
+    def describe_plan(self) -> str:
+        return str(self.trainer.plan.describe())
+
+    def switch_plan(self, plan: Plan) -> None:
+        raise PlanChangeRefused(
+            f"a gang running {self.describe_plan()} cannot change its plan in place (asked "
+            f"for {plan.describe()}): the scheduler must stop it with a checkpoint and "
+            "restart it"
+        )
 
 
 def plan_kind(plan: Plan) -> str:

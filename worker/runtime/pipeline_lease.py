@@ -13,24 +13,16 @@ from pathlib import Path
 
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import PipelinePlan
-from jigsaw.plan import Plan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.pipeline.checkpoint import load_pipeline, save_pipeline
 from worker.pipeline.evaluate import evaluate_pipeline
-from worker.runtime.lease_trainer import OnIteration, PlanChangeRefused, RunOutcome
+from worker.runtime.lease_trainer import FixedPlanLease, OnIteration, RunOutcome
 from worker.runtime.messages import GangConfig
 from worker.saved_bytes import tensor_bytes
 from worker.spb.collectives import Collectives
 
 
-def refuse_change(current: str, plan: Plan) -> PlanChangeRefused:
-    return PlanChangeRefused(
-        f"a gang running {current} cannot change its plan in place (asked for "
-        f"{plan.describe()}): the scheduler must stop it with a checkpoint and restart it"
-    )
-
-
-class PipelineLease:
+class PipelineLease(FixedPlanLease):
     kind = "pipeline"
 
     def __init__(self, config: GangConfig, collectives: Collectives, device: str) -> None:
@@ -52,22 +44,10 @@ class PipelineLease:
         self.num_blocks = plan.num_blocks
         self.device = self.trainer.device
 
-    @property
-    def iteration(self) -> int:
-        return self.trainer.iteration
 
     @property
     def metric(self) -> str:
         return "accuracy" if self.trainer.metric == "accuracy" else "eval_loss"
-
-    def plan_depths(self) -> tuple[int, ...]:
-        return ()
-
-    def describe_plan(self) -> str:
-        return self.trainer.plan.describe()
-
-    def switch_plan(self, plan: Plan) -> None:
-        raise refuse_change(self.describe_plan(), plan)
 
     def run(self, iterations: int, on_iteration: OnIteration) -> RunOutcome:
         m = self.trainer.train(iterations)
