@@ -32,6 +32,7 @@ from jigsaw.cluster import Cluster, GpuId
 from jigsaw.domain import Job
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import Footprint
+from jigsaw.policies.record_diff import record_diff
 
 _EPS = 1e-9
 _Order = tuple[float, str, int]
@@ -79,24 +80,19 @@ class KeptLedger:
             self._reset(cluster)
         gangs = self._gangs
         touched: set[GpuId] = set()
-        seen = dict(zip(map(id, running), running, strict=True))
-        last = self._seen
-        if seen.keys() != last.keys():
-            added = [seen[address] for address in seen.keys() - last.keys()]
-            still = {job.id for job in added}
-            for address in last.keys() - seen.keys():
-                job_id = last[address].id
-                if job_id not in still and job_id in gangs:
-                    self._unbook(job_id, touched)
-            for job in added:
-                footprint = footprint_of(job)
-                booked = gangs.get(job.id)
-                if (booked is not None and booked[0] == job.submitted_at
-                        and (booked[1] is footprint or booked[1] == footprint)):
-                    continue
-                if booked is not None:
-                    self._unbook(job.id, touched)
-                self._book(job, footprint, touched)
+        seen, added, gone = record_diff(self._seen, running)
+        for job_id in gone:
+            if job_id in gangs:
+                self._unbook(job_id, touched)
+        for job in added:
+            footprint = footprint_of(job)
+            booked = gangs.get(job.id)
+            if (booked is not None and booked[0] == job.submitted_at
+                    and (booked[1] is footprint or booked[1] == footprint)):
+                continue
+            if booked is not None:
+                self._unbook(job.id, touched)
+            self._book(job, footprint, touched)
         self._seen = seen
         for gpu in touched:
             self._recount(gpu)

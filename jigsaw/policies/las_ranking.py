@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from jigsaw.domain import Job
 from jigsaw.policies.fairness import LasConfig, job_stable_until, las_order, las_stable_until
+from jigsaw.policies.record_diff import record_diff
 
 LasKey = tuple[int, int, float, str]
 _Signature = tuple[float, float | None, int, int, int, float]
@@ -160,22 +161,17 @@ class LasRanking:
             self._reset()  # time went back (a different world): nothing cached holds
         self._now = now
         entries = self._entries
-        seen = dict(zip(map(id, jobs), jobs, strict=True))
-        last = self._seen
-        if seen.keys() != last.keys():
-            added = [seen[address] for address in seen.keys() - last.keys()]
-            still = {job.id for job in added}
-            for address in last.keys() - seen.keys():
-                job_id = last[address].id
-                if job_id not in still and job_id in entries:
-                    self._drop(job_id)
-            for job in added:
-                entry = entries.get(job.id)
-                if entry is not None and _signature(job) == entry.signature:
-                    entry.job = job
-                    self._jobs[self._index(entry.key)] = job
-                else:
-                    self._put(job, now)
+        seen, added, gone = record_diff(self._seen, jobs)
+        for job_id in gone:
+            if job_id in entries:
+                self._drop(job_id)
+        for job in added:
+            entry = entries.get(job.id)
+            if entry is not None and _signature(job) == entry.signature:
+                entry.job = job
+                self._jobs[self._index(entry.key)] = job
+            else:
+                self._put(job, now)
         self._seen = seen
         heap = self._due
         due: list[str] = []
