@@ -81,7 +81,9 @@ class SPBPlan:
 
     @property
     def is_full_backprop(self) -> bool:
-        return all(d == 0 for d in self.depths)
+        # Depths are validated non-negative, so "all zero" is "none non-zero", at C speed:
+        # the jigsaw policy asks this of every running gang in every round.
+        return not any(self.depths)
 
     def contributors(self, block: int) -> tuple[int, ...]:
         """Ranks whose gradient counts for ``block`` (1-based): ``{r : d_r < block}``."""

@@ -127,6 +127,8 @@ class JigsawPolicy(PolicyBase):
         self.config = config if config is not None else JigsawConfig()
         self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
         self._last_plan_change: dict[str, float] = {}
+        self._better: dict[str, tuple[Job, JigsawConfig, tuple[PlanOption, ...]]] = {}
+        """Per running gang: the record last asked about and its :meth:`_better_plans`."""
         """When each running gang last changed plan in place (the churn bound)."""
         self._slack = SlackOptions(
             pack_gain=self.config.pack_gain,
@@ -189,11 +191,14 @@ class JigsawPolicy(PolicyBase):
                     # than the alive cluster can never start: it reserves nothing.
                     state.reserved = job.spec.workers
         replans = self._replan_in_place(spb_running, state)
-        if self.catalog.cached_footprints > 4 * (len(snapshot.running) + 64):
+        bound = 4 * (len(snapshot.running) + 64)
+        if self.catalog.cached_footprints > bound or len(self._better) > bound:
             running = {job.id for job in snapshot.running}
             self.catalog.forget(running)
             for job_id in [j for j in self._last_plan_change if j not in running]:
                 del self._last_plan_change[job_id]
+            for job_id in [j for j in self._better if j not in running]:
+                del self._better[job_id]
         return state.decisions + starts + replans
 
     def stable_until(self, snapshot: Snapshot) -> float | None:
@@ -356,6 +361,27 @@ class JigsawPolicy(PolicyBase):
         return Start(job.id, placement, option.plan, f"jigsaw: {how}, plan {option.label}")
 
     # -- 5. in-place re-plans ---------------------------------------------------------------
+    def _better_plans(self, job: Job) -> tuple[PlanOption, ...]:
+        """The plans worth re-planning ``job`` to in place, best first, if its GPUs have
+        room: more than ``replan_gain`` above its current plan's goodput, compared on the
+        gang's own GPUs (an option's goodput is the exclusive, compact one, and a gang
+        placed across nodes would otherwise "improve" to the plan it already runs, every
+        round). Kept per job record: records are immutable, and the answer depends on the
+        record alone."""
+        kept = self._better.get(job.id)
+        if kept is not None and kept[0] is job and kept[1] is self.config:
+            return kept[2]
+        plan = _plan_of(job)
+        bar = self.catalog.goodput(job, plan, job.placement) * (1.0 + self.config.replan_gain)
+        better: list[PlanOption] = []
+        for option in self.catalog.options(job):
+            if option.goodput <= bar:
+                break  # options come best first (exclusive goodput >= on these GPUs)
+            if option.plan != plan and self.catalog.goodput(job, option.plan, job.placement) > bar:
+                better.append(option)
+        self._better[job.id] = (job, self.config, tuple(better))
+        return self._better[job.id][2]
+
     def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
         replans: list[Decision] = []
         now = state.snapshot.now
@@ -365,21 +391,13 @@ class JigsawPolicy(PolicyBase):
             # No hold here: a re-plan in place only ever raises the gang's goodput (its guests
             # are gone, or left room), so it cannot flap; the hold bounds the switches that
             # give goodput up for slack (the market's), so re-plans per hold stay <= 2.
-            plan = _plan_of(job)
-            current = self.catalog.goodput(job, plan, job.placement)
+            better = self._better_plans(job)
+            if not better:
+                continue
             ledger = state.ledger
             ledger.remove_all(state.footprints[job.id])
             chosen: tuple[PlanOption, Footprint] | None = None
-            for option in self.catalog.options(job):
-                if option.goodput <= current * (1.0 + self.config.replan_gain):
-                    break  # options come best first (exclusive goodput >= on these GPUs)
-                # Compared on the gang's own GPUs: an option's goodput is the exclusive,
-                # compact one, and a gang placed across nodes would otherwise "improve" to
-                # the plan it already runs, every round.
-                if option.plan == plan or self.catalog.goodput(
-                    job, option.plan, job.placement
-                ) <= current * (1.0 + self.config.replan_gain):
-                    continue
+            for option in better:
                 footprint = self.catalog.footprint(job, option.plan, job.placement)
                 if all(ledger.fits(g, load, memory) for g, load, memory in footprint):
                     chosen = (option, footprint)

@@ -67,6 +67,8 @@ class GpuLedger:
         self.nodes_with_free: set[int] = {node for node, gpus in self.free_by_node.items() if gpus}
         """The nodes whose free list is not empty: a nearly full cluster, where packing is
         tried, has few, and the searches below look at those only."""
+        self._changes = 0
+        self._no_room: dict[tuple[tuple[float, ...], tuple[int, ...], int], int] = {}
 
     @classmethod
     def from_parts(
@@ -90,12 +92,15 @@ class GpuLedger:
         ledger.workers, ledger.free_by_node = workers, free_by_node
         ledger.partial, ledger.num_free = partial, num_free
         ledger.nodes_with_free = {node for node, gpus in free_by_node.items() if gpus}
+        ledger._changes = 0
+        ledger._no_room = {}
         return ledger
 
     # -- bookkeeping ------------------------------------------------------------------------
     def add(self, gpu: GpuId, load: float, memory: int) -> None:
         if gpu not in self.load:
             return  # a GPU of a lost node: the cycle retries that job, nothing to count
+        self._changes += 1
         if self.workers[gpu] == 0:
             free = self.free_by_node[gpu[0]]
             free.remove(gpu)
@@ -110,6 +115,7 @@ class GpuLedger:
     def remove(self, gpu: GpuId, load: float, memory: int) -> None:
         if gpu not in self.load:
             return
+        self._changes += 1
         self.workers[gpu] -= 1
         self.load[gpu] = max(self.load[gpu] - load, 0.0)
         self.memory_used[gpu] -= memory
@@ -163,7 +169,21 @@ class GpuLedger:
         Heaviest workers first. A worker goes to the partial GPU it fills best (on a node
         the gang already uses when possible), else to a free GPU, preferring the gang's
         nodes. Never two workers of one gang on one GPU. All or nothing.
+
+        A search that found no room is remembered until the ledger next changes: a round
+        asks again for every waiting gang of the same shape, and the answer is the same.
         """
+        key = (tuple(loads), tuple(memories), max_scan)
+        if self._no_room.get(key) == self._changes:
+            return None
+        placement = self._search(loads, memories, max_scan)
+        if placement is None:
+            self._no_room[key] = self._changes
+        return placement
+
+    def _search(
+        self, loads: Sequence[float], memories: Sequence[int], max_scan: int
+    ) -> Placement | None:
         order = sorted(range(len(loads)), key=lambda r: (-loads[r], r))
         chosen: dict[int, GpuId] = {}
         used: set[GpuId] = set()

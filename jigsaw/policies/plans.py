@@ -28,6 +28,7 @@ Footprint = tuple[tuple[GpuId, float, int], ...]
 """Per GPU of a placement: (gpu, summed load of the job's workers there, their memory)."""
 
 EtaOf = Callable[[str, SPBPlan], float]
+_FOOTPRINTS_PER_JOB = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,9 @@ class PlanCatalog:
         self._eta_of: EtaOf = eta_of if eta_of is not None else oracle.eta
         self._opaque_load = opaque_load
         self._options: dict[tuple[object, ...], tuple[PlanOption, ...]] = {}
-        self._footprints: dict[str, tuple[Plan, Placement, Footprint]] = {}
+        self._footprints: dict[str, dict[tuple[Plan, Placement], Footprint]] = {}
+        """Per job, its footprints by (plan, placement): a round prices a running gang's
+        current plan and its alternatives on its GPUs, and the next round asks again."""
 
     def options(self, job: Job) -> tuple[PlanOption, ...]:
         """Candidate plans, best goodput first (full backprop wins ties)."""
@@ -86,10 +89,13 @@ class PlanCatalog:
 
     def footprint(self, job: Job, plan: Plan, placement: Placement) -> Footprint:
         cached = self._footprints.get(job.id)
-        if cached is not None and cached[0] == plan and cached[1] == placement:
-            return cached[2]
-        footprint = self._build_footprint(job, plan, placement)
-        self._footprints[job.id] = (plan, placement, footprint)
+        if cached is None:
+            cached = self._footprints[job.id] = {}
+        footprint = cached.get((plan, placement))
+        if footprint is None:
+            if len(cached) >= _FOOTPRINTS_PER_JOB:
+                cached.clear()  # trial placements of a waiting gang: keep the memory bounded
+            footprint = cached[plan, placement] = self._build_footprint(job, plan, placement)
         return footprint
 
     def goodput(self, job: Job, plan: Plan, placement: Placement) -> float:
