@@ -190,6 +190,9 @@ class SqlStore:
     def observed_rates(self, job_ids: Iterable[str]) -> dict[str, float]:
         return scheduler_records.observed_rates(self._engine, list(job_ids))
 
+    def utilization_since(self, start: float) -> list[scheduler_records.UtilizationPoint]:
+        return scheduler_records.utilization_since(self._engine, start)
+
     def events(self, job_id: str) -> list[JobEvent]:
         query = select(job_events).where(job_events.c.job_id == job_id).order_by(job_events.c.id)
         with self._autocommit.connect() as conn:
