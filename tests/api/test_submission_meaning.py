@@ -127,8 +127,10 @@ def test_a_gang_the_cluster_shrank_below_is_marked_and_skipped(
     assert big_job.reason.startswith("unschedulable: needs 4 GPUs but the cluster has 2 alive")
     marks = [e for e in api.state.store.events(str(big["id"])) if "unschedulable" in e.reason]
     assert len(marks) == 1 and marks[0].from_state is marks[0].to_state is JobState.PENDING
+    assert marks[0].code == "Pending/Unschedulable"
     shown = api.client.get(f"/api/v1/jobs/{big['id']}/events", headers=api.headers("alice"))
-    assert any(e["reason"].startswith("unschedulable") for e in shown.json()["items"])
+    codes = [(e["code"], e["reason"].split(":")[0]) for e in shown.json()["items"]]
+    assert codes == [("Pending/Submitted", "submitted"), ("Pending/Unschedulable", "unschedulable")]
 
     queue = api.client.get("/api/v1/scheduler/queue", headers=api.headers("alice")).json()
     entry = next(item for item in queue["items"] if item["job_id"] == big["id"])

@@ -3,6 +3,9 @@ builder, and what a first lease teaches the control plane about an entrypoint mo
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from jigsaw.catalog import ModelCatalog, ModelKind, is_entrypoint
@@ -131,6 +134,14 @@ def test_events_carry_a_reason_code() -> None:
         code=ReasonCode.PREEMPTED_BY, preempted_by="j-2",
     )
     assert preempted.code == "Preempted/OutrankedBy"
+
+
+def test_docs_list_every_reason_code_and_no_other() -> None:
+    """docs/API.md ("Job events") lists the codes programs may match on: all of them."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    listed = text.split("(`jigsaw/reasons.py`):")[1].split("Match on codes")[0]
+    documented = set(re.findall(r"`([A-Z][a-z]+/[A-Za-z]+)`", listed))
+    assert documented == {str(code) for code in ReasonCode}
 
 
 def test_a_stored_spec_is_rebuilt_equal_without_a_second_check() -> None:
