@@ -94,6 +94,15 @@ def test_validate_takes_the_submit_path_and_reports_k(api: ApiClient) -> None:
     assert api.state.store.count_jobs() == 0
 
 
+def test_a_malformed_plan_is_named_as_such_before_its_length_is_compared(api: ApiClient) -> None:
+    """``0,,1`` is not a plan (docs/API.md, check 2), whatever the number of workers."""
+    for workers in (1, 2):
+        body = {"name": "p", "model": "mlp", "workers": workers, "iterations": 5, "spb": "0,,1"}
+        refused = post(api, "jobs", body)
+        assert refused["_status"] == 422 and refused["field"] == "spb"
+        assert str(refused["detail"]).startswith("field 'spb': unknown plan '0,,1'"), refused
+
+
 def test_the_cluster_size_comes_from_the_recorded_inventory(api: ApiClient) -> None:
     body = {"name": "wide", "model": "mlp", "workers": 6, "iterations": 5}
     refused = post(api, "jobs", body)
