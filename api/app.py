@@ -6,7 +6,6 @@ import logging
 
 from fastapi import FastAPI
 from sqlalchemy import Engine
-from sqlalchemy.orm import sessionmaker
 
 from api.auth_cache import PrincipalCache
 from api.db import make_engine
@@ -37,7 +36,6 @@ def build_state(settings: Settings, engine: Engine | None = None) -> AppState:
         settings=settings,
         engine=engine,
         store=SqlStore(engine),
-        sessions=sessionmaker(engine),
         principals=PrincipalCache(engine),
         oracle=OracleView(
             settings.gpu_type,

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.orm import Session
 
 from api.errors import ApiError
 from api.state import AppState
@@ -72,14 +71,6 @@ async def get_state(request: Request) -> AppState:
 
 
 StateDep = Annotated[AppState, Depends(get_state)]
-
-
-def get_session(state: StateDep) -> Iterator[Session]:
-    with state.sessions() as session:
-        yield session
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
 
 
 async def get_store(state: StateDep) -> SqlStore:

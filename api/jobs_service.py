@@ -46,9 +46,9 @@ def checked_spec(
     """The spec, once it passed every check a submission must pass (api/submission_checks.py),
     and its plan resolved against the model (None for an entrypoint: K comes at its first
     lease). The one path ``submit`` and ``jobs:validate`` share."""
-    spec = build_spec(body, principal)
     if isinstance(body.spb, str):
         check_spb_text(body.spb)  # as sent: the spec keeps only its canonical spelling
+    spec = build_spec(body, principal)
     totals = state.store.gpu_totals(max_age_s=INVENTORY_MAX_AGE_S)
     quotas = Quotas(state.settings.queue_quotas, state.settings.user_quotas)
     plan = check_submission(

@@ -21,12 +21,13 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers", ())).get(b"content-length")
         if declared is not None:
-            try:
-                too_big = int(declared) > self.max_bytes
-            except ValueError:
-                await self._reject(send, 400, "Content-Length is not a number")
+            declared = declared.strip(b" \t")
+            # Digits only (RFC 9110): Python's int() would also take "-5", "+3" or "1_0".
+            if not declared.isdigit():
+                shown = declared.decode("latin-1")[:40]
+                await self._reject(send, 400, f"Content-Length is not a number of bytes: {shown!r}")
                 return
-            if too_big:
+            if int(declared) > self.max_bytes:
                 await self._reject(send, 413, self._message())
                 return
             await self.app(scope, receive, send)

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session, sessionmaker
 
 from api.auth_cache import PrincipalCache
 from api.metrics import Metrics
@@ -22,7 +21,6 @@ class AppState:
     settings: Settings
     engine: Engine
     store: SqlStore
-    sessions: sessionmaker[Session]
     principals: PrincipalCache
     oracle: OracleView
     metrics: Metrics

@@ -14,13 +14,14 @@ from jigsaw.lifecycle import JobState
 
 class ReasonCode(StrEnum):
     SUBMITTED = "Pending/Submitted"
+    UNSCHEDULABLE = "Pending/Unschedulable"
+    """Still waiting, but the cluster shrank below the gang (``PENDING -> PENDING``)."""
     ADMITTED = "Admitted/Scheduled"
     RUNNING = "Running/WorkersUp"
     SUCCEEDED = "Succeeded/IterationsReached"
     PREEMPTED = "Preempted/Scheduler"
     PREEMPTED_BY = "Preempted/OutrankedBy"
     REQUEUED_AFTER_FAILURE = "Preempted/LaunchFailed"
-    LOST_PLACEMENT = "Preempted/LostPlacement"
     RETRYING = "Retrying/WorkerFailed"
     FAILED = "Failed/Error"
     CRASH_LOOP = "Failed/CrashLoop"

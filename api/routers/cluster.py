@@ -6,13 +6,11 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
-from sqlalchemy import select
 
 from api.cluster_view import list_gpus, list_nodes
-from api.deps import Reader, SessionDep, StateDep, reject_unknown_query
+from api.deps import Reader, StateDep, reject_unknown_query
 from api.errors import ApiError
 from api.json_body import JsonRoute
-from api.models import utilization_samples
 from api.privacy import privacy_mask
 from api.schemas.cluster import (
     ClusterPublic,
@@ -72,7 +70,7 @@ def get_packing(principal: Reader, state: StateDep) -> GpuList:
 )
 def get_utilization(
     _principal: Reader,
-    session: SessionDep,
+    state: StateDep,
     since: Annotated[
         str | None,
         Query(
@@ -93,21 +91,16 @@ def get_utilization(
                 f"since={since!r} is not an ISO-8601 time such as 2026-11-22T07:00:00Z",
                 field="since",
             ) from None
-    query = (
-        select(utilization_samples)
-        .where(utilization_samples.c.at >= start)
-        .order_by(utilization_samples.c.at)
-    )
-    rows = list(session.execute(query).mappings())
-    step = max(1, -(-len(rows) // MAX_SAMPLES))
+    points = state.store.utilization_since(start)
+    step = max(1, -(-len(points) // MAX_SAMPLES))
     return UtilizationList(
         items=[
             UtilizationSample(
-                at=iso(row["at"]),
-                busy_gpus=row["busy_gpus"],
-                total_gpus=row["total_gpus"],
-                utilization=row["busy_gpus"] / row["total_gpus"] if row["total_gpus"] else 0.0,
+                at=iso(point.at),
+                busy_gpus=point.busy_gpus,
+                total_gpus=point.total_gpus,
+                utilization=point.busy_gpus / point.total_gpus if point.total_gpus else 0.0,
             )
-            for row in rows[::step]
+            for point in points[::step]
         ]
     )

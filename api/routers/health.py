@@ -7,12 +7,10 @@ import time
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.deps import StateDep
 from api.migrate import current_revision, head_revision
-from api.models import scheduler_leader
 from api.routers.scheduler import heartbeat_fresh
 
 router = APIRouter(tags=["health"])
@@ -37,8 +35,8 @@ def readyz(state: StateDep) -> JSONResponse:
         head = head_revision()
         checks["database"] = "ok"
         checks["migrations"] = "ok" if revision == head else f"at {revision}, head is {head}"
-        with state.engine.connect() as conn:
-            heartbeat = conn.execute(select(scheduler_leader.c.heartbeat_at)).scalar()
+        leader = state.store.leader_state()
+        heartbeat = leader.heartbeat_at if leader is not None else None
         alive = heartbeat_fresh(heartbeat, state.settings.round_seconds, time.time())
         checks["scheduler"] = "ok" if alive else "no scheduler heartbeat"
     except SQLAlchemyError as error:

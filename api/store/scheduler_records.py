@@ -1,5 +1,6 @@
-"""Reads of what the scheduler records (its leader row, the node inventory, progress samples),
-so the routers never run SQL themselves. :class:`api.store.SqlStore` exposes them."""
+"""Reads of what the scheduler records (its leader row, the node inventory, progress and
+utilization samples), so the routers never run SQL themselves. :class:`api.store.SqlStore`
+exposes them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from api.models import nodes, progress_samples, scheduler_leader
+from api.models import nodes, progress_samples, scheduler_leader, utilization_samples
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,13 @@ class LeaderState:
     last_round_at: float | None
     last_round_latency_s: float | None
     last_decisions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class UtilizationPoint:
+    at: float
+    busy_gpus: int
+    total_gpus: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +80,16 @@ def observed_rates(engine: Engine, job_ids: Sequence[str]) -> dict[str, float]:
             if row.job_id not in rates and isinstance(value, int | float) and value > 0:
                 rates[row.job_id] = float(value)
     return rates
+
+
+def utilization_since(engine: Engine, start: float) -> list[UtilizationPoint]:
+    """Every utilization sample taken at or after ``start``, oldest first."""
+    query = (
+        select(utilization_samples)
+        .where(utilization_samples.c.at >= start)
+        .order_by(utilization_samples.c.at)
+    )
+    with engine.connect() as conn:
+        return [
+            UtilizationPoint(row.at, row.busy_gpus, row.total_gpus) for row in conn.execute(query)
+        ]

@@ -30,6 +30,7 @@ from api.store.errors import StaleEpochError
 from jigsaw.domain import Job, JobEvent
 from jigsaw.errors import ConflictError, JobNotFoundError
 from jigsaw.lifecycle import TERMINAL_STATES, JobState, sources_of
+from jigsaw.reasons import ReasonCode
 
 _TERMINAL = [state.value for state in TERMINAL_STATES]
 
@@ -169,7 +170,8 @@ class SqlStore:
         with self._writer.begin() as conn:
             if conn.execute(statement).rowcount != 1:
                 return None
-            self._record(conn, JobEvent(job.id, job.state, job.state, reason, at, actor))
+            code = ReasonCode.UNSCHEDULABLE
+            self._record(conn, JobEvent(job.id, job.state, job.state, reason, at, actor, code))
         return _with_version(replace(job, reason=reason), job.version + 1)
 
     # -- what the scheduler records, for the views --------------------------------------
@@ -189,6 +191,9 @@ class SqlStore:
 
     def observed_rates(self, job_ids: Iterable[str]) -> dict[str, float]:
         return scheduler_records.observed_rates(self._engine, list(job_ids))
+
+    def utilization_since(self, start: float) -> list[scheduler_records.UtilizationPoint]:
+        return scheduler_records.utilization_since(self._engine, start)
 
     def events(self, job_id: str) -> list[JobEvent]:
         query = select(job_events).where(job_events.c.job_id == job_id).order_by(job_events.c.id)

@@ -94,6 +94,15 @@ def test_validate_takes_the_submit_path_and_reports_k(api: ApiClient) -> None:
     assert api.state.store.count_jobs() == 0
 
 
+def test_a_malformed_plan_is_named_as_such_before_its_length_is_compared(api: ApiClient) -> None:
+    """``0,,1`` is not a plan (docs/API.md, check 2), whatever the number of workers."""
+    for workers in (1, 2):
+        body = {"name": "p", "model": "mlp", "workers": workers, "iterations": 5, "spb": "0,,1"}
+        refused = post(api, "jobs", body)
+        assert refused["_status"] == 422 and refused["field"] == "spb"
+        assert str(refused["detail"]).startswith("field 'spb': unknown plan '0,,1'"), refused
+
+
 def test_the_cluster_size_comes_from_the_recorded_inventory(api: ApiClient) -> None:
     body = {"name": "wide", "model": "mlp", "workers": 6, "iterations": 5}
     refused = post(api, "jobs", body)
@@ -127,8 +136,10 @@ def test_a_gang_the_cluster_shrank_below_is_marked_and_skipped(
     assert big_job.reason.startswith("unschedulable: needs 4 GPUs but the cluster has 2 alive")
     marks = [e for e in api.state.store.events(str(big["id"])) if "unschedulable" in e.reason]
     assert len(marks) == 1 and marks[0].from_state is marks[0].to_state is JobState.PENDING
+    assert marks[0].code == "Pending/Unschedulable"
     shown = api.client.get(f"/api/v1/jobs/{big['id']}/events", headers=api.headers("alice"))
-    assert any(e["reason"].startswith("unschedulable") for e in shown.json()["items"])
+    codes = [(e["code"], e["reason"].split(":")[0]) for e in shown.json()["items"]]
+    assert codes == [("Pending/Submitted", "submitted"), ("Pending/Unschedulable", "unschedulable")]
 
     queue = api.client.get("/api/v1/scheduler/queue", headers=api.headers("alice")).json()
     entry = next(item for item in queue["items"] if item["job_id"] == big["id"])

@@ -3,6 +3,9 @@ builder, and what a first lease teaches the control plane about an entrypoint mo
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from jigsaw.catalog import ModelCatalog, ModelKind, is_entrypoint
@@ -24,6 +27,7 @@ from jigsaw.policies.base import policy_names
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.plan_resolution import resolve_for
 from jigsaw.policies.quota import QuotaPolicy, Quotas
+from jigsaw.profiles import ZOO_MODELS
 from jigsaw.reasons import ReasonCode
 
 CATALOG = ModelCatalog()
@@ -131,6 +135,22 @@ def test_events_carry_a_reason_code() -> None:
         code=ReasonCode.PREEMPTED_BY, preempted_by="j-2",
     )
     assert preempted.code == "Preempted/OutrankedBy"
+
+
+def test_docs_list_every_zoo_model_a_submission_may_name() -> None:
+    """docs/API.md ("Checks a submission passes") names the zoo models the catalog takes."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    check = text.split("### Checks a submission passes")[1].split("4. **`spb` fits")[0]
+    listed = check.split("(`jigsaw/catalog.py`:")[1].split(")")[0]
+    assert set(re.findall(r"`(\w+)`", listed)) == set(ZOO_MODELS)
+
+
+def test_docs_list_every_reason_code_and_no_other() -> None:
+    """docs/API.md ("Job events") lists the codes programs may match on: all of them."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    listed = text.split("(`jigsaw/reasons.py`):")[1].split("Match on codes")[0]
+    documented = set(re.findall(r"`([A-Z][a-z]+/[A-Za-z]+)`", listed))
+    assert documented == {str(code) for code in ReasonCode}
 
 
 def test_a_stored_spec_is_rebuilt_equal_without_a_second_check() -> None:

@@ -12,6 +12,8 @@ from jigsaw.cluster import Cluster
 from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.lifecycle import JobState
+from jigsaw.policies.builder import build_policy
+from jigsaw.policies.quota import QuotaPolicy, Quotas
 from jigsaw.simulator import (
     Arrival,
     OracleRate,
@@ -149,6 +151,49 @@ def test_no_big_gang_starves_behind_a_stream_of_small_jobs(policy: str) -> None:
     # protected gangs ahead of it to finish or pass min_run_s.
     assert big.started_at is not None and big.started_at - big.submitted_at < 3600
     assert result.summary["completed"] == len(arrivals)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "las"])
+def test_the_simulator_replays_quotas_with_the_services_quota_policy(policy: str) -> None:
+    """QuotaPolicy lives in the pure core (issue 12), so a replay can run under the quotas
+    the service enforces: alice's six 1-GPU jobs never hold more than her 2 GPUs at once,
+    while bob's run beside them without a quota."""
+    oracle = make_oracle(SimulationSetup())
+    rates = OracleRate(oracle, gpus_per_node=4)
+    iterations = round(600 * oracle.full_rate("resnet18_32", 128, 1, 4))
+    arrivals = [
+        Arrival(
+            f"{user}{i}",
+            float(i),
+            JobSpec(f"{user}{i}", "resnet18_32", 1, iterations, user=user),
+            TraceJob(f"{user}{i}", float(i), 1, "resnet18_32", 128),
+        )
+        for user in ("alice", "bob")
+        for i in range(6)
+    ]
+    quotas = Quotas(queues={}, users={"alice": 2})
+    policy_with_quotas = build_policy(policy, oracle, quotas=quotas)
+    assert isinstance(policy_with_quotas, QuotaPolicy)
+    result = Replay(arrivals, policy_with_quotas, rates, Cluster.uniform(16, 4)).run()
+
+    jobs = result.store.all_jobs()
+    assert result.summary["completed"] == len(arrivals)
+
+    def most_at_once(user: str) -> int:
+        edges = sorted(
+            edge
+            for job in jobs
+            if job.spec.user == user
+            for edge in ((job.started_at, 1), (job.finished_at, -1))
+        )
+        running = peak = 0
+        for _, step in edges:
+            running += step
+            peak = max(peak, running)
+        return peak
+
+    assert most_at_once("alice") == 2
+    assert most_at_once("bob") == 6
 
 
 def test_preempted_jobs_resume_from_their_checkpoint() -> None:

@@ -55,6 +55,9 @@ def test_too_many_failures_within_the_window_is_a_crash_loop() -> None:
     failed = store.get("a")
     assert failed.state == JobState.FAILED
     assert "gave up after 3 failures in 60s" in failed.reason
+    codes = [str(event.code) for event in store.events("a") if event.actor == "executor"]
+    assert codes[-1] == "Failed/CrashLoop"
+    assert codes.count("Retrying/WorkerFailed") == 2
 
 
 def test_a_gang_that_fails_to_launch_counts_and_backs_off() -> None:

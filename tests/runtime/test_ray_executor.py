@@ -1,8 +1,10 @@
 """The Ray executor on a real local Ray: SPB gangs of actors trained through the real cycle.
 
-Default suite: one job trained to SUCCEEDED with a mid-run plan switch. Slow (three gang starts
-or more each, 25-50 s on two shared cores): a preemption with resume from checkpoint, a worker
-killed mid-iteration, a hung worker, the checkpoint sweep after a cancellation.
+Default suite: one job trained to SUCCEEDED with a mid-run plan switch; an entrypoint model
+that reports its K; entrypoints the workers cannot use (no such module, a plan deeper than
+the model) failing once, without retry. Slow (three gang starts or more each, 25-50 s on two
+shared cores): a preemption with resume from checkpoint, a worker killed mid-iteration, a hung
+worker, the checkpoint sweep after a cancellation.
 """
 
 from __future__ import annotations
@@ -44,6 +46,34 @@ def test_an_entrypoint_model_reports_its_block_count_and_runs_its_requested_plan
         assert h.store.get("mine").state == JobState.SUCCEEDED, h.store.get("mine").reason
         first = next(e for e in h.events if isinstance(e, Progressed))
         assert first.metrics["plan"] == [0, 1] and first.metrics["num_blocks"] == 3
+    finally:
+        h.executor.shutdown()
+
+
+def test_an_entrypoint_the_workers_cannot_use_fails_once_with_the_reason(tmp_path: Path) -> None:
+    """The API accepts any well-formed ``package.module:function`` and any plan for it; only
+    the workers can import it and learn its K. A module that is not there, or a plan deeper
+    than the model they built (tiny_regression has 3 blocks), fails the job for good with
+    that reason: no retry, no back-off loop."""
+    h = make_harness(tmp_path)
+    try:
+        h.submit("typo", model="no_such_package_xyz.models:build", workers=2, iterations=20)
+        h.submit(
+            "deep",
+            model="worker.zoo.examples.tiny_regression:build",
+            spb="0,5",
+            workers=2,
+            iterations=20,
+        )
+        h.run_until(h.all_terminal, timeout_s=120)
+        typo, deep = h.store.get("typo"), h.store.get("deep")
+        assert "cannot import module 'no_such_package_xyz.models'" in typo.reason, typo.reason
+        assert "No module named 'no_such_package_xyz'" in typo.reason, typo.reason
+        assert "depth 5 of worker 1 is outside the model" in deep.reason, deep.reason
+        for job in (typo, deep):
+            assert job.state == JobState.FAILED and job.attempt == 1
+            states = [event.to_state for event in h.store.events(job.id)]
+            assert JobState.RETRYING not in states, states
     finally:
         h.executor.shutdown()
 
