@@ -395,16 +395,16 @@ class JigsawPolicy(PolicyBase):
             if not better:
                 continue
             ledger = state.ledger
-            ledger.remove_all(state.footprints[job.id])
+            booked = state.footprints[job.id]
             chosen: tuple[PlanOption, Footprint] | None = None
             for option in better:
                 footprint = self.catalog.footprint(job, option.plan, job.placement)
-                if all(ledger.fits(g, load, memory) for g, load, memory in footprint):
+                if ledger.fits_instead(booked, footprint):
                     chosen = (option, footprint)
                     break
             if chosen is None:
-                ledger.add_all(self.catalog.footprint(job, _plan_of(job), job.placement))
                 continue
+            ledger.remove_all(booked)
             ledger.add_all(chosen[1])
             state.footprints[job.id] = chosen[1]
             self._last_plan_change[job.id] = now

@@ -145,6 +145,27 @@ class GpuLedger:
             and self.memory_used[gpu] + memory <= self.memory_total[gpu]
         )
 
+    def fits_instead(
+        self, old: Iterable[tuple[GpuId, float, int]], new: Iterable[tuple[GpuId, float, int]]
+    ) -> bool:
+        """Whether ``new`` fits where ``old`` is booked, once ``old`` is taken off: what
+        :meth:`remove_all` of ``old`` and then :meth:`fits` of every entry of ``new`` would
+        say (the same float operations), without changing the ledger."""
+        own = {gpu: (load, memory) for gpu, load, memory in old}
+        for gpu, load, memory in new:
+            if gpu not in self.load:
+                return False
+            booked, used = self.load[gpu], self.memory_used[gpu]
+            if gpu in own:
+                if self.workers[gpu] == 1:
+                    booked, used = 0.0, 0
+                else:
+                    booked = max(booked - own[gpu][0], 0.0)
+                    used -= own[gpu][1]
+            if booked + load > self.threshold + _EPS or used + memory > self.memory_total[gpu]:
+                return False
+        return True
+
     def overcommitted(self) -> list[GpuId]:
         return [
             gpu
