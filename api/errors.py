@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.json_body import DuplicateKeyError
 from jigsaw.errors import InvalidSpecError, JobNotFoundError
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
         detail, field = describe_validation(error.errors())
         return error_response(422, detail, field=field)
+
+    @app.exception_handler(DuplicateKeyError)
+    async def _duplicate_key(_request: Request, error: DuplicateKeyError) -> JSONResponse:
+        return error_response(422, str(error.detail), field=error.field)
 
     @app.exception_handler(InvalidSpecError)
     async def _invalid_spec(_request: Request, error: InvalidSpecError) -> JSONResponse:

@@ -5,6 +5,8 @@ body it answers, before FastAPI parses anything:
 
 - ``415`` when a non-empty body is sent with a ``Content-Type`` other than JSON;
 - ``400`` when the body is not UTF-8 (``json.loads`` alone would accept UTF-16 and UTF-32);
+- ``422`` when an object in the body repeats a key (``json.loads`` alone keeps the last one),
+  naming the key by its path (``workers``, ``scopes.0.name``) in ``field``;
 
 and it parses integers of more than :data:`MAX_INT_DIGITS` digits as infinity, so that a
 5,000-digit ``workers`` is a ``422`` naming ``workers``, not Python's digit-limit error.
@@ -30,6 +32,59 @@ def _bounded_int(literal: str) -> int | float:
     return int(literal)
 
 
+class DuplicateKeyError(HTTPException):
+    """An object in the request body names one key twice; ``field`` is the key's path."""
+
+    def __init__(self, path: tuple[str | int, ...]) -> None:
+        self.field = ".".join(str(part) for part in path)
+        super().__init__(
+            422,
+            f"the request body repeats key {self.field!r} in one object; "
+            "send each key once (JSON keys must be unique)",
+        )
+
+
+class _KeyRepeats:
+    """An ``object_pairs_hook`` that builds the dicts ``json.loads`` would, and keeps every
+    dict that repeated a key (alive, so that ids stay unique) with the first such key."""
+
+    def __init__(self) -> None:
+        self.found: dict[int, tuple[dict[str, Any], str]] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) < len(pairs):
+            self.found[id(obj)] = (obj, _first_repeat(pairs))
+        return obj
+
+    def path_in(self, value: Any) -> tuple[str | int, ...]:
+        """The path of the first repeated key, in document order. An object dropped by its
+        parent's repeat is not in ``value``; its parent (or an ancestor) then is."""
+        stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+        while stack:
+            path, node = stack.pop()
+            if isinstance(node, dict):
+                hit = self.found.get(id(node))
+                if hit is not None and hit[0] is node:
+                    return (*path, hit[1])
+                children: list[tuple[str | int, Any]] = list(node.items())
+            elif isinstance(node, list):
+                children = list(enumerate(node))
+            else:
+                continue
+            stack.extend(((*path, key), child) for key, child in reversed(children))
+        return (next(iter(self.found.values()))[1],)
+
+
+def _first_repeat(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise ValueError("no key repeats")
+
+
 def is_json_media_type(content_type: str) -> bool:
     message = email.message.Message()
     message["content-type"] = content_type
@@ -50,7 +105,11 @@ class JsonRequest(Request):
                     400,
                     f"the request body is not UTF-8 (byte {error.start}); send UTF-8 JSON",
                 ) from None
-            self._json = json.loads(text, parse_int=_bounded_int)
+            repeats = _KeyRepeats()
+            value = json.loads(text, parse_int=_bounded_int, object_pairs_hook=repeats)
+            if repeats.found:
+                raise DuplicateKeyError(repeats.path_in(value))
+            self._json = value
         return self._json
 
 

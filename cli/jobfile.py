@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from cli.errors import UsageError
+from cli.unique_keys import RepeatedKey, load_json, load_yaml
 from jigsaw.errors import InvalidSpecError
 from jigsaw.plan import PlanRequest
 
@@ -20,7 +21,8 @@ REQUIRED_FIELDS = ("name", "model", "workers", "iterations")
 
 
 def read_job_file(path: str) -> dict[str, Any]:
-    """The mapping in ``path``. YAML is a superset of JSON, but JSON errors read better as JSON."""
+    """The mapping in ``path``. YAML is a superset of JSON, but JSON errors read better as JSON.
+    A key given twice is refused (both parsers would keep the last value)."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as error:
@@ -30,7 +32,9 @@ def read_job_file(path: str) -> dict[str, Any]:
             f"job file {path} is not UTF-8 (byte {error.start}); save it as UTF-8"
         ) from error
     try:
-        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+        data = load_json(text) if path.endswith(".json") else load_yaml(text)
+    except RepeatedKey as repeat:
+        raise UsageError(f"job file {path}:{repeat.line}: {repeat}") from repeat
     except (json.JSONDecodeError, yaml.YAMLError) as error:
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"job file {path} is not valid {_kind(path)}: {first_line}") from error

@@ -148,6 +148,55 @@ CASES = [
         headers=JSON,
     ),
     Bad("Latin-1 JSON", 400, None, raw='{"name": "é"}'.encode("latin-1"), headers=JSON),
+    # A repeated key is refused, not resolved (json.loads alone keeps the last one, so each of
+    # these bodies would otherwise be a valid job, or a token for another user).
+    Bad(
+        "key given twice",
+        422,
+        "workers",
+        raw=b'{"name": "j", "model": "mlp", "workers": 9, "iterations": 10, "workers": 1}',
+        headers=JSON,
+    ),
+    Bad(
+        "key given twice with one value",
+        422,
+        "name",
+        raw=b'{"name": "j", "model": "mlp", "workers": 1, "iterations": 10, "name": "j"}',
+        headers=JSON,
+    ),
+    Bad(
+        "key given twice in a nested object",
+        422,
+        "spb.1.k",
+        raw=b'{"name": "j", "model": "digits_cnn", "workers": 2, "iterations": 10, '
+        b'"spb": [0, {"k": 1, "k": 2}]}',
+        headers=JSON,
+    ),
+    Bad(
+        "key given twice, the first holding a repeat too",
+        422,
+        "spb",
+        raw=b'{"name": "j", "model": "digits_cnn", "workers": 2, "iterations": 10, '
+        b'"spb": {"k": 1, "k": 2}, "spb": "0,1"}',
+        headers=JSON,
+    ),
+    Bad(
+        "validate: key given twice",
+        422,
+        "model",
+        raw=b'{"name": "j", "model": "nope", "workers": 1, "iterations": 10, "model": "mlp"}',
+        headers=JSON,
+        path="/api/v1/jobs:validate",
+    ),
+    Bad(
+        "token: user given twice",
+        422,
+        "user",
+        raw=b'{"name": "t", "user": "alice", "scopes": ["user"], "user": "root"}',
+        headers=JSON,
+        path="/api/v1/tokens",
+        auth="admin",
+    ),
     Bad("plain text", 415, None, raw=b"name=j", headers={"Content-Type": "text/plain"}),
     Bad(
         "a form",

@@ -74,6 +74,18 @@ MISTAKES = [
         "finite",
         file=b'{"name": "a", "model": "mlp", "workers": 1, "iterations": 5, "learning_rate": NaN}',
     ),
+    Mistake(
+        "key given twice in a YAML file",
+        ["submit", "-f", "job.yaml"],
+        "job.yaml:5: key 'workers' appears twice (also on line 3)",
+        file=b"name: a\nmodel: mlp\nworkers: 1\niterations: 5\nworkers: 4\n",
+    ),
+    Mistake(
+        "key given twice in a JSON file",
+        ["submit", "-f", "job.json"],
+        "job.json:5: key 'model' appears twice (also on line 2)",
+        file=b'{"name": "a",\n"model": "mlp",\n"workers": 1,\n"iterations": 5,\n"model": "mlp"}',
+    ),
     Mistake("file holds a list", ["submit", "-f", "job.yaml"], "mapping", file=b"- a\n- b\n"),
     Mistake(
         "workers a word in a file",
