@@ -199,29 +199,37 @@ def ceiling_gpu_s(
     return total, work
 
 
-def run_workload(spec: Workload, round_s: float, eta: str = "table") -> dict[str, Any]:
+ROWS = ("fifo", "las", "maxmin", "jigsaw", "jigsaw-other", "jigsaw-nopack", "jigsaw-noguard",
+        "jigsaw-eta1")
+"""Row names for ``--rows``; ``jigsaw-other`` is jigsaw with the other fairness guard."""
+
+
+def run_workload(
+    spec: Workload, round_s: float, eta: str = "table", rows_wanted: tuple[str, ...] = ROWS
+) -> dict[str, Any]:
     setup = SimulationSetup(gpus=spec.gpus, gpus_per_node=spec.gpus_per_node, round_s=round_s,
                             eta=eta, curves_dir=shared_traces() / "pollux" / "apps")
     oracle = make_oracle(setup)
     rates, arrivals = prepared(spec, setup, oracle)
     default = JigsawConfig()
     other = next(b for b in BASES if b != default.base)
-    rows = [run_row(p, p, arrivals, rates, oracle, setup, {}) for p in (*BASELINES, "jigsaw")]
-    rows.append(run_row(f"jigsaw-{other}", "jigsaw", arrivals, rates, oracle, setup,
-                        {"config": JigsawConfig(base=other)}))
-    rows.append(run_row("jigsaw-nopack", "jigsaw", arrivals, rates, oracle, setup,
-                        {"config": JigsawConfig(packing=False)}))
-    rows.append(run_row("jigsaw-noguard", "jigsaw", arrivals, rates, oracle, setup,
-                        {"config": JigsawConfig(completion_guard=False)}))
-    unit = make_oracle(setup, efficiency=UnitEfficiency())
-    unit_rates, unit_arrivals = prepared(spec, replace(setup, eta="table"), unit)
-    rows.append(run_row("jigsaw-eta1", "jigsaw", unit_arrivals, unit_rates, unit, setup, {}))
+    rows = [run_row(p, p, arrivals, rates, oracle, setup, {})
+            for p in (*BASELINES, "jigsaw") if p in rows_wanted]
+    ablations = {
+        "jigsaw-other": (f"jigsaw-{other}", {"config": JigsawConfig(base=other)}),
+        "jigsaw-nopack": ("jigsaw-nopack", {"config": JigsawConfig(packing=False)}),
+        "jigsaw-noguard": ("jigsaw-noguard", {"config": JigsawConfig(completion_guard=False)}),
+    }
+    for key, (label, options) in ablations.items():
+        if key in rows_wanted:
+            rows.append(run_row(label, "jigsaw", arrivals, rates, oracle, setup, options))
+    if "jigsaw-eta1" in rows_wanted:
+        unit = make_oracle(setup, efficiency=UnitEfficiency())
+        unit_rates, unit_arrivals = prepared(spec, replace(setup, eta="table"), unit)
+        rows.append(run_row("jigsaw-eta1", "jigsaw", unit_arrivals, unit_rates, unit, setup, {}))
     by_policy = {row["policy"]: row for row in rows}
-    jigsaw = by_policy["jigsaw"]
-    best = min(BASELINES, key=lambda p: by_policy[p]["avg_jct_s"])
-    base = by_policy[default.base]
     ceiling, work = ceiling_gpu_s(arrivals, rates, oracle)
-    return {
+    summary = {
         "workload": spec.name,
         "trace": spec.trace.name,
         "gpus": spec.gpus,
@@ -233,6 +241,15 @@ def run_workload(spec: Workload, round_s: float, eta: str = "table") -> dict[str
         "eta_source": curve_eta_source(rates) if isinstance(rates, CurveEtaRate)
         else oracle.efficiency.origin,
         "results": rows,
+        "ceiling": {"spb_freeable_gpu_s": ceiling, "work_gpu_s": work},
+    }
+    if "jigsaw" not in by_policy or not all(p in by_policy for p in BASELINES):
+        return summary  # a subset of rows (--rows): the comparisons need them all
+    jigsaw = by_policy["jigsaw"]
+    best = min(BASELINES, key=lambda p: by_policy[p]["avg_jct_s"])
+    base = by_policy[default.base]
+    return {
+        **summary,
         "ceiling": {
             "spb_freeable_gpu_s": ceiling,
             "work_gpu_s": work,
@@ -257,12 +274,19 @@ def main() -> None:
     parser.add_argument("--eta", choices=("table", "curve"), default="table",
                         help="eta the gangs progress at: the oracle's table or the Pollux "
                              "application curves over training")
+    parser.add_argument("--rows", default=",".join(ROWS),
+                        help=f"comma-separated subset of {', '.join(ROWS)} (default: all)")
     args = parser.parse_args()
+    rows_wanted = tuple(r.strip() for r in args.rows.split(",") if r.strip())
+    unknown = sorted(set(rows_wanted) - set(ROWS))
+    if unknown:
+        parser.error(f"unknown rows {', '.join(unknown)}; choose from {', '.join(ROWS)}")
     specs = [w for name in args.workloads.split(",") if name.strip()
              for w in workload(name.strip())]
     started = time.perf_counter()
-    report = [run_workload(spec, args.round_seconds, args.eta) for spec in specs]
+    report = [run_workload(spec, args.round_seconds, args.eta, rows_wanted) for spec in specs]
     print(json.dumps({"bench": "sim_gain", "round_s": args.round_seconds, "eta": args.eta,
+                      "rows": list(rows_wanted),
                       "wall_s": time.perf_counter() - started, "workloads": report}, indent=2))
 
 
