@@ -108,6 +108,10 @@ class _Round:
     preempted: set[str] = field(default_factory=set)
     reserved: int = 0
     """Free GPUs held for the best-ranked waiting job that could not be placed this round."""
+    unplaced: dict[tuple[object, ...], tuple[int, int, int]] = field(default_factory=dict)
+    """Job shapes (options key, fair) that found no place, with the ledger's change count,
+    ``reserved`` and the preemptions so far then: while all three are unchanged, a job of
+    the same shape finds no place either."""
 
 
 class JigsawPolicy(PolicyBase):
@@ -137,8 +141,9 @@ class JigsawPolicy(PolicyBase):
             completion_guard=self.config.completion_guard,
         )
         self.incremental = incremental
-        """Keep the LAS ranking and the GPU ledger across rounds (off: rebuild both every
-        round; the decisions are the same, tests/policies compares them)."""
+        """Keep the LAS ranking and the GPU ledger across rounds, each gang's re-plan
+        candidates, and within a round the job shapes that found no place (off: recompute
+        all of it every time; the decisions are the same, tests/policies compares them)."""
         self._ranking = LasRanking(self.config.las, incremental=incremental)
         self._kept = KeptLedger(
             threshold=self.config.load_threshold, min_residual=self.config.min_residual
@@ -285,6 +290,20 @@ class JigsawPolicy(PolicyBase):
 
     # -- 4. placing a waiting job -----------------------------------------------------------
     def _place(self, job: Job, is_fair: bool, state: _Round) -> Start | None:
+        # A long queue holds many jobs of one shape; the answer for the first that found
+        # nothing holds for the rest until something is booked, unbooked or reserved.
+        if not self.incremental:
+            return self._try_place(job, is_fair, state)
+        shape = (*self.catalog.options_key(job), is_fair)
+        before = (state.ledger.changes, state.reserved, len(state.preempted))
+        if state.unplaced.get(shape) == before:
+            return None
+        start = self._try_place(job, is_fair, state)
+        if start is None and state.ledger.changes == before[0]:
+            state.unplaced[shape] = before
+        return start
+
+    def _try_place(self, job: Job, is_fair: bool, state: _Round) -> Start | None:
         ledger = state.ledger
         best = self.catalog.default_option(job)
         placement = None
@@ -369,7 +388,7 @@ class JigsawPolicy(PolicyBase):
         round). Kept per job record: records are immutable, and the answer depends on the
         record alone."""
         kept = self._better.get(job.id)
-        if kept is not None and kept[0] is job and kept[1] is self.config:
+        if kept is not None and kept[0] is job and kept[1] is self.config and self.incremental:
             return kept[2]
         plan = _plan_of(job)
         bar = self.catalog.goodput(job, plan, job.placement) * (1.0 + self.config.replan_gain)

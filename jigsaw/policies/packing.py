@@ -96,6 +96,11 @@ class GpuLedger:
         ledger._no_room = {}
         return ledger
 
+    @property
+    def changes(self) -> int:
+        """How many bookings were added or removed so far: equal counts, same ledger."""
+        return self._changes
+
     # -- bookkeeping ------------------------------------------------------------------------
     def add(self, gpu: GpuId, load: float, memory: int) -> None:
         if gpu not in self.load:

@@ -69,8 +69,9 @@ class PlanCatalog:
         """Per job, its footprints by (plan, placement): a round prices a running gang's
         current plan and its alternatives on its GPUs, and the next round asks again."""
 
-    def options(self, job: Job) -> tuple[PlanOption, ...]:
-        """Candidate plans, best goodput first (full backprop wins ties)."""
+    def options_key(self, job: Job) -> tuple[object, ...]:
+        """What a job's options (and footprints) depend on: jobs with equal keys have the
+        same options."""
         spec = job.spec
         key: tuple[object, ...] = (
             spec.model, spec.batch_size, spec.workers, spec.spb, spec.parallelism
@@ -78,6 +79,11 @@ class PlanCatalog:
         if job.block_noise:
             # Priced with the job's own online eta: one entry per job and measurement.
             key = (*key, job.id, tuple(entry.last_iteration for entry in job.block_noise))
+        return key
+
+    def options(self, job: Job) -> tuple[PlanOption, ...]:
+        """Candidate plans, best goodput first (full backprop wins ties)."""
+        key = self.options_key(job)
         cached = self._options.get(key)
         if cached is None:
             cached = self._options[key] = self._build_options(job)

@@ -26,7 +26,7 @@ from jigsaw.plan import full_backprop
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy
 from jigsaw.policies.fairness import LasConfig
-from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
+from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy, _Round
 from jigsaw.policies.las import LasPolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.snapshot import Snapshot
@@ -165,3 +165,20 @@ def test_a_round_that_raises_leaves_no_half_kept_state() -> None:
     assert [(x.job_id, x.placement[0][0]) for x in decisions if isinstance(x, Start)] == [
         ("b", 1)
     ]
+
+
+def test_a_shape_that_found_no_place_is_tried_again_once_room_appears() -> None:
+    """Within a round jigsaw skips waiting jobs shaped like one that found no place, but
+    only while the ledger, the reservation and the preemptions are unchanged."""
+    cluster = Cluster.uniform(4, 4)
+    holder = _running(_waiting("h", 4, 0.0), [(0, 0), (0, 1), (0, 2), (0, 3)], 0.0)
+    first, second = _waiting("a", 2, 10.0), _waiting("b", 2, 11.0)
+    policy = JigsawPolicy(ORACLE, config=JigsawConfig(packing=False))
+    snapshot = Snapshot.build(60.0, cluster, [holder, first, second])
+    ledger, footprints = policy._booked_ledger(snapshot)
+    state = _Round(snapshot, ledger, footprints, victims=[])
+    assert policy._place(first, False, state) is None  # every GPU is taken
+    assert policy._place(second, False, state) is None  # same shape, same ledger
+    ledger.remove_all(footprints["h"])  # the holder's GPUs come free
+    start = policy._place(second, False, state)
+    assert start is not None and len(start.placement) == 2
