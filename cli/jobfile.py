@@ -51,13 +51,16 @@ def read_job_file(path: str) -> dict[str, Any]:
     return values
 
 
-def _value_problem(value: Any) -> str | None:
-    """Why a YAML value cannot go into a JSON spec (None: it can)."""
+def _value_problem(value: Any, inside: tuple[int, ...] = ()) -> str | None:
+    """Why a YAML value cannot go into a JSON spec (None: it can). ``inside``: the ids of
+    the lists that hold ``value`` (a YAML alias can make a list hold itself)."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be a finite number, got {value}"
     if isinstance(value, list):
+        if id(value) in inside:
+            return "holds itself (a YAML alias inside its own anchor); write the values out"
         for item in value:
-            problem = _value_problem(item)
+            problem = _value_problem(item, (*inside, id(value)))
             if problem is not None:
                 return problem
         return None

@@ -69,6 +69,12 @@ MISTAKES = [
         file=b"name: !!binary aGVsbG8=\nmodel: mlp\nworkers: 1\niterations: 5\n",
     ),
     Mistake(
+        "list that holds itself",
+        ["submit", "-f", "job.yaml"],
+        "job.yaml:5: field 'spb' holds itself",
+        file=b"name: a\nmodel: mlp\nworkers: 1\niterations: 5\nspb: &x [1, *x]\n",
+    ),
+    Mistake(
         "JSON file with NaN",
         ["submit", "-f", "job.json"],
         "finite",
