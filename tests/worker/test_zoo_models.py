@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -88,3 +90,22 @@ def test_parameters_shared_between_blocks_are_rejected() -> None:
     )
     with pytest.raises(InvalidSpecError, match="shared by blocks 1 and 2"):
         SPBTrainer(TrainerConfig(model="tied"), ThreadGroup(1).collectives(0), workload=workload)
+
+
+@pytest.mark.parametrize(
+    ("source", "raised"),
+    [("def build(:\n", "SyntaxError"), ("raise RuntimeError('no GPU driver')\n", "RuntimeError")],
+)
+def test_an_entrypoint_whose_module_raises_on_import_names_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, raised: str
+) -> None:
+    """A user's module that fails to import for any reason is a bad model (the job fails
+    once with the entrypoint named), not a training error that would be retried."""
+    package = tmp_path / f"userpkg_{raised.lower()}"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "models.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = f"{package.name}.models:build"
+    with pytest.raises(UnknownModelError, match=f"entrypoint '{name}'.*raised {raised}"):
+        load_workload(name)

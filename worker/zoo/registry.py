@@ -114,6 +114,11 @@ def _entrypoint(name: str) -> WorkloadBuilder:
         raise UnknownModelError(
             f"cannot import module {module_name!r} of entrypoint {name!r}: {exc}"
         ) from exc
+    except Exception as exc:  # the user's module raised while importing (SyntaxError, ...)
+        raise UnknownModelError(
+            f"cannot import module {module_name!r} of entrypoint {name!r}: importing it "
+            f"raised {type(exc).__name__}: {exc}"
+        ) from exc
     builder = getattr(module, attr, None)
     if not callable(builder):
         raise UnknownModelError(f"entrypoint {name!r}: {module_name} has no function {attr!r}")
