@@ -14,18 +14,18 @@ import inspect
 from typing import Any
 
 from jigsaw.errors import InvalidSpecError
-from jigsaw.policies.base import policy_factory
+from jigsaw.policies.base import SUPPLIED, policy_factory
 from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
 
 _CONFIG_CLASSES: dict[str, type[Any]] = {"las": LasConfig, "jigsaw": JigsawConfig}
-SUPPLIED = frozenset({"oracle", "blocks_of", "eta_of"})
-"""Arguments the service passes itself; not settable from JSON."""
+NOT_SETTABLE = SUPPLIED | {"eta_of"}
+"""Arguments the builder supplies and the service's eta seam: not settable as options."""
 
 
 def policy_options(policy: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments for ``policy`` built from JSON-decoded ``raw``."""
-    accepted = set(inspect.signature(policy_factory(policy)).parameters) - SUPPLIED
+    accepted = set(inspect.signature(policy_factory(policy)).parameters) - NOT_SETTABLE
     unknown = sorted(set(raw) - accepted)
     if unknown:
         choices = ", ".join(sorted(accepted)) or "none"
