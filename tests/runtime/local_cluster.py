@@ -145,7 +145,10 @@ class LocalRayCluster:
         started = self._our_processes()
         for node in self.nodes:
             _signal_group(node.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
+        # A short grace only: the head's `ray start --block` does not finish a SIGTERM
+        # shutdown within 20 s on two cores (a worker node takes ~30 s), so a longer wait
+        # only delays the SIGKILL below.
+        deadline = time.monotonic() + 2
         for node in self.nodes:
             try:
                 node.wait(max(deadline - time.monotonic(), 0.1))

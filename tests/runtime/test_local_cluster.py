@@ -32,6 +32,8 @@ pytestmark = [
 ]
 
 LEASE = 20
+MIN_RUN_S = 20
+LOW = 500  # iterations of the preempted job
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +77,8 @@ def deployment(database_url: str) -> Iterator[dict[str, Any]]:
             "JIGSAW_CHECKPOINT_DIR": str(cluster.temp_dir / "checkpoints"),
             "JIGSAW_POLICY": "las",
             # LAS keeps a fresh gang for min_run_s before it may be preempted (30 min by
-            # default); 60 s lets "low" be preempted well before it could finish.
-            "JIGSAW_POLICY_OPTIONS": json.dumps({"min_run_s": 60}),
+            # default); 20 s lets "low" be preempted well before it could finish.
+            "JIGSAW_POLICY_OPTIONS": json.dumps({"min_run_s": MIN_RUN_S}),
             "JIGSAW_ROUND_SECONDS": "0.5",
             "JIGSAW_LEASE_ITERATIONS": str(LEASE),
             "JIGSAW_RETRY_BACKOFF_S": "1",
@@ -139,10 +141,11 @@ def test_preemption_resume_and_a_killed_worker_all_end_in_success(
     def job(job_id: str) -> dict[str, Any]:
         return dict(client.get(f"/api/v1/jobs/{job_id}").json())
 
-    # "low" fills all four GPUs, paced to at most ~10 it/s so it is still running when LAS's
-    # minimum run time (60 s here) lets the higher-priority jobs take its GPUs.
+    # "low" fills all four GPUs, paced to at most ~10 it/s (so 500 iterations take 50 s or
+    # more) so it is still running when LAS's minimum run time (20 s here) lets the
+    # higher-priority jobs take its GPUs.
     low = submit(
-        env, name="low", model="tests.runtime.faulty:paced_mlp", workers=4, iterations=1400,
+        env, name="low", model="tests.runtime.faulty:paced_mlp", workers=4, iterations=LOW,
         priority=-1, spb="staircase",
     )  # fmt: skip
     wait_for(lambda: job(low)["state"] == "RUNNING", 120, "low to run", server=server)
@@ -174,7 +177,7 @@ def test_preemption_resume_and_a_killed_worker_all_end_in_success(
     )
 
     jobs = {j: job(j) for j in (low, urgent, other)}
-    assert jobs[low]["preemptions"] >= 1 and jobs[low]["iterations_done"] == 1400
+    assert jobs[low]["preemptions"] >= 1 and jobs[low]["iterations_done"] == LOW
     assert sum(jobs[j]["failures"] for j in (urgent, other)) >= 1
     events = {
         j: client.get(f"/api/v1/jobs/{j}/events").json()["items"] for j in (low, urgent, other)

@@ -116,7 +116,7 @@ def test_digits_cnn_trains_to_success_and_switches_plan_on_every_rank_at_once(
 def test_preempted_job_checkpoints_and_resumes_where_it_stopped(tmp_path: Path) -> None:
     h = make_harness(tmp_path, gpus=2, policy=PriorityPreemptingPolicy())
     try:
-        h.submit("low", workers=2, iterations=140, priority=0)
+        h.submit("low", workers=2, iterations=100, priority=0)
         h.run_until(lambda: len(h.progress_of("low")) >= 2, timeout_s=120)
         h.submit("high", workers=2, iterations=20, priority=10)
         h.run_until(lambda: h.store.get("low").state == JobState.PREEMPTED, timeout_s=60)
@@ -133,7 +133,7 @@ def test_preempted_job_checkpoints_and_resumes_where_it_stopped(tmp_path: Path) 
         # Resumed from the preemption checkpoint: no restart from 0, at most one lease lost.
         assert after and min(after) > max(before)
         assert min(after) <= max(before) + 20 + 10 + 20
-        assert low.iterations_done == 140
+        assert low.iterations_done == 100
     finally:
         h.executor.shutdown()
 
@@ -142,7 +142,7 @@ def test_preempted_job_checkpoints_and_resumes_where_it_stopped(tmp_path: Path) 
 def test_killed_worker_restarts_the_gang_from_its_last_checkpoint(tmp_path: Path) -> None:
     h = make_harness(tmp_path)
     try:
-        h.submit("victim", workers=2, iterations=160)
+        h.submit("victim", workers=2, iterations=100)
         h.run_until(lambda: len(h.progress_of("victim")) >= 2, timeout_s=120)
         gang = h.executor.gang("victim")
         assert gang is not None

@@ -30,7 +30,8 @@ def test_a_guest_runs_on_the_host_gpu_and_both_succeed(tmp_path: Path) -> None:
     )
     h = make_harness(tmp_path, gpus=2, policy=policy)
     try:
-        h.submit("host", workers=2, iterations=600, batch_size=32, spb="auto")
+        # 300 iterations: the guest (60) finishes while the host is still below ~100.
+        h.submit("host", workers=2, iterations=300, batch_size=32, spb="auto")
         h.run_until(lambda: h.store.get("host").state.holds_resources, timeout_s=60)
         h.submit("guest", workers=1, iterations=60, batch_size=32, spb="auto")
         h.run_until(lambda: h.store.get("guest").state.holds_resources, timeout_s=60)

@@ -20,6 +20,7 @@ from worker.runtime.settings import RuntimeSettings
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
 
 LEASE = 20
+TARGET = 60  # iterations of the preempted gang
 PLANS: dict[str] = {
     "pipeline": PipelinePlan.for_workers(num_blocks=4, num_workers=4, replicas=2, micro_batches=2),
     # digits_cnn: three convolutional blocks replicated, the linear classifier sharded.
@@ -38,14 +39,23 @@ def executor_for(tmp_path: Path, **settings: object) -> RayExecutor:
     return RayExecutor(RuntimeSettings(**values))  # type: ignore[arg-type]
 
 
-def cnn_job(name: str, iterations: int) -> Job:
-    spec = JobSpec(name=name, model="digits_cnn", workers=4, iterations=iterations, batch_size=16)
+def cnn_job(name: str, iterations: int, workers: int = 4) -> Job:
+    # lr 0.02 (the default is 0.05): the 2BW pipeline then passes 0.9 held-out accuracy by
+    # iteration 60 (at 0.05 it reached 0.58 only by 100), hybrid 0.98.
+    spec = JobSpec(
+        name=name,
+        model="digits_cnn",
+        workers=workers,
+        iterations=iterations,
+        batch_size=16,
+        learning_rate=0.02,
+    )
     return Job(id=name, spec=spec, submitted_at=time.time(), attempt=1)
 
 
-def placement(executor: RayExecutor) -> tuple[tuple[int, int], ...]:
+def placement(executor: RayExecutor, workers: int = 4) -> tuple[tuple[int, int], ...]:
     node = executor.cluster().nodes[0]
-    return tuple((node.index, gpu) for gpu in range(4))
+    return tuple((node.index, gpu) for gpu in range(workers))
 
 
 def collect(
@@ -68,7 +78,7 @@ def test_gang_trains_to_its_target_and_resumes_after_a_preemption(
     plan = PLANS[kind]
     executor = executor_for(tmp_path)
     try:
-        job = cnn_job(kind, iterations=100)
+        job = cnn_job(kind, iterations=TARGET)
         events: list[ExecutorEvent] = []
         executor.start(job, placement(executor), plan)
         collect(executor, events, Progressed)
@@ -90,8 +100,8 @@ def test_gang_trains_to_its_target_and_resumes_after_a_preemption(
         assert {e.attempt for e in after} == {2}
         assert sum(isinstance(e, Started) for e in after) == 1
         # Resumed at the checkpoint's iteration: its first lease ends one lease later.
-        assert progress[0].iterations_done == min(stopped_at + LEASE, 100)
-        assert finished.iterations_done == 100
+        assert progress[0].iterations_done == min(stopped_at + LEASE, TARGET)
+        assert finished.iterations_done == TARGET
         metrics = progress[-1].metrics
         assert metrics["plan_kind"] == kind and metrics["plan_text"] == plan.describe()
         # The losses continue where they were, not from a fresh model.
@@ -105,9 +115,12 @@ def test_gang_trains_to_its_target_and_resumes_after_a_preemption(
 
 def test_a_worker_over_the_memory_limit_fails_the_job_without_retry(tmp_path: Path) -> None:
     executor = executor_for(tmp_path, worker_memory_gib=0.0002)  # 0.2 MiB: under any stage
+    # Two stages, one replica: the check is per worker, so a gang of two shows it as well as
+    # four would, and starts half the actors.
+    plan = PipelinePlan.for_workers(num_blocks=4, num_workers=2, replicas=1, micro_batches=2)
     try:
         events: list[ExecutorEvent] = []
-        executor.start(cnn_job("big", 40), placement(executor), PLANS["pipeline"])
+        executor.start(cnn_job("big", 40, workers=2), placement(executor, 2), plan)
         collect(executor, events, Finished)
         failed = [e for e in events if isinstance(e, Failed)]
         assert len(failed) == 1 and not failed[0].retryable

@@ -70,14 +70,16 @@ def test_data_parallel_exceeds_the_limit_and_pipeline_and_hybrid_fit(tmp_path: P
 def test_it_trains_to_a_real_accuracy_under_both_plans(
     tmp_path: Path, name: str, accuracy: float
 ) -> None:
-    """40 iterations of a 128-sample global batch at lr 0.01 (bench/parallel_training.py
-    measured 0.95 for hybrid and data parallelism, 0.78 for the 2BW pipeline, whose one-step
-    weight delay slows the start; the pipeline on thread ranks also lands on 0.51 in some runs:
-    its engine is not deterministic there, see the issue-16 worker notes in BENCHMARKS)."""
+    """40 iterations of a 64-sample global batch (16 per worker) at lr 0.01: 0.95 held-out
+    accuracy here, as bench/parallel_training.py measured for hybrid and data parallelism with
+    a 128-sample batch (0.78 for the 2BW pipeline, whose one-step weight delay slows the start;
+    the pipeline on thread ranks also lands on 0.51 in some runs: its engine is not
+    deterministic there, see the issue-16 worker notes in BENCHMARKS). The smaller batch halves
+    the compute of this test (~0.9 s an iteration at 32 on two cores); the claim is the same."""
     plan = PLANS[name]
 
     def body(rank: int, comm: Any) -> tuple[float | None, list[float]]:
-        trainer = build_lease_trainer(config(plan, tmp_path), comm, "cpu")
+        trainer = build_lease_trainer(config(plan, tmp_path, batch_size=16), comm, "cpu")
         losses = trainer.run(40, lambda _: None).losses
         return trainer.evaluate(None), list(losses)
 

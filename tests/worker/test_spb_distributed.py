@@ -1,8 +1,9 @@
-"""The SPB engine across real processes: gloo, torch.multiprocessing spawn, 4 ranks."""
+"""The SPB engine across real processes: gloo, torch.multiprocessing spawn, 4 ranks. The runs
+are defined in tests/worker/spb_gloo.py and executed once per session in one process group
+(fixture ``spb_gloo``); these tests check what they recorded."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,20 +11,13 @@ import torch
 from torch import Tensor
 
 from jigsaw.plan import SPBPlan, resolve_plan
-from worker.spb.launch import spawn_local
+from tests.worker.spb_gloo import STAIRCASE, STAIRCASE_STEPS, WORLD
 from worker.spb.sampler import GlobalBatchSampler
-from worker.spb.scenarios import Scenario, load_results, run_scenario, run_scenarios
 from worker.spb.trainer import TrainerConfig
 from worker.zoo import Workload, load_workload
 
 pytestmark = pytest.mark.distributed
-
-WORLD = 4
-CNN = TrainerConfig(model="digits_cnn", plan="none", batch_size=16, lr=0.05, seed=3)
-
-
-def _with(config: TrainerConfig, **changes: Any) -> TrainerConfig:
-    return TrainerConfig(**{**config.__dict__, **changes})
+Runs = dict[str, list[dict[str, Any]]]
 
 
 def load_state_vector(workload: Workload, vector: Tensor) -> None:
@@ -63,12 +57,10 @@ def reference_block_gradients(
     ]
 
 
-def test_plan_none_matches_torch_ddp(tmp_path: Path) -> None:
+def test_plan_none_matches_torch_ddp(spb_gloo: Runs) -> None:
     steps = 5
-    spb = Scenario(CNN, steps, str(tmp_path / "spb"))
-    reference = Scenario(CNN, steps, str(tmp_path / "ddp"))
-    spawn_local(run_scenarios, WORLD, [("spb", spb), ("ddp", reference)])
-    ours, ddp = load_results(tmp_path / "spb", WORLD), load_results(tmp_path / "ddp", WORLD)
+    ours, ddp = spb_gloo["none"], spb_gloo["ddp"]
+    assert len(ours[0]["states"]) == len(ddp[0]["states"]) == steps
     num_params = ddp[0]["states"][0].numel()
     for rank in range(WORLD):
         for step in range(steps):
@@ -78,11 +70,10 @@ def test_plan_none_matches_torch_ddp(tmp_path: Path) -> None:
 
 
 def test_staircase_applies_mean_over_contributors_and_keeps_replicas_identical(
-    tmp_path: Path,
+    spb_gloo: Runs,
 ) -> None:
-    config, steps = _with(CNN, plan="staircase"), 3
-    spawn_local(run_scenario, WORLD, Scenario(config, steps, str(tmp_path), record_grads=True))
-    results = load_results(tmp_path, WORLD)
+    config, steps = STAIRCASE, STAIRCASE_STEPS
+    results = spb_gloo["staircase"]
     plan = resolve_plan("staircase", WORLD, 4)
     assert results[3]["depths"] == [3] * steps
     for step in range(steps):
@@ -109,14 +100,9 @@ def test_staircase_applies_mean_over_contributors_and_keeps_replicas_identical(
     assert saved == sorted(saved, reverse=True) and len(set(saved)) == WORLD
 
 
-def test_plan_switch_mid_run_keeps_replicas_identical_and_loss_continuous(tmp_path: Path) -> None:
-    steps = 8
-    switched = Scenario(
-        CNN, steps, str(tmp_path / "switched"), switches={3: "staircase", 6: "uniform:2"}
-    )
-    steady = Scenario(CNN, steps, str(tmp_path / "steady"))
-    spawn_local(run_scenarios, WORLD, [("spb", switched), ("spb", steady)])
-    a, b = load_results(tmp_path / "switched", WORLD), load_results(tmp_path / "steady", WORLD)
+def test_plan_switch_mid_run_keeps_replicas_identical_and_loss_continuous(spb_gloo: Runs) -> None:
+    steps = 8  # switches to staircase at 3, to uniform:2 at 6
+    a, b = spb_gloo["switched"], spb_gloo["steady"]
     assert [a[r]["depths"][3] for r in range(WORLD)] == [0, 1, 2, 3]
     assert [a[r]["depths"][7] for r in range(WORLD)] == [0, 2, 2, 2]
     for step in range(steps):
@@ -129,14 +115,10 @@ def test_plan_switch_mid_run_keeps_replicas_identical_and_loss_continuous(tmp_pa
     assert a[0]["losses"][-1] < a[0]["losses"][0]
 
 
-def test_checkpoint_resume_reproduces_the_uninterrupted_run(tmp_path: Path) -> None:
-    checkpoint = str(tmp_path / "ckpt")
-    config = _with(CNN, plan="staircase")
-    switches = {5: "uniform:1"}  # pending at checkpoint time: must survive the restore
-    full = Scenario(config, 7, str(tmp_path / "full"), switches, 3, checkpoint)
-    resumed = Scenario(config, 7, str(tmp_path / "resumed"), switches, resume_from=checkpoint)
-    spawn_local(run_scenarios, WORLD, [("spb", full), ("spb", resumed)])
-    a, b = load_results(tmp_path / "full", WORLD), load_results(tmp_path / "resumed", WORLD)
+def test_checkpoint_resume_reproduces_the_uninterrupted_run(spb_gloo: Runs) -> None:
+    # 7 steps under staircase, checkpointed at 3 with a switch to uniform:1 pending at 5 (it
+    # must survive the restore); a fresh trainer resumes from that checkpoint.
+    a, b = spb_gloo["full"], spb_gloo["resumed"]
     for rank in range(WORLD):
         assert b[rank]["iterations"] == [3, 4, 5, 6]
         assert a[rank]["losses"][3:] == b[rank]["losses"]

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from worker.spb.launch import spawn_local
+from tests.worker.spb_gloo import EQUIVALENCE, EQUIVALENCE_STEPS, WORLD
 from worker.spb.scenarios import Scenario, load_results, run_scenario
 from worker.spb.thread_collectives import run_threads
-from worker.spb.trainer import TrainerConfig
 
 
 @pytest.mark.distributed
-def test_thread_group_matches_gloo_processes(tmp_path: Path) -> None:
-    config = TrainerConfig(model="digits_cnn", plan="0,1,1,3", batch_size=16, lr=0.05, seed=1)
-    steps, world = 5, 4
-    gloo = Scenario(config, steps, str(tmp_path / "gloo"))
-    threads = Scenario(config, steps, str(tmp_path / "threads"))
-    spawn_local(run_scenario, world, gloo)
+def test_thread_group_matches_gloo_processes(
+    tmp_path: Path, spb_gloo: dict[str, list[dict[str, Any]]]
+) -> None:
+    # The gloo side ran in the session's one process group (tests/worker/spb_gloo.py).
+    steps, world = EQUIVALENCE_STEPS, WORLD
+    threads = Scenario(EQUIVALENCE, steps, str(tmp_path / "threads"))
     run_threads(world, lambda rank, coll: run_scenario(rank, coll, threads))
-    a, b = load_results(tmp_path / "gloo", world), load_results(tmp_path / "threads", world)
+    a, b = spb_gloo["equivalence"], load_results(tmp_path / "threads", world)
+    assert len(a[0]["states"]) == len(b[0]["states"]) == steps
     for rank in range(world):
         for step in range(steps):
             # Only the all-reduce summation order differs between the backends.
