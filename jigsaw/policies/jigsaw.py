@@ -131,9 +131,9 @@ class JigsawPolicy(PolicyBase):
         self.config = config if config is not None else JigsawConfig()
         self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
         self._last_plan_change: dict[str, float] = {}
+        """When each running gang last changed plan in place (the churn bound)."""
         self._better: dict[str, tuple[Job, JigsawConfig, tuple[PlanOption, ...]]] = {}
         """Per running gang: the record last asked about and its :meth:`_better_plans`."""
-        """When each running gang last changed plan in place (the churn bound)."""
         self._slack = SlackOptions(
             pack_gain=self.config.pack_gain,
             host_keep=self.config.host_keep,
