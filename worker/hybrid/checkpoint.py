@@ -15,7 +15,6 @@ A resumed run continues exactly: the optimizer state is split and joined by para
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,9 @@ import torch
 
 from worker.hybrid.engine import HybridTrainer
 from worker.spb.checkpoint import (
-    META_FILE,
-    CheckpointError,
     atomic_save,
     capture_rng,
+    check_fixed_plan_meta,
     restore_rng,
     write_meta,
 )
@@ -95,17 +93,10 @@ def save_hybrid(trainer: HybridTrainer, directory: str | Path) -> None:
 def load_hybrid(trainer: HybridTrainer, directory: str | Path) -> None:
     """Restore weights, shards, optimizer, sampler, RNG and iteration (any order of ranks)."""
     path = Path(directory)
-    meta_path = path / META_FILE
-    if not meta_path.exists():
-        raise CheckpointError(f"{path} is not a complete checkpoint (no {META_FILE})")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("kind") != HYBRID_FORMAT:
-        raise CheckpointError(f"{path} is not a hybrid checkpoint (kind {meta.get('kind')!r})")
-    if meta.get("plan") != trainer.plan.describe() or meta.get("model") != trainer.config.model:
-        raise CheckpointError(
-            f"{path} holds {meta.get('model')!r} under {meta.get('plan')!r}; this job runs "
-            f"{trainer.config.model!r} under {trainer.plan.describe()!r}"
-        )
+    check_fixed_plan_meta(
+        path, kind=HYBRID_FORMAT, what="hybrid", model=trainer.config.model,
+        plan=trainer.plan.describe(),
+    )
     # weights_only=False: the files hold RNG state and plain Python objects we wrote.
     shared = torch.load(path / REPLICATED_FILE, map_location="cpu", weights_only=False)
     own = torch.load(path / shard_file(trainer.rank), map_location="cpu", weights_only=False)

@@ -11,7 +11,6 @@ Replicas of one stage hold identical weights, so one copy per stage is enough.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,9 @@ import torch
 
 from worker.pipeline.engine import PipelineTrainer
 from worker.spb.checkpoint import (
-    META_FILE,
-    CheckpointError,
     atomic_save,
     capture_rng,
+    check_fixed_plan_meta,
     rank_file,
     restore_rng,
     write_meta,
@@ -68,17 +66,10 @@ def save_pipeline(trainer: PipelineTrainer, directory: str | Path) -> None:
 
 def load_pipeline(trainer: PipelineTrainer, directory: str | Path) -> None:
     path = Path(directory)
-    meta_path = path / META_FILE
-    if not meta_path.exists():
-        raise CheckpointError(f"{path} is not a complete checkpoint (no {META_FILE})")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("kind") != PIPELINE_FORMAT:
-        raise CheckpointError(f"{path} is not a pipeline checkpoint (kind {meta.get('kind')!r})")
-    if meta.get("plan") != trainer.plan.describe() or meta.get("model") != trainer.config.model:
-        raise CheckpointError(
-            f"{path} holds {meta.get('model')!r} under {meta.get('plan')!r}; this job runs "
-            f"{trainer.config.model!r} under {trainer.plan.describe()!r}"
-        )
+    check_fixed_plan_meta(
+        path, kind=PIPELINE_FORMAT, what="pipeline", model=trainer.config.model,
+        plan=trainer.plan.describe(),
+    )
     # weights_only=False: the files hold RNG state and plain Python objects we wrote.
     state = torch.load(path / stage_file(trainer.stage), map_location="cpu", weights_only=False)
     device = trainer.device

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import HybridPlan
 from worker.hybrid import HybridConfig, HybridStepMetrics, HybridTrainer
 from worker.hybrid.checkpoint import load_hybrid, save_hybrid
@@ -80,9 +79,3 @@ class HybridLease(FixedPlanLease):
     def evaluate(self, max_samples: int | None) -> float | None:
         score = evaluate_hybrid(self.trainer, max_samples)
         return score if self.rank == 0 else None
-
-    def noise_stats(self) -> tuple[BlockNoise, ...]:
-        return ()
-
-    def close(self) -> None:
-        pass

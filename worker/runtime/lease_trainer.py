@@ -58,6 +58,12 @@ class FixedPlanLease:
             "restart it"
         )
 
+    def noise_stats(self) -> tuple[BlockNoise, ...]:
+        return ()  # no SPB contributors, so no per-block gradient noise to report
+
+    def close(self) -> None:
+        pass
+
 
 def plan_kind(plan: Plan) -> str:
     """``"spb"``, ``"pipeline"`` or ``"hybrid"`` (the union's tag)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.parallelism import PipelinePlan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.pipeline.checkpoint import load_pipeline, save_pipeline
@@ -81,9 +80,3 @@ class PipelineLease(FixedPlanLease):
     def evaluate(self, max_samples: int | None) -> float | None:
         score = evaluate_pipeline(self.trainer, max_samples)
         return score if self.rank == 0 else None
-
-    def noise_stats(self) -> tuple[BlockNoise, ...]:
-        return ()
-
-    def close(self) -> None:
-        pass
