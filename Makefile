@@ -25,6 +25,7 @@ run: install
 test: install
 	scripts/install-system-deps.sh
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy jigsaw
 	$(VENV)/bin/pytest
 
@@ -34,6 +35,7 @@ test-fast: install
 
 lint:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 typecheck:
 	$(VENV)/bin/mypy jigsaw

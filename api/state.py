@@ -16,6 +16,7 @@ from api.store import SqlStore
 if TYPE_CHECKING:
     from api.scheduler.service import SchedulerService
 
+
 @dataclass
 class AppState:
     settings: Settings

@@ -95,7 +95,10 @@ def server_cpu(pids: list[int]) -> float:
 
 
 def measure(
-    name: str, url: str | list[str], pids: list[int], make_request: RequestMaker,
+    name: str,
+    url: str | list[str],
+    pids: list[int],
+    make_request: RequestMaker,
     args: argparse.Namespace,
     headers: dict[str, str],
 ) -> dict[str, Any]:
@@ -316,9 +319,7 @@ def main() -> None:
                 wait_http(f"{urls[-1]}/healthz", replica, replica_log)
             pids = [process.pid for process in replicas]
             label = f"{args.replicas} replicas"
-            results["submit_replicas"] = measure(
-                f"submit, {label}", urls, pids, submit, args, auth
-            )
+            results["submit_replicas"] = measure(f"submit, {label}", urls, pids, submit, args, auth)
             results["status_read_replicas"] = measure(
                 f"status, {label}", urls, pids, status, args, auth
             )

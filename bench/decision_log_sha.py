@@ -32,11 +32,22 @@ def main() -> None:
             "decision_log_sha256": summary["decision_log_sha256"],
             "avg_jct_s": summary["avg_jct_s"],
             "starts_preempts_replans": [
-                summary.get("starts"), summary["preemptions"], summary["replans"]
+                summary.get("starts"),
+                summary["preemptions"],
+                summary["replans"],
             ],
         }
-    print(json.dumps({"bench": "decision_log_sha", "jobs": len(arrivals), "gpus": args.gpus,
-                      "policies": hashes}, indent=2))
+    print(
+        json.dumps(
+            {
+                "bench": "decision_log_sha",
+                "jobs": len(arrivals),
+                "gpus": args.gpus,
+                "policies": hashes,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
     parser.add_argument("--no-write", action="store_true", help="do not write calibration.json")
-    parser.add_argument("--latency", action="store_true",
-                        help="also time Oracle.predict for a 2,000-job, 1,024-GPU round")
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="also time Oracle.predict for a 2,000-job, 1,024-GPU round",
+    )
     args = parser.parse_args(argv)
 
     apps_dir = shared_dir() / "traces" / "pollux" / "apps"
@@ -129,10 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "held_out_mape_pct": {
                 "overall": overall.as_dict(),
-                **{
-                    app: per_app[app]["held_out"]
-                    for app in POLLUX_APPS
-                },
+                **{app: per_app[app]["held_out"] for app in POLLUX_APPS},
             },
             "apps": {app: fits[app].as_dict() for app in POLLUX_APPS},
             "global": globals_,

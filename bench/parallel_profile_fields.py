@@ -34,8 +34,11 @@ def augment(model: str) -> None:
     for block, out in zip(document["blocks"], outputs, strict=True):
         block["output_bytes_per_sample"] = out
         block["linear_layers"] = [
-            {"in_features": layer.in_features, "out_features": layer.out_features,
-             "bias": layer.bias}
+            {
+                "in_features": layer.in_features,
+                "out_features": layer.out_features,
+                "bias": layer.bias,
+            }
             for layer in layers
             if layer.block == block["index"]
         ]

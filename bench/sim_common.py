@@ -13,9 +13,24 @@ from jigsaw.simulator.workload import Arrival
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTED = (
-    "policy", "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s",
-    "utilization", "cluster_efficiency", "busy_efficiency", "preemptions", "replans",
-    "packed_starts", "rounds", "cycles", "stalled", "skipped_too_large", "wall_s",
+    "policy",
+    "jobs",
+    "completed",
+    "avg_jct_s",
+    "p50_jct_s",
+    "p99_jct_s",
+    "makespan_s",
+    "utilization",
+    "cluster_efficiency",
+    "busy_efficiency",
+    "preemptions",
+    "replans",
+    "packed_starts",
+    "rounds",
+    "cycles",
+    "stalled",
+    "skipped_too_large",
+    "wall_s",
 )
 
 
@@ -37,8 +52,13 @@ def prepare(
 
 
 def run_policy(
-    name: str, arrivals: list[Arrival], rates: ReferenceRate, oracle: Oracle,
-    setup: SimulationSetup, *, label: str | None = None,
+    name: str,
+    arrivals: list[Arrival],
+    rates: ReferenceRate,
+    oracle: Oracle,
+    setup: SimulationSetup,
+    *,
+    label: str | None = None,
 ) -> dict[str, Any]:
     result = replay(arrivals, name, rates, oracle, setup)
     row = {key: result.summary[key] for key in REPORTED}

@@ -65,8 +65,15 @@ from jigsaw.simulator.workload import Arrival
 BASELINES = ("fifo", "las", "maxmin")
 WINDOW_DAYS = 14
 COLUMNS = (
-    "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "utilization", "cluster_efficiency",
-    "preemptions", "replans", "packed_starts",
+    "avg_jct_s",
+    "p50_jct_s",
+    "p99_jct_s",
+    "makespan_s",
+    "utilization",
+    "cluster_efficiency",
+    "preemptions",
+    "replans",
+    "packed_starts",
 )
 
 
@@ -112,10 +119,17 @@ def workload(name: str) -> list[Workload]:
     philly = traces / "philly.csv"
     if base == "window":
         start, end = busiest_window(philly)
-        return [Workload(
-            f"window@{load:g}x", philly, 256, 8, load, (("start", start), ("end", end)),
-            f"{WINDOW_DAYS} consecutive days with the most GPU-time submitted",
-        )]
+        return [
+            Workload(
+                f"window@{load:g}x",
+                philly,
+                256,
+                8,
+                load,
+                (("start", start), ("end", end)),
+                f"{WINDOW_DAYS} consecutive days with the most GPU-time submitted",
+            )
+        ]
     if base == "philly":
         return [Workload(f"philly@{load:g}x", philly, 512, 8, load)]
     raise SystemExit(f"unknown workload {name!r}; choose pollux, pollux1..8, window, philly")
@@ -129,24 +143,34 @@ def scaled(arrivals: list[Arrival], load: float) -> list[Arrival]:
     return [replace(a, at=first + (a.at - first) / load) for a in arrivals]
 
 
-def prepared(spec: Workload, setup: SimulationSetup, oracle: Oracle) -> tuple[
-    ReferenceRate, list[Arrival]
-]:
+def prepared(
+    spec: Workload, setup: SimulationSetup, oracle: Oracle
+) -> tuple[ReferenceRate, list[Arrival]]:
     jobs = load_jobs(spec.trace, setup, oracle, **dict(spec.window))
     rates, arrivals = make_rates(jobs, setup, oracle)
     return rates, scaled(arrivals, spec.load)
 
 
 def run_row(
-    label: str, policy: str, arrivals: list[Arrival], rates: ReferenceRate, oracle: Oracle,
-    setup: SimulationSetup, options: dict[str, Any],
+    label: str,
+    policy: str,
+    arrivals: list[Arrival],
+    rates: ReferenceRate,
+    oracle: Oracle,
+    setup: SimulationSetup,
+    options: dict[str, Any],
 ) -> dict[str, Any]:
     cluster = Cluster.uniform(
-        setup.gpus, setup.gpus_per_node, gpu_memory_bytes=oracle.hardware.memory_bytes,
+        setup.gpus,
+        setup.gpus_per_node,
+        gpu_memory_bytes=oracle.hardware.memory_bytes,
         gpu_type=oracle.hardware.name,
     )
     replay = Replay(
-        arrivals, make_policy(policy, oracle, **options), rates, cluster,
+        arrivals,
+        make_policy(policy, oracle, **options),
+        rates,
+        cluster,
         ReplayOptions(round_s=setup.round_s, overheads=setup.overheads),
     )
     started = time.perf_counter()
@@ -156,9 +180,9 @@ def run_row(
     row.update({key: summary[key] for key in COLUMNS})
     busy = result.timeline.area_until(result.last_finish)
     guest = replay.executor.guest_gpu_seconds
-    job_hours = math.fsum(
-        j.attained_gpu_seconds / j.spec.workers for j in result.store.all_jobs()
-    ) / 3600.0
+    job_hours = (
+        math.fsum(j.attained_gpu_seconds / j.spec.workers for j in result.store.all_jobs()) / 3600.0
+    )
     row["replans_per_job_hour"] = summary["replans"] / job_hours if job_hours > 0 else 0.0
     row["guest_gpu_s"] = guest
     row["guest_compute_gpu_s"] = replay.executor.guest_compute_seconds
@@ -175,9 +199,11 @@ def ceiling_gpu_s(
     catalog = PlanCatalog(oracle)
     total = work = 0.0
     for arrival in arrivals:
-        work += arrival.spec.iterations / rates.reference_rate(
-            Job(arrival.job_id, arrival.spec, submitted_at=arrival.at)
-        ) * arrival.spec.workers
+        work += (
+            arrival.spec.iterations
+            / rates.reference_rate(Job(arrival.job_id, arrival.spec, submitted_at=arrival.at))
+            * arrival.spec.workers
+        )
         spec = arrival.spec
         if spec.workers < 2 or not spec.plan_request.is_auto:
             continue
@@ -199,22 +225,38 @@ def ceiling_gpu_s(
     return total, work
 
 
-ROWS = ("fifo", "las", "maxmin", "jigsaw", "jigsaw-other", "jigsaw-nopack", "jigsaw-noguard",
-        "jigsaw-eta1")
+ROWS = (
+    "fifo",
+    "las",
+    "maxmin",
+    "jigsaw",
+    "jigsaw-other",
+    "jigsaw-nopack",
+    "jigsaw-noguard",
+    "jigsaw-eta1",
+)
 """Row names for ``--rows``; ``jigsaw-other`` is jigsaw with the other fairness guard."""
 
 
 def run_workload(
     spec: Workload, round_s: float, eta: str = "table", rows_wanted: tuple[str, ...] = ROWS
 ) -> dict[str, Any]:
-    setup = SimulationSetup(gpus=spec.gpus, gpus_per_node=spec.gpus_per_node, round_s=round_s,
-                            eta=eta, curves_dir=shared_traces() / "pollux" / "apps")
+    setup = SimulationSetup(
+        gpus=spec.gpus,
+        gpus_per_node=spec.gpus_per_node,
+        round_s=round_s,
+        eta=eta,
+        curves_dir=shared_traces() / "pollux" / "apps",
+    )
     oracle = make_oracle(setup)
     rates, arrivals = prepared(spec, setup, oracle)
     default = JigsawConfig()
     other = next(b for b in BASES if b != default.base)
-    rows = [run_row(p, p, arrivals, rates, oracle, setup, {})
-            for p in (*BASELINES, "jigsaw") if p in rows_wanted]
+    rows = [
+        run_row(p, p, arrivals, rates, oracle, setup, {})
+        for p in (*BASELINES, "jigsaw")
+        if p in rows_wanted
+    ]
     ablations = {
         "jigsaw-other": (f"jigsaw-{other}", {"config": JigsawConfig(base=other)}),
         "jigsaw-nopack": ("jigsaw-nopack", {"config": JigsawConfig(packing=False)}),
@@ -238,7 +280,8 @@ def run_workload(
         "selection": dict(spec.window),
         "rule": spec.rule,
         "jobs": len(arrivals),
-        "eta_source": curve_eta_source(rates) if isinstance(rates, CurveEtaRate)
+        "eta_source": curve_eta_source(rates)
+        if isinstance(rates, CurveEtaRate)
         else oracle.efficiency.origin,
         "results": rows,
         "ceiling": {"spb_freeable_gpu_s": ceiling, "work_gpu_s": work},
@@ -271,23 +314,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="pollux")
     parser.add_argument("--round-seconds", type=float, default=60.0)
-    parser.add_argument("--eta", choices=("table", "curve"), default="table",
-                        help="eta the gangs progress at: the oracle's table or the Pollux "
-                             "application curves over training")
-    parser.add_argument("--rows", default=",".join(ROWS),
-                        help=f"comma-separated subset of {', '.join(ROWS)} (default: all)")
+    parser.add_argument(
+        "--eta",
+        choices=("table", "curve"),
+        default="table",
+        help="eta the gangs progress at: the oracle's table or the Pollux "
+        "application curves over training",
+    )
+    parser.add_argument(
+        "--rows",
+        default=",".join(ROWS),
+        help=f"comma-separated subset of {', '.join(ROWS)} (default: all)",
+    )
     args = parser.parse_args()
     rows_wanted = tuple(r.strip() for r in args.rows.split(",") if r.strip())
     unknown = sorted(set(rows_wanted) - set(ROWS))
     if unknown:
         parser.error(f"unknown rows {', '.join(unknown)}; choose from {', '.join(ROWS)}")
-    specs = [w for name in args.workloads.split(",") if name.strip()
-             for w in workload(name.strip())]
+    specs = [
+        w for name in args.workloads.split(",") if name.strip() for w in workload(name.strip())
+    ]
     started = time.perf_counter()
     report = [run_workload(spec, args.round_seconds, args.eta, rows_wanted) for spec in specs]
-    print(json.dumps({"bench": "sim_gain", "round_s": args.round_seconds, "eta": args.eta,
-                      "rows": list(rows_wanted),
-                      "wall_s": time.perf_counter() - started, "workloads": report}, indent=2))
+    print(
+        json.dumps(
+            {
+                "bench": "sim_gain",
+                "round_s": args.round_seconds,
+                "eta": args.eta,
+                "rows": list(rows_wanted),
+                "wall_s": time.perf_counter() - started,
+                "workloads": report,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

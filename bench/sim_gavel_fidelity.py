@@ -19,8 +19,14 @@ from sim_common import shared_traces
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.semantics import GAVEL
 
-CASES = (("small_test", 4), ("small_test", 16), ("max_min_fairness", 4),
-         ("max_min_fairness", 16), ("max_min_fairness", 64), ("generated_2000", 64))
+CASES = (
+    ("small_test", 4),
+    ("small_test", 16),
+    ("max_min_fairness", 4),
+    ("max_min_fairness", 16),
+    ("max_min_fairness", 64),
+    ("generated_2000", 64),
+)
 
 
 def main() -> None:
@@ -35,8 +41,11 @@ def main() -> None:
     for case in args.cases.split(","):
         name, gpus = case.split(":")
         setup = SimulationSetup(
-            gpus=int(gpus), gpus_per_node=args.gpus_per_node, round_s=GAVEL.round_s,
-            throughputs=traces / "simulation_throughputs.json", worker_type="v100",
+            gpus=int(gpus),
+            gpus_per_node=args.gpus_per_node,
+            round_s=GAVEL.round_s,
+            throughputs=traces / "simulation_throughputs.json",
+            worker_type="v100",
         )
         oracle = make_oracle(setup)
         trace = traces / f"{name}.trace"
@@ -50,7 +59,8 @@ def main() -> None:
                 "p50_jct_s": round(summary["p50_jct_s"], 1),
                 "makespan_s": round(summary["makespan_s"], 1),
                 "utilization": round(summary["utilization"], 3),
-                "completed": summary["completed"], "preemptions": summary["preemptions"],
+                "completed": summary["completed"],
+                "preemptions": summary["preemptions"],
                 "wall_s": round(summary["wall_s"], 2),
             }
         if {"fifo", "maxmin"} <= set(row):
@@ -58,11 +68,20 @@ def main() -> None:
             assert isinstance(fifo, dict) and isinstance(maxmin, dict)
             row["maxmin_over_fifo"] = round(maxmin["avg_jct_s"] / fifo["avg_jct_s"], 3)
         rows.append(row)
-    print(json.dumps({
-        "bench": "sim_gavel_fidelity", "semantics": "gavel", "worker_type": "v100",
-        "round_s": GAVEL.round_s, "gpus_per_node": args.gpus_per_node,
-        "wall_s": round(time.perf_counter() - started, 1), "rows": rows,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "bench": "sim_gavel_fidelity",
+                "semantics": "gavel",
+                "worker_type": "v100",
+                "round_s": GAVEL.round_s,
+                "gpus_per_node": args.gpus_per_node,
+                "wall_s": round(time.perf_counter() - started, 1),
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,19 +47,25 @@ def workload(num_jobs: int, cluster: Cluster, seed: int, oracle: Oracle) -> list
         placement = compact_placement(free, workers) if index % 2 == 0 else None
         if placement is not None:
             take(free, placement)
-            job, _ = transition(job, JobState.ADMITTED, reason="bench", at=submitted,
-                                actor="bench", placement=placement,
-                                plan=full_backprop(workers, oracle.num_blocks(model)))
-            job, _ = transition(job, JobState.RUNNING, reason="bench", at=submitted,
-                                actor="bench")
+            job, _ = transition(
+                job,
+                JobState.ADMITTED,
+                reason="bench",
+                at=submitted,
+                actor="bench",
+                placement=placement,
+                plan=full_backprop(workers, oracle.num_blocks(model)),
+            )
+            job, _ = transition(job, JobState.RUNNING, reason="bench", at=submitted, actor="bench")
         else:
             job = replace(job, attained_gpu_seconds=rng.choice([0.0, 0.0, 5_000.0, 50_000.0]))
         jobs.append(job)
     return jobs
 
 
-def time_rounds(name: str, oracle: Oracle, cluster: Cluster, jobs: list[Job], rounds: int,
-                round_s: float) -> list[float]:
+def time_rounds(
+    name: str, oracle: Oracle, cluster: Cluster, jobs: list[Job], rounds: int, round_s: float
+) -> list[float]:
     policy = make_policy(name, oracle)
     latencies = []
     for round_index in range(rounds + 1):
@@ -104,15 +110,24 @@ def main() -> None:
         for name in ("jigsaw", "las")
     }
     running = sum(job.state.holds_resources for job in jobs)
-    print(json.dumps({
-        "bench": "sim_round_latency",
-        "jobs": args.jobs, "running": running, "waiting": args.jobs - running,
-        "gpus": args.gpus, "rounds": rounds,
-        "jigsaw": results["jigsaw"], "las": results["las"],
-        "ratio_p50_jigsaw_over_las": results["jigsaw"]["p50_ms"] / results["las"]["p50_ms"],
-        "target_ms": TARGET_MS,
-        "meets_target": results["jigsaw"]["p99_ms"] <= TARGET_MS,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "bench": "sim_round_latency",
+                "jobs": args.jobs,
+                "running": running,
+                "waiting": args.jobs - running,
+                "gpus": args.gpus,
+                "rounds": rounds,
+                "jigsaw": results["jigsaw"],
+                "las": results["las"],
+                "ratio_p50_jigsaw_over_las": results["jigsaw"]["p50_ms"] / results["las"]["p50_ms"],
+                "target_ms": TARGET_MS,
+                "meets_target": results["jigsaw"]["p99_ms"] <= TARGET_MS,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

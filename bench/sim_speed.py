@@ -47,15 +47,23 @@ def main() -> None:
         )
         rows[name] = row
     fifo_wall = rows.get("fifo", {}).get("wall_s")
-    print(json.dumps({
-        "bench": "sim_speed", "trace": "philly.csv", "jobs": len(arrivals), "gpus": args.gpus,
-        "load_s": load_s,
-        "wall_s": {name: row["wall_s"] for name, row in rows.items()},
-        "wall_ratio_vs_fifo": {
-            name: row["wall_s"] / fifo_wall for name, row in rows.items() if fifo_wall
-        },
-        "results": rows,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "bench": "sim_speed",
+                "trace": "philly.csv",
+                "jobs": len(arrivals),
+                "gpus": args.gpus,
+                "load_s": load_s,
+                "wall_s": {name: row["wall_s"] for name, row in rows.items()},
+                "wall_ratio_vs_fifo": {
+                    name: row["wall_s"] / fifo_wall for name, row in rows.items() if fifo_wall
+                },
+                "results": rows,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

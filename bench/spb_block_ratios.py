@@ -53,26 +53,80 @@ class StandIn:
 
 
 STAND_INS = (
-    StandIn("ncf", "mlp", "sklearn-digits",
-             "NCF is embeddings + an MLP; the zoo's MLP is the closest dense network",
-             240, 40, 10, 32, "sgd", 0.05),
-    StandIn("yolov3", "digits_cnn", "sklearn-digits",
-             "YOLOv3 is a convolutional detector; digits_cnn is the conv net cheap enough on "
-             "CPU (resnet18_32 already stands in for cifar10)",
-             240, 40, 10, 32, "sgd", 0.05),
-    StandIn("cifar10", "resnet18_32", "sklearn-digits",
-             "Pollux's cifar10 application trains ResNet-18 on 32x32 images",
-             60, 20, 5, 16, "sgd", 0.05),
-    StandIn("imagenet", "resnet18_32", "sklearn-digits",
-             "ImageNet trains ResNet-50; resnet50_32 is too slow on the 2 shared CPU cores, so "
-             "the ResNet-18 split is used (same 4-stage residual layout)",
-             0, 0, 0, 16, "sgd", 0.05),
-    StandIn("bert", "gpt_small", "pydoc-topics-text",
-             "BERT is a transformer; gpt_small is the zoo's transformer",
-             100, 20, 5, 8, "adamw", 3e-3),
-    StandIn("deepspeech2", "worker.zoo.examples.char_lstm:build", "pydoc-topics-text",
-             "DeepSpeech2 is a recurrent network; char_lstm is the zoo's RNN",
-             200, 40, 10, 8, "adamw", 3e-3),
+    StandIn(
+        "ncf",
+        "mlp",
+        "sklearn-digits",
+        "NCF is embeddings + an MLP; the zoo's MLP is the closest dense network",
+        240,
+        40,
+        10,
+        32,
+        "sgd",
+        0.05,
+    ),
+    StandIn(
+        "yolov3",
+        "digits_cnn",
+        "sklearn-digits",
+        "YOLOv3 is a convolutional detector; digits_cnn is the conv net cheap enough on "
+        "CPU (resnet18_32 already stands in for cifar10)",
+        240,
+        40,
+        10,
+        32,
+        "sgd",
+        0.05,
+    ),
+    StandIn(
+        "cifar10",
+        "resnet18_32",
+        "sklearn-digits",
+        "Pollux's cifar10 application trains ResNet-18 on 32x32 images",
+        60,
+        20,
+        5,
+        16,
+        "sgd",
+        0.05,
+    ),
+    StandIn(
+        "imagenet",
+        "resnet18_32",
+        "sklearn-digits",
+        "ImageNet trains ResNet-50; resnet50_32 is too slow on the 2 shared CPU cores, so "
+        "the ResNet-18 split is used (same 4-stage residual layout)",
+        0,
+        0,
+        0,
+        16,
+        "sgd",
+        0.05,
+    ),
+    StandIn(
+        "bert",
+        "gpt_small",
+        "pydoc-topics-text",
+        "BERT is a transformer; gpt_small is the zoo's transformer",
+        100,
+        20,
+        5,
+        8,
+        "adamw",
+        3e-3,
+    ),
+    StandIn(
+        "deepspeech2",
+        "worker.zoo.examples.char_lstm:build",
+        "pydoc-topics-text",
+        "DeepSpeech2 is a recurrent network; char_lstm is the zoo's RNN",
+        200,
+        40,
+        10,
+        8,
+        "adamw",
+        3e-3,
+    ),
 )
 """``iterations == 0``: the app reuses the ratios measured for the same model above."""
 
@@ -80,9 +134,14 @@ STAND_INS = (
 def measure(stand_in: StandIn, seed: int = 0) -> dict[str, Any]:
     torch.set_num_threads(1)
     config = TrainerConfig(
-        model=stand_in.model, plan="none", batch_size=stand_in.batch_size,
-        optimizer="adamw" if stand_in.optimizer == "adamw" else "sgd", lr=stand_in.lr,
-        momentum=0.9, seed=seed, measure_activations=False,
+        model=stand_in.model,
+        plan="none",
+        batch_size=stand_in.batch_size,
+        optimizer="adamw" if stand_in.optimizer == "adamw" else "sgd",
+        lr=stand_in.lr,
+        momentum=0.9,
+        seed=seed,
+        measure_activations=False,
     )
     data = load_workload(stand_in.model).make_data()
     started = time.perf_counter()
@@ -92,8 +151,11 @@ def measure(stand_in: StandIn, seed: int = 0) -> dict[str, Any]:
         reads: list[list[tuple[float, float]]] = []
         while trainer.iteration < stand_in.iterations:
             trainer.step()
-            if (rank == 0 and trainer.iteration >= stand_in.warmup
-                    and trainer.iteration % stand_in.every == 0):
+            if (
+                rank == 0
+                and trainer.iteration >= stand_in.warmup
+                and trainer.iteration % stand_in.every == 0
+            ):
                 stats = sorted(trainer.noise_stats(), key=lambda s: s.block)
                 reads.append([(s.grad_sqr, s.grad_var) for s in stats])
         return reads
@@ -151,21 +213,27 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if stand_in.iterations == 0:
             source = by_model.get(stand_in.model) or next(
-                (a for a in apps.values() if a["model"] == stand_in.model), None)
+                (a for a in apps.values() if a["model"] == stand_in.model), None
+            )
             if source is None:
                 continue
-            apps[stand_in.app] = {**source, "why": stand_in.why,
-                                  "reused_from": "measurement of the same model"}
+            apps[stand_in.app] = {
+                **source,
+                "why": stand_in.why,
+                "reused_from": "measurement of the same model",
+            }
         else:
             apps[stand_in.app] = by_model[stand_in.model] = measure(stand_in)
-        print(f"{stand_in.app}: {apps[stand_in.app]['grad_sqr']} "
-              f"{apps[stand_in.app]['grad_var']}", file=sys.stderr)
+        print(
+            f"{stand_in.app}: {apps[stand_in.app]['grad_sqr']} {apps[stand_in.app]['grad_var']}",
+            file=sys.stderr,
+        )
     result = {
         "what": "each block's share of the whole model's grad_sqr and grad_var, per Pollux "
-                "application, measured on a zoo stand-in; taken as constant over training",
+        "application, measured on a zoo stand-in; taken as constant over training",
         "how": "bench/spb_block_ratios.py: 4-worker full-backprop SPBTrainer run (in-process "
-               "collectives) on real data; the engine's smoothed per-block statistics read "
-               "every `every` iterations after `warmup`; shares averaged over the reads",
+        "collectives) on real data; the engine's smoothed per-block statistics read "
+        "every `every` iterations after `warmup`; shares averaged over the reads",
         "provenance": provenance(),
         "apps": dict(sorted(apps.items())),
     }

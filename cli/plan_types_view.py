@@ -17,8 +17,16 @@ def plan_types_view(plan_types: dict[str, Any] | None) -> RenderableType:
     if not plan_types:
         return Text("  data parallel: no model profile to predict other plan types", style="dim")
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("", "TYPE", "PLAN", "ITERATION", "SAMPLES/S", "MEMORY/WORKER", "SENT/WORKER",
-                   "FITS"):
+    for column in (
+        "",
+        "TYPE",
+        "PLAN",
+        "ITERATION",
+        "SAMPLES/S",
+        "MEMORY/WORKER",
+        "SENT/WORKER",
+        "FITS",
+    ):
         table.add_column(column, no_wrap=column != "PLAN")
     for alternative in plan_types.get("alternatives", []):
         table.add_row(

@@ -60,8 +60,10 @@ def simulate(
     end: Annotated[str | None, typer.Option(help="Philly window end date (exclusive).")] = None,
     round_seconds: Annotated[
         float | None,
-        typer.Option(help="Scheduling round length (default: 360 s for Gavel traces with "
-                     "--throughputs, 60 s otherwise)."),
+        typer.Option(
+            help="Scheduling round length (default: 360 s for Gavel traces with "
+            "--throughputs, 60 s otherwise)."
+        ),
     ] = None,
     throughputs: Annotated[
         Path | None, typer.Option(help="Gavel simulation_throughputs.json (Gavel traces).")
@@ -156,8 +158,7 @@ def _run(
         def advance(done: int, _total: int, _now: float) -> None:
             bar.update(task, completed=done)
 
-        return replay(
-            arrivals, name, rates, oracle, setup, semantics=semantics, progress=advance)
+        return replay(arrivals, name, rates, oracle, setup, semantics=semantics, progress=advance)
 
 
 def _print_table(summaries: list[dict[str, Any]], semantics: Semantics) -> None:

@@ -81,4 +81,3 @@ class Cluster:
     def with_node_alive(self, index: int) -> Cluster:
         nodes = tuple(replace(n, alive=True) if n.index == index else n for n in self.nodes)
         return Cluster(nodes)
-

@@ -293,8 +293,12 @@ class SchedulingCycle:
                 why = f"{reason} (preempted by {by})" if by else reason
                 if by:
                     self._move(
-                        job, JobState.PREEMPTED, why, now,
-                        code=ReasonCode.PREEMPTED_BY, preempted_by=by,
+                        job,
+                        JobState.PREEMPTED,
+                        why,
+                        now,
+                        code=ReasonCode.PREEMPTED_BY,
+                        preempted_by=by,
                     )
                 else:
                     self._move(job, JobState.PREEMPTED, why, now)

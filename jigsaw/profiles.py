@@ -24,8 +24,17 @@ MEASURED = "measured"
 ANALYTIC = "analytic default"
 
 ZOO_MODELS = (
-    "mlp", "digits_cnn", "resnet18_32", "resnet18_224", "resnet50_32", "resnet50_224",
-    "vgg16_32", "vgg16_224", "gpt_small", "vgg16_32_fc", "digits_wide_mlp",
+    "mlp",
+    "digits_cnn",
+    "resnet18_32",
+    "resnet18_224",
+    "resnet50_32",
+    "resnet50_224",
+    "vgg16_32",
+    "vgg16_224",
+    "gpt_small",
+    "vgg16_32_fc",
+    "digits_wide_mlp",
 )
 POLLUX_APPS = ("cifar10", "imagenet", "bert", "deepspeech2", "ncf", "yolov3")
 
@@ -111,54 +120,136 @@ _TRANSFORMER_ACTS = (0.24, 0.24, 0.24, 0.28)
 
 _ANALYTIC: dict[str, _AnalyticSpec] = {
     "mlp": _AnalyticSpec(
-        0.0000845, 0.0426, 0.002, (0.195, 0.388, 0.388, 0.029), (0.195, 0.387, 0.387, 0.031),
-        (0.25, 0.25, 0.25, 0.25), 64,
-        "docs/MODELS.md: 64-128-128-128-10 MLP on sklearn digits, one Linear per block"),
+        0.0000845,
+        0.0426,
+        0.002,
+        (0.195, 0.388, 0.388, 0.029),
+        (0.195, 0.387, 0.387, 0.031),
+        (0.25, 0.25, 0.25, 0.25),
+        64,
+        "docs/MODELS.md: 64-128-128-128-10 MLP on sklearn digits, one Linear per block",
+    ),
     "digits_cnn": _AnalyticSpec(
-        0.00127, 0.058, 0.03, (0.015, 0.465, 0.465, 0.055), (0.003, 0.08, 0.32, 0.597),
-        (0.4, 0.35, 0.2, 0.05), 64,
-        "docs/MODELS.md: conv1 | conv2+pool | conv3+pool | classifier on 1x8x8 digits"),
+        0.00127,
+        0.058,
+        0.03,
+        (0.015, 0.465, 0.465, 0.055),
+        (0.003, 0.08, 0.32, 0.597),
+        (0.4, 0.35, 0.2, 0.05),
+        64,
+        "docs/MODELS.md: conv1 | conv2+pool | conv3+pool | classifier on 1x8x8 digits",
+    ),
     "resnet18_32": _AnalyticSpec(
-        1.11, 11.17, 5.0, _CNN_FLOPS, _CNN_PARAMS, _CNN_ACTS, 128,
-        "CIFAR ResNet-18: 0.556 GMACs, 11.17M params (He et al. 2016; kuangliu/pytorch-cifar)"),
+        1.11,
+        11.17,
+        5.0,
+        _CNN_FLOPS,
+        _CNN_PARAMS,
+        _CNN_ACTS,
+        128,
+        "CIFAR ResNet-18: 0.556 GMACs, 11.17M params (He et al. 2016; kuangliu/pytorch-cifar)",
+    ),
     "resnet18_224": _AnalyticSpec(
-        3.64, 11.69, 40.0, _CNN_FLOPS, _CNN_PARAMS, _CNN_ACTS, 64,
-        "torchvision ResNet-18@224: 1.82 GMACs, 11.69M params"),
+        3.64,
+        11.69,
+        40.0,
+        _CNN_FLOPS,
+        _CNN_PARAMS,
+        _CNN_ACTS,
+        64,
+        "torchvision ResNet-18@224: 1.82 GMACs, 11.69M params",
+    ),
     "resnet50_32": _AnalyticSpec(
-        2.60, 23.52, 25.0, _CNN_FLOPS, _CNN_PARAMS, _CNN_ACTS, 128,
-        "CIFAR ResNet-50 (3x3 stem, no max-pool): 1.30 GMACs, 23.5M params"),
+        2.60,
+        23.52,
+        25.0,
+        _CNN_FLOPS,
+        _CNN_PARAMS,
+        _CNN_ACTS,
+        128,
+        "CIFAR ResNet-50 (3x3 stem, no max-pool): 1.30 GMACs, 23.5M params",
+    ),
     "resnet50_224": _AnalyticSpec(
-        8.2, 25.56, 100.0, _CNN_FLOPS, _CNN_PARAMS, _CNN_ACTS, 32,
-        "torchvision ResNet-50@224: 4.1 GMACs, 25.56M params"),
+        8.2,
+        25.56,
+        100.0,
+        _CNN_FLOPS,
+        _CNN_PARAMS,
+        _CNN_ACTS,
+        32,
+        "torchvision ResNet-50@224: 4.1 GMACs, 25.56M params",
+    ),
     "vgg16_32": _AnalyticSpec(
-        0.627, 14.7, 3.0, (0.127, 0.181, 0.302, 0.302, 0.088),
-        (0.003, 0.015, 0.100, 0.401, 0.481), (0.5, 0.25, 0.13, 0.08, 0.04), 128,
-        "VGG-16-BN on 32x32: 0.313 GMACs, 14.7M params; one conv stage per block"),
+        0.627,
+        14.7,
+        3.0,
+        (0.127, 0.181, 0.302, 0.302, 0.088),
+        (0.003, 0.015, 0.100, 0.401, 0.481),
+        (0.5, 0.25, 0.13, 0.08, 0.04),
+        128,
+        "VGG-16-BN on 32x32: 0.313 GMACs, 14.7M params; one conv stage per block",
+    ),
     "vgg16_224": _AnalyticSpec(
-        30.9, 138.4, 110.0, (0.125, 0.179, 0.299, 0.299, 0.098),
-        (0.0003, 0.0016, 0.0107, 0.0426, 0.9448), (0.45, 0.25, 0.16, 0.09, 0.05), 32,
-        "torchvision VGG-16@224: 15.5 GMACs, 138.4M params; conv stages 1-5, fc in block 5"),
+        30.9,
+        138.4,
+        110.0,
+        (0.125, 0.179, 0.299, 0.299, 0.098),
+        (0.0003, 0.0016, 0.0107, 0.0426, 0.9448),
+        (0.45, 0.25, 0.16, 0.09, 0.05),
+        32,
+        "torchvision VGG-16@224: 15.5 GMACs, 138.4M params; conv stages 1-5, fc in block 5",
+    ),
     "gpt_small": _AnalyticSpec(
-        0.114, 0.87, 3.6, _TRANSFORMER_FLOPS, (0.274, 0.226, 0.226, 0.274),
-        _TRANSFORMER_ACTS, 32,
+        0.114,
+        0.87,
+        3.6,
+        _TRANSFORMER_FLOPS,
+        (0.274, 0.226, 0.226, 0.274),
+        _TRANSFORMER_ACTS,
+        32,
         "docs/MODELS.md: 4-layer byte-level GPT (d=128, 64 tokens, 0.87M params), "
-        "one layer per block"),
+        "one layer per block",
+    ),
     "bert": _AnalyticSpec(
-        68.0, 109.5, 660.0, _TRANSFORMER_FLOPS, (0.412, 0.196, 0.196, 0.196),
-        _TRANSFORMER_ACTS, 12,
-        "BERT-base fine-tuning on SQuAD at 384 tokens (Pollux 'bert'): 110M params"),
+        68.0,
+        109.5,
+        660.0,
+        _TRANSFORMER_FLOPS,
+        (0.412, 0.196, 0.196, 0.196),
+        _TRANSFORMER_ACTS,
+        12,
+        "BERT-base fine-tuning on SQuAD at 384 tokens (Pollux 'bert'): 110M params",
+    ),
     "deepspeech2": _AnalyticSpec(
-        35.0, 86.7, 300.0, (0.30, 0.30, 0.27, 0.13), (0.003, 0.415, 0.388, 0.194),
-        (0.4, 0.25, 0.23, 0.12), 20,
-        "DeepSpeech2 (2 conv + 5 bi-LSTM x 1024, deepspeech.pytorch defaults); FLOPs rough"),
+        35.0,
+        86.7,
+        300.0,
+        (0.30, 0.30, 0.27, 0.13),
+        (0.003, 0.415, 0.388, 0.194),
+        (0.4, 0.25, 0.23, 0.12),
+        20,
+        "DeepSpeech2 (2 conv + 5 bi-LSTM x 1024, deepspeech.pytorch defaults); FLOPs rough",
+    ),
     "ncf": _AnalyticSpec(
-        0.00002, 0.40, 0.002, (0.1, 0.45, 0.4, 0.05), (0.97, 0.02, 0.009, 0.001),
-        (0.5, 0.3, 0.15, 0.05), 256,
-        "NeuMF (GMF + MLP 64-32-16-8, factor 8) on MovieLens-1M; embeddings in block 1"),
+        0.00002,
+        0.40,
+        0.002,
+        (0.1, 0.45, 0.4, 0.05),
+        (0.97, 0.02, 0.009, 0.001),
+        (0.5, 0.3, 0.15, 0.05),
+        256,
+        "NeuMF (GMF + MLP 64-32-16-8, factor 8) on MovieLens-1M; embeddings in block 1",
+    ),
     "yolov3": _AnalyticSpec(
-        65.9, 61.9, 400.0, (0.25, 0.25, 0.25, 0.25), (0.08, 0.57, 0.25, 0.10),
-        _CNN_ACTS, 8,
-        "YOLOv3-416 (Darknet-53): 65.9 GFLOPs, 61.9M params (Redmon & Farhadi 2018)"),
+        65.9,
+        61.9,
+        400.0,
+        (0.25, 0.25, 0.25, 0.25),
+        (0.08, 0.57, 0.25, 0.10),
+        _CNN_ACTS,
+        8,
+        "YOLOv3-416 (Darknet-53): 65.9 GFLOPs, 61.9M params (Redmon & Farhadi 2018)",
+    ),
 }
 
 ANALYTIC_MODELS = tuple(_ANALYTIC)
@@ -220,9 +311,7 @@ def parse_profile(data: Any, path: str) -> ModelProfile:
     if declared != len(blocks):
         raise InvalidSpecError(f"{path}: num_blocks is {declared} but {len(blocks)} blocks listed")
     batch = data.get("profiled_batch_size")
-    default_batch = (
-        _ANALYTIC[model].default_batch_size if model in _ANALYTIC else int(batch or 32)
-    )
+    default_batch = _ANALYTIC[model].default_batch_size if model in _ANALYTIC else int(batch or 32)
     device = data.get("device")
     provenance = f"{path} ({data.get('command', 'unknown command')}, {data.get('created', '?')})"
     return ModelProfile(
@@ -253,7 +342,8 @@ def _parse_block(raw: Any, path: str) -> BlockProfile:
         forward_time_s_per_sample=optional("forward_time_s_per_sample"),
         backward_time_s_per_sample=optional("backward_time_s_per_sample"),
         output_bytes_per_sample=(
-            None if raw.get("output_bytes_per_sample") is None
+            None
+            if raw.get("output_bytes_per_sample") is None
             else int(number("output_bytes_per_sample"))
         ),
         linear_layers=_parse_linear_layers(raw.get("linear_layers") or [], path, raw),
@@ -273,8 +363,9 @@ def _parse_linear_layers(
         sizes = (layer.get("in_features"), layer.get("out_features"))
         if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes):
             raise InvalidSpecError(f"{where}: in_features and out_features must be >= 1")
-        layers.append((int(layer["in_features"]), int(layer["out_features"]),
-                       bool(layer.get("bias", True))))
+        layers.append(
+            (int(layer["in_features"]), int(layer["out_features"]), bool(layer.get("bias", True)))
+        )
     return tuple(layers)
 
 

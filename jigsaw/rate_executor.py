@@ -280,7 +280,8 @@ class RateDrivenExecutor:
         if self._sliced is None:
             return {}
         sharing = {
-            job_id for job_id in job_ids
+            job_id
+            for job_id in job_ids
             if any(len(self._gpu_jobs[gpu]) > 1 for gpu in self._gangs[job_id].load)
         }
         if not sharing:

@@ -56,9 +56,7 @@ class Snapshot:
     def occupants(self) -> Mapping[GpuId, tuple[tuple[str, int], ...]]:
         """Per GPU of a live node, the (job id, rank) pairs placed on it. Computed on demand:
         most policies need only :meth:`free_gpus`."""
-        occupants: dict[GpuId, list[tuple[str, int]]] = {
-            gpu: [] for gpu in self.cluster.gpu_ids()
-        }
+        occupants: dict[GpuId, list[tuple[str, int]]] = {gpu: [] for gpu in self.cluster.gpu_ids()}
         for job in self.running:
             for rank, gpu in enumerate(job.placement):
                 if gpu in occupants:

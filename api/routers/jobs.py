@@ -120,9 +120,7 @@ def list_jobs(
     total = state.store.count_jobs(states=states, user=user, queue=queue)
     losses = Telemetry(state.engine).last_losses([job.id for job in found])
     return JobList(
-        items=[
-            job_public(job, losses.get(job.id), eta_public(job, state.oracle)) for job in found
-        ],
+        items=[job_public(job, losses.get(job.id), eta_public(job, state.oracle)) for job in found],
         total=total,
         limit=limit,
         offset=offset,
@@ -140,9 +138,7 @@ def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
     # Serialized once here; returning a Response skips FastAPI's second validation pass.
     eta = eta_public(job, state.oracle)
     plan_types = plan_types_public(job.spec, state.oracle)
-    return json_response(
-        job_json(job, jobs_service.last_loss(state, job), eta, plan_types), 200
-    )
+    return json_response(job_json(job, jobs_service.last_loss(state, job), eta, plan_types), 200)
 
 
 def json_response(body: bytes, status: int, *, replayed: bool = False) -> Response:

@@ -36,8 +36,20 @@ from jigsaw.oracle.fitting import least_squares
 Array = NDArray[np.float64]
 
 PARAMETER_NAMES = (
-    "alpha_c", "beta_c", "kappa", "lambda_intra", "s_intra", "lambda_inter", "s_inter",
-    "nic_sharing", "overlap", "smoothness", "straggler", "node_straggler", "tail", "floor",
+    "alpha_c",
+    "beta_c",
+    "kappa",
+    "lambda_intra",
+    "s_intra",
+    "lambda_inter",
+    "s_inter",
+    "nic_sharing",
+    "overlap",
+    "smoothness",
+    "straggler",
+    "node_straggler",
+    "tail",
+    "floor",
 )
 
 
@@ -81,18 +93,26 @@ def load_app(app_dir: Path) -> list[Measurement]:
     """Both CSV files of one Pollux application, as measurements."""
     app = app_dir.name
     rows: list[Measurement] = []
-    for line, record in _read_csv(app_dir / "placements.csv",
-                                  ("placement", "local_bsz", "step_time", "sync_time")):
+    for line, record in _read_csv(
+        app_dir / "placements.csv", ("placement", "local_bsz", "step_time", "sync_time")
+    ):
         path = str(app_dir / "placements.csv")
         placement = record["placement"].strip()
         if not placement.isdigit() or "0" in placement:
             raise TraceFormatError(path, line, f"placement {placement!r} is not per-node counts")
         counts = [int(c) for c in placement]
-        rows.append(Measurement(
-            app, placement, len(counts), sum(counts), max(counts),
-            _int(record, "local_bsz", path, line), _float(record, "step_time", path, line),
-            _float(record, "sync_time", path, line),
-        ))
+        rows.append(
+            Measurement(
+                app,
+                placement,
+                len(counts),
+                sum(counts),
+                max(counts),
+                _int(record, "local_bsz", path, line),
+                _float(record, "step_time", path, line),
+                _float(record, "sync_time", path, line),
+            )
+        )
     for line, record in _read_csv(
         app_dir / "scalability.csv",
         ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"),
@@ -102,11 +122,18 @@ def load_app(app_dir: Path) -> list[Measurement]:
         replicas = _int(record, "num_replicas", path, line)
         if not 1 <= nodes <= replicas:
             raise TraceFormatError(path, line, "need 1 <= num_nodes <= num_replicas")
-        rows.append(Measurement(
-            app, f"n{nodes}r{replicas}", nodes, replicas, math.ceil(replicas / nodes),
-            _int(record, "local_bsz", path, line), _float(record, "step_time", path, line),
-            _float(record, "sync_time", path, line),
-        ))
+        rows.append(
+            Measurement(
+                app,
+                f"n{nodes}r{replicas}",
+                nodes,
+                replicas,
+                math.ceil(replicas / nodes),
+                _int(record, "local_bsz", path, line),
+                _float(record, "step_time", path, line),
+                _float(record, "sync_time", path, line),
+            )
+        )
     return rows
 
 
@@ -125,10 +152,12 @@ def fit_app(rows: Sequence[Measurement]) -> AppFit:
     def residuals(free: Array) -> Array:
         with np.errstate(all="ignore"):  # a rejected trial step may overflow; LM skips it
             pred_step, pred_sync = _predict_arrays(_from_free(free), columns)
-            return np.concatenate([
-                np.log(np.maximum(pred_step, 1e-12) / step),
-                np.log(np.maximum(pred_sync, 1e-12) / sync),
-            ])
+            return np.concatenate(
+                [
+                    np.log(np.maximum(pred_step, 1e-12) / step),
+                    np.log(np.maximum(pred_sync, 1e-12) / sync),
+                ]
+            )
 
     best = _from_free(least_squares(residuals, _to_free(start)))
     return AppFit(*(float(v) for v in best))
@@ -171,10 +200,24 @@ def _initial_guess(columns: dict[str, Array]) -> Array:
         beta, alpha = float(np.median(columns["step"])) / 64.0, 0.01
     floor = float(np.median(columns["sync"][single])) if single.any() else 1e-4
     sync_scale = float(np.median(columns["sync"])) + 1e-4
-    return np.array([
-        max(alpha, 1e-4), max(beta, 1e-7), 0.02, 1e-4, sync_scale / 4, 1e-3, sync_scale, 0.1,
-        0.5, 0.2, 0.02, 0.01, 0.05, max(floor, 1e-5),
-    ])
+    return np.array(
+        [
+            max(alpha, 1e-4),
+            max(beta, 1e-7),
+            0.02,
+            1e-4,
+            sync_scale / 4,
+            1e-3,
+            sync_scale,
+            0.1,
+            0.5,
+            0.2,
+            0.02,
+            0.01,
+            0.05,
+            max(floor, 1e-5),
+        ]
+    )
 
 
 def _params_vector(fit: AppFit) -> Array:
@@ -193,8 +236,22 @@ def _columns(rows: Sequence[Measurement]) -> dict[str, Array]:
 
 
 def _predict_arrays(params: Array, columns: dict[str, Array]) -> tuple[Array, Array]:
-    (alpha_c, beta_c, kappa, lam_r, s_r, lam_n, s_n, nic_sharing, overlap, smoothness,
-     straggler, node_straggler, tail, floor) = params
+    (
+        alpha_c,
+        beta_c,
+        kappa,
+        lam_r,
+        s_r,
+        lam_n,
+        s_n,
+        nic_sharing,
+        overlap,
+        smoothness,
+        straggler,
+        node_straggler,
+        tail,
+        floor,
+    ) = params
     k = columns["replicas"]
     per_node = columns["per_node"]
     compute = (alpha_c + beta_c * columns["bsz"]) * (1.0 + kappa * (per_node - 1.0))
@@ -241,9 +298,7 @@ def _float(record: dict[str, str], key: str, path: str, line: int) -> float:
     try:
         value = float(record[key])
     except (TypeError, ValueError):
-        raise TraceFormatError(
-            path, line, f"{key} must be a number, got {record[key]!r}"
-        ) from None
+        raise TraceFormatError(path, line, f"{key} must be a number, got {record[key]!r}") from None
     if not value > 0 or not math.isfinite(value):
         raise TraceFormatError(path, line, f"{key} must be a positive number, got {value}")
     return value

@@ -115,9 +115,7 @@ def global_parameters(
 
     inter = [b for app in trusted if (b := implied(app, fits[app].s_inter)) is not None]
     intra = [b for app in trusted if (b := implied(app, fits[app].s_intra)) is not None]
-    efficiency = {
-        app: 3.0 * forward_flops[app] / fits[app].beta_c / rated_flops for app in trusted
-    }
+    efficiency = {app: 3.0 * forward_flops[app] / fits[app].beta_c / rated_flops for app in trusted}
     every = list(fits.values())
     return {
         "compute_efficiency": median(list(efficiency.values())),

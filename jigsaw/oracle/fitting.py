@@ -33,9 +33,7 @@ def least_squares(
         normal = jacobian.T @ jacobian
         improved = False
         while damping < 1e12:
-            step = np.linalg.solve(
-                normal + damping * np.diag(np.diag(normal) + 1e-12), -gradient
-            )
+            step = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12), -gradient)
             candidate = x + step
             r_new = residuals(candidate)
             cost_new = float(r_new @ r_new)

@@ -73,11 +73,16 @@ def placement_costs(
             else:
                 local += seconds
     nodes = set(out_bytes) | set(in_bytes)
-    nic_busy = tuple(sorted(
-        (node, max(out_bytes.get(node, 0.0), in_bytes.get(node, 0.0))
-         / hardware.inter_node_bandwidth)
-        for node in nodes
-    ))
+    nic_busy = tuple(
+        sorted(
+            (
+                node,
+                max(out_bytes.get(node, 0.0), in_bytes.get(node, 0.0))
+                / hardware.inter_node_bandwidth,
+            )
+            for node in nodes
+        )
+    )
     gpu_busy: dict[GpuId, float] = {}
     for rank, gpu in enumerate(placement):
         gpu_busy[gpu] = gpu_busy.get(gpu, 0.0) + plan.compute_s[rank]

@@ -181,9 +181,7 @@ class Oracle:
         alone = self._alone_costs((model, batch_size, plan.depths, placement), costs, placement)
         return {node: busy / alone.iteration_s for node, busy in alone.place.nic_busy_s}
 
-    def timing(
-        self, model: str, batch_size: int, plan: Plan, placement: Placement
-    ) -> GangTiming:
+    def timing(self, model: str, batch_size: int, plan: Plan, placement: Placement) -> GangTiming:
         """Iteration time alone and compute seconds per GPU: what time-slicing needs
         (:mod:`jigsaw.oracle.timeslicing`)."""
         if not isinstance(plan, SPBPlan):
@@ -200,9 +198,7 @@ class Oracle:
             return self.predict_plan_type(model, batch_size, plan).per_worker_memory_bytes[rank]
         return self._plan(model, batch_size, plan).memory_bytes[rank]
 
-    def full_rate(
-        self, model: str, batch_size: int, num_workers: int, gpus_per_node: int
-    ) -> float:
+    def full_rate(self, model: str, batch_size: int, num_workers: int, gpus_per_node: int) -> float:
         """Iterations per second of full backprop on a compact placement, alone."""
         if gpus_per_node < 1:
             raise InvalidSpecError("gpus_per_node must be >= 1", field="gpus_per_node")
@@ -296,7 +292,6 @@ class Oracle:
             iteration_time_s=alone * stretch,
             source=self.profiles.get(model).source,
         )
-
 
     def _plan(self, model: str, batch_size: int, plan: SPBPlan) -> PlanCosts:
         key = (model, batch_size, plan.depths)

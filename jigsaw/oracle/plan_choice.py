@@ -227,11 +227,11 @@ def _why_none(parallelism: str, blocks: int, workers: int) -> str:
 
 
 def _nothing_fits(allowed: list[Alternative], limit: int, parallelism: str) -> str:
-    needs = "; ".join(
-        f"{a.describe()} needs {_gib(a.prediction.max_model_bytes)}" for a in allowed
-    )
-    subject = "no plan type fits" if parallelism == "auto" else (
-        f"parallelism {parallelism} does not fit"
+    needs = "; ".join(f"{a.describe()} needs {_gib(a.prediction.max_model_bytes)}" for a in allowed)
+    subject = (
+        "no plan type fits"
+        if parallelism == "auto"
+        else (f"parallelism {parallelism} does not fit")
     )
     return (
         f"{subject} the per-worker memory limit of {_gib(limit)} "
@@ -264,7 +264,8 @@ class PlanTypeChooser:
         self.hardware = hardware
         self.profiles = profiles if profiles is not None else ProfileCatalog()
         self.memory_limit_bytes = (
-            memory_limit_bytes if memory_limit_bytes is not None
+            memory_limit_bytes
+            if memory_limit_bytes is not None
             else hardware.memory_bytes - hardware.workspace_bytes
         )
         self.margin = margin
@@ -303,13 +304,21 @@ class PlanTypeChooser:
             return None
         try:
             choice = choose_plan(
-                profile, parallel_profile_of(profile), self.hardware, spec.workers,
-                spec.batch_size, self.memory_limit_bytes, parallelism, self.margin,
+                profile,
+                parallel_profile_of(profile),
+                self.hardware,
+                spec.workers,
+                spec.batch_size,
+                self.memory_limit_bytes,
+                parallelism,
+                self.margin,
             )
         except InvalidSpecError as error:
             if parallelism != spec.parallelism:
-                error.args = (f"{error.args[0]} (spb {spec.spb!r} is an SPB plan, which is "
-                              "data parallel: set spb to auto or none to allow other types)",)
+                error.args = (
+                    f"{error.args[0]} (spb {spec.spb!r} is an SPB plan, which is "
+                    "data parallel: set spb to auto or none to allow other types)",
+                )
             return error
         if parallelism != spec.parallelism:
             reason = f"spb {spec.spb!r} is an SPB plan, which is data parallel"

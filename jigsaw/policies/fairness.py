@@ -28,9 +28,7 @@ class LasConfig:
     promote_floor_s: float = 3_600.0
 
     def __post_init__(self) -> None:
-        if list(self.thresholds) != sorted(self.thresholds) or any(
-            t <= 0 for t in self.thresholds
-        ):
+        if list(self.thresholds) != sorted(self.thresholds) or any(t <= 0 for t in self.thresholds):
             raise ValueError("LAS thresholds must be positive and increasing")
         if self.promote_knob <= 0 or self.promote_floor_s < 0:
             raise ValueError("promote_knob must be > 0 and promote_floor_s >= 0")

@@ -41,8 +41,7 @@ def gavel_shares(jobs: Sequence[Job], capacity: int) -> dict[str, float]:
         saturated += workers
         rising -= weight
         t = t_sat
-    return {job_id: min(1.0, t * weight / workers)
-            for job_id, (weight, workers) in demand.items()}
+    return {job_id: min(1.0, t * weight / workers) for job_id, (weight, workers) in demand.items()}
 
 
 def gavel_order(jobs: Sequence[Job], now: float, shares: Mapping[str, float]) -> list[Job]:

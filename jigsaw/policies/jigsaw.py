@@ -153,7 +153,8 @@ class JigsawPolicy(PolicyBase):
         config = self.config
         now = snapshot.now
         spb_running = [
-            j for j in snapshot.running
+            j
+            for j in snapshot.running
             if isinstance(j.plan, SPBPlan) and not j.plan.is_full_backprop
         ]
         if not snapshot.waiting and not spb_running:
@@ -236,7 +237,8 @@ class JigsawPolicy(PolicyBase):
         config = self.config
         if not self.incremental:
             ledger = GpuLedger(
-                snapshot.cluster, threshold=config.load_threshold,
+                snapshot.cluster,
+                threshold=config.load_threshold,
                 min_residual=config.min_residual,
             )
             footprints: dict[str, Footprint] = {}
@@ -252,15 +254,23 @@ class JigsawPolicy(PolicyBase):
             )
         catalog = self.catalog
         return kept.ledger(
-            snapshot.cluster, snapshot.running,
+            snapshot.cluster,
+            snapshot.running,
             lambda job: catalog.footprint(job, _plan_of(job), job.placement),
         )
 
     def _market(self, state: _Round, queue: list[Job]) -> SlackMarket:
         return SlackMarket(
-            self.catalog, self.oracle, self._slack, running=state.snapshot.running, queue=queue,
-            ledger=state.ledger, footprints=state.footprints, gone=state.preempted,
-            now=state.snapshot.now, last_plan_change=self._last_plan_change,
+            self.catalog,
+            self.oracle,
+            self._slack,
+            running=state.snapshot.running,
+            queue=queue,
+            ledger=state.ledger,
+            footprints=state.footprints,
+            gone=state.preempted,
+            now=state.snapshot.now,
+            last_plan_change=self._last_plan_change,
         )
 
     # -- 2. fairness guard ------------------------------------------------------------------
@@ -428,8 +438,12 @@ class JigsawPolicy(PolicyBase):
             state.footprints[job.id] = chosen[1]
             self._last_plan_change[job.id] = now
             replans.append(
-                Replan(job.id, chosen[0].plan, job.placement, f"jigsaw: re-plan to "
-                       f"{chosen[0].label} in place")
+                Replan(
+                    job.id,
+                    chosen[0].plan,
+                    job.placement,
+                    f"jigsaw: re-plan to {chosen[0].label} in place",
+                )
             )
         return replans
 

@@ -87,8 +87,11 @@ class KeptLedger:
         for job in added:
             footprint = footprint_of(job)
             booked = gangs.get(job.id)
-            if (booked is not None and booked[0] == job.submitted_at
-                    and (booked[1] is footprint or booked[1] == footprint)):
+            if (
+                booked is not None
+                and booked[0] == job.submitted_at
+                and (booked[1] is footprint or booked[1] == footprint)
+            ):
                 continue
             if booked is not None:
                 self._unbook(job.id, touched)

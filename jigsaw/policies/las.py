@@ -47,7 +47,11 @@ class LasPolicy(PolicyBase):
         ranking = self.ranking()
         ranked = ranking.order(snapshot.running + snapshot.waiting, snapshot.now)
         return gang_round(
-            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s, label="las",
+            snapshot,
+            ranked,
+            blocks_of=self._blocks_of,
+            min_run_s=self.min_run_s,
+            label="las",
             reserve=self.reserve,
         )
 

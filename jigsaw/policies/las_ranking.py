@@ -61,8 +61,12 @@ class _Entry:
 def _signature(job: Job) -> _Signature:
     """Every field :func:`las_order` reads of a job."""
     return (
-        job.attained_gpu_seconds, job.run_started_at, len(job.placement), job.spec.workers,
-        job.spec.priority, job.submitted_at,
+        job.attained_gpu_seconds,
+        job.run_started_at,
+        len(job.placement),
+        job.spec.workers,
+        job.spec.priority,
+        job.submitted_at,
     )
 
 

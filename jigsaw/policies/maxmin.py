@@ -53,8 +53,12 @@ class MaxMinPolicy(PolicyBase):
         else:
             ranked = maxmin_order(jobs, snapshot.now, fair_shares(jobs, capacity))
         return gang_round(
-            snapshot, ranked, blocks_of=self._blocks_of, min_run_s=self.min_run_s,
-            label="maxmin", reserve=self.reserve,
+            snapshot,
+            ranked,
+            blocks_of=self._blocks_of,
+            min_run_s=self.min_run_s,
+            label="maxmin",
+            reserve=self.reserve,
         )
 
 

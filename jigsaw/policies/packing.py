@@ -240,9 +240,7 @@ class GpuLedger:
         candidates = [n for n in nodes if len(self.free_by_node.get(n, ())) > taken.get(n, 0)]
         if not candidates:
             free_by_node = self.free_by_node
-            candidates = [
-                n for n in self.nodes_with_free if len(free_by_node[n]) > taken.get(n, 0)
-            ]
+            candidates = [n for n in self.nodes_with_free if len(free_by_node[n]) > taken.get(n, 0)]
             if not candidates:
                 return None
             # Start a new node where the most free GPUs are: the gang's next workers follow.

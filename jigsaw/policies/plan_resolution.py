@@ -45,9 +45,7 @@ def plan_types() -> PlanTypeChooser:
     return _CHOOSER
 
 
-def resolve_for(
-    job: Job, blocks_of: BlocksOf, chooser: PlanTypeChooser | None = None
-) -> Plan:
+def resolve_for(job: Job, blocks_of: BlocksOf, chooser: PlanTypeChooser | None = None) -> Plan:
     """The plan to start ``job`` with: the one it ran before (a resumed job keeps it), else its
     request resolved against K. Before K is known the job starts with full backprop over the
     model taken as one block, which means the same at every K; the worker resolves the request

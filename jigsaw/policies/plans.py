@@ -74,7 +74,11 @@ class PlanCatalog:
         same options."""
         spec = job.spec
         key: tuple[object, ...] = (
-            spec.model, spec.batch_size, spec.workers, spec.spb, spec.parallelism
+            spec.model,
+            spec.batch_size,
+            spec.workers,
+            spec.spb,
+            spec.parallelism,
         )
         if job.block_noise:
             # Priced with the job's own online eta: one entry per job and measurement.
@@ -119,9 +123,7 @@ class PlanCatalog:
             return 1.0
         model = job.spec.model
         if job.block_noise and plan.num_blocks >= len(job.block_noise):
-            estimate = job_eta(
-                job, plan, lambda p: EtaEstimate(self._eta_of(model, p), "model")
-            )
+            estimate = job_eta(job, plan, lambda p: EtaEstimate(self._eta_of(model, p), "model"))
             return estimate.eta
         return self._eta_of(model, plan)
 

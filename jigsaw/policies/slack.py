@@ -102,9 +102,7 @@ class SlackMarket:
         self._queue = [job for job in queue if job.spec.workers == 1]
         self._queue_index = {job.id: i for i, job in enumerate(self._queue)}
         self._running = {job.id: job for job in running}
-        self._plans: dict[str, Plan] = {
-            job.id: job.plan for job in running if job.plan is not None
-        }
+        self._plans: dict[str, Plan] = {job.id: job.plan for job in running if job.plan is not None}
         self._placements: dict[str, Placement] = {job.id: job.placement for job in running}
         self._on_gpu: dict[GpuId, list[str]] = {}
         for job in running:
@@ -334,9 +332,7 @@ class SlackMarket:
         return self.catalog.timing(job, plan, self._placements[job_id])
 
     # -- booking ----------------------------------------------------------------------------
-    def _book(
-        self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]], gain: float
-    ) -> Squeeze:
+    def _book(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]], gain: float) -> Squeeze:
         host, option = offer.host, offer.option
         ledger = self.ledger
         for cached in [h for h, entry in self._before.items() if host.id in entry[2]]:
@@ -352,7 +348,9 @@ class SlackMarket:
             self._switched.add(host.id)
             self.last_plan_change[host.id] = self.now
             replan = Replan(
-                host.id, option.plan, host.placement,
+                host.id,
+                option.plan,
+                host.placement,
                 f"jigsaw: re-plan to {option.label} in place, slack for {names}",
             )
         starts: list[Start] = []
@@ -366,11 +364,14 @@ class SlackMarket:
             self._placements[guest.id] = placement
             self._on_gpu.setdefault(gpu, []).append(guest.id)
             self.taken.add(guest.id)
-            starts.append(Start(
-                guest.id, placement, guest_option.plan,
-                f"jigsaw: packed into {host.id}'s slack (plan {option.label}), "
-                f"gain {gain:.2f}",
-            ))
+            starts.append(
+                Start(
+                    guest.id,
+                    placement,
+                    guest_option.plan,
+                    f"jigsaw: packed into {host.id}'s slack (plan {option.label}), gain {gain:.2f}",
+                )
+            )
         return Squeeze(tuple(starts), replan, host.id, gain)
 
 
@@ -380,4 +381,3 @@ def _known(timings: dict[str, GangTiming | None]) -> dict[str, GangTiming]:
 
 def _offer_key(item: tuple[float, int, _Offer]) -> tuple[float, int]:
     return item[0], item[1]
-

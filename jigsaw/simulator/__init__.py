@@ -10,7 +10,18 @@ from jigsaw.simulator.run import SimulationSetup, load_jobs, make_oracle, make_r
 from jigsaw.simulator.workload import Arrival, arrivals_from_trace
 
 __all__ = [
-    "Arrival", "GavelRate", "OracleRate", "OverheadModel", "Replay", "ReplayOptions",
-    "ReplayResult", "SimulationSetup", "UnitEfficiency", "arrivals_from_trace", "load_jobs",
-    "make_oracle", "make_rates", "replay",
+    "Arrival",
+    "GavelRate",
+    "OracleRate",
+    "OverheadModel",
+    "Replay",
+    "ReplayOptions",
+    "ReplayResult",
+    "SimulationSetup",
+    "UnitEfficiency",
+    "arrivals_from_trace",
+    "load_jobs",
+    "make_oracle",
+    "make_rates",
+    "replay",
 ]

@@ -73,12 +73,14 @@ class CurveEtaRate:
         base = self.base_eta(job, plan)
         return curve / base if base > 0 else curve
 
-    def rate(self, job: Job, placement: Placement, plan: Plan,
-             other_load: Mapping[GpuId, float]) -> float:
+    def rate(
+        self, job: Job, placement: Placement, plan: Plan, other_load: Mapping[GpuId, float]
+    ) -> float:
         return self.inner.rate(job, placement, plan, other_load) * self.factor(job, plan)
 
-    def noise_report(self, job: Job, plan: Plan,
-                     done: float) -> tuple[int, list[dict[str, float | int]]] | None:
+    def noise_report(
+        self, job: Job, plan: Plan, done: float
+    ) -> tuple[int, list[dict[str, float | int]]] | None:
         """What a gang's workers would report at ``done`` iterations: the per-block gradient
         statistics of its application's curve there, as a lease summary's ``block_noise``,
         with the stretch of the curve they come from (a new report is due only when it
@@ -90,8 +92,14 @@ class CurveEtaRate:
         workers, batch = plan.num_workers, job.spec.batch_size
         progress = done / job.spec.iterations
         stats = self.curves.block_noise(
-            app, plan.num_blocks, workers, batch, progress,
-            iteration=int(done), observations=DEFAULT_MIN_OBSERVATIONS)
+            app,
+            plan.num_blocks,
+            workers,
+            batch,
+            progress,
+            iteration=int(done),
+            observations=DEFAULT_MIN_OBSERVATIONS,
+        )
         segment = self.curves.segment_index(app, workers, batch, progress)
         return segment, [entry.as_dict() for entry in stats]
 
@@ -117,8 +125,9 @@ class CurveEtaSlicedRate(CurveEtaRate):
         return rate * self.factor(job, plan)
 
 
-def with_curve_eta(inner: ReferenceRate, curves: CurveEta, app_of: Mapping[str, str],
-                   base_eta: BaseEta) -> CurveEtaRate:
+def with_curve_eta(
+    inner: ReferenceRate, curves: CurveEta, app_of: Mapping[str, str], base_eta: BaseEta
+) -> CurveEtaRate:
     sliced = callable(getattr(inner, "timing", None)) and callable(getattr(inner, "rate_at", None))
     kind = CurveEtaSlicedRate if sliced else CurveEtaRate
     return kind(inner, curves, dict(app_of), base_eta)

@@ -56,8 +56,9 @@ class BlockShares:
         ``[(b-1)/K, b/K]``) and the stretch is re-cut into ``blocks`` equal pieces."""
         if blocks == self.num_blocks:
             return self
-        return BlockShares(self.app, self.model, _rebin(self.grad_sqr, blocks),
-                           _rebin(self.grad_var, blocks))
+        return BlockShares(
+            self.app, self.model, _rebin(self.grad_sqr, blocks), _rebin(self.grad_var, blocks)
+        )
 
 
 def _rebin(shares: tuple[float, ...], blocks: int) -> tuple[float, ...]:
@@ -65,8 +66,12 @@ def _rebin(shares: tuple[float, ...], blocks: int) -> tuple[float, ...]:
     out = []
     for b in range(blocks):
         lo, hi = b / blocks, (b + 1) / blocks
-        out.append(sum(share * max(0.0, min(hi, (i + 1) / k) - max(lo, i / k)) * k
-                       for i, share in enumerate(shares)))
+        out.append(
+            sum(
+                share * max(0.0, min(hi, (i + 1) / k) - max(lo, i / k)) * k
+                for i, share in enumerate(shares)
+            )
+        )
     return tuple(out)
 
 
@@ -79,8 +84,9 @@ def read_block_shares(path: str | Path = RATIOS_FILE) -> dict[str, BlockShares]:
         raise TraceFormatError(label, 0, f"cannot read the block ratio file: {error}") from None
     apps = document.get("apps") if isinstance(document, dict) else None
     if not isinstance(apps, dict):
-        raise TraceFormatError(label, 0, "field 'apps' must be an object of application -> "
-                               "{model, grad_sqr, grad_var}")
+        raise TraceFormatError(
+            label, 0, "field 'apps' must be an object of application -> {model, grad_sqr, grad_var}"
+        )
     shares: dict[str, BlockShares] = {}
     for app, entry in sorted(apps.items()):
         where = f"apps.{app}"
@@ -92,8 +98,12 @@ def read_block_shares(path: str | Path = RATIOS_FILE) -> dict[str, BlockShares]:
         sqr = _shares(entry.get("grad_sqr"), f"{where}.grad_sqr", label)
         var = _shares(entry.get("grad_var"), f"{where}.grad_var", label)
         if len(sqr) != len(var):
-            raise TraceFormatError(label, 0, f"fields '{where}.grad_sqr' and '{where}.grad_var' "
-                                   f"must have one share per block ({len(sqr)} vs {len(var)})")
+            raise TraceFormatError(
+                label,
+                0,
+                f"fields '{where}.grad_sqr' and '{where}.grad_var' "
+                f"must have one share per block ({len(sqr)} vs {len(var)})",
+            )
         shares[app] = BlockShares(app, model, sqr, var)
     return shares
 
@@ -103,10 +113,15 @@ def _shares(value: object, field: str, label: str) -> tuple[float, ...]:
         raise TraceFormatError(label, 0, f"field '{field}' must be a non-empty list of shares")
     out: list[float] = []
     for index, item in enumerate(value):
-        if isinstance(item, bool) or not isinstance(item, int | float) or not math.isfinite(item) \
-                or item < 0:
-            raise TraceFormatError(label, 0, f"field '{field}[{index}]' must be a finite "
-                                   f"number >= 0, got {item!r}")
+        if (
+            isinstance(item, bool)
+            or not isinstance(item, int | float)
+            or not math.isfinite(item)
+            or item < 0
+        ):
+            raise TraceFormatError(
+                label, 0, f"field '{field}[{index}]' must be a finite number >= 0, got {item!r}"
+            )
         out.append(float(item))
     if abs(sum(out) - 1.0) > 1e-3:
         raise TraceFormatError(label, 0, f"field '{field}' must sum to 1, sums to {sum(out):.4f}")
@@ -134,11 +149,13 @@ class CurveEta:
         self._etas: dict[tuple[str, tuple[int, ...], int], tuple[float, ...]] = {}
 
     @classmethod
-    def load(cls, apps_dir: str | Path, apps: Sequence[str] = APPS,
-             ratios: str | Path = RATIOS_FILE) -> CurveEta:
+    def load(
+        cls, apps_dir: str | Path, apps: Sequence[str] = APPS, ratios: str | Path = RATIOS_FILE
+    ) -> CurveEta:
         directory = Path(apps_dir)
-        return cls({app: load_app_curves(directory / app) for app in apps},
-                   read_block_shares(ratios))
+        return cls(
+            {app: load_app_curves(directory / app) for app in apps}, read_block_shares(ratios)
+        )
 
     def num_blocks(self, app: str) -> int:
         return self._shares_of(app).num_blocks
@@ -149,8 +166,9 @@ class CurveEta:
         index = _segment_at(segments, min(1.0, max(0.0, progress)))
         return self._eta_of(app, plan, batch, segments, index)
 
-    def mean_eta(self, app: str, plan: SPBPlan, batch: int, start: float,
-                 end: float = 1.0) -> float:
+    def mean_eta(
+        self, app: str, plan: SPBPlan, batch: int, start: float, end: float = 1.0
+    ) -> float:
         """Harmonic mean of eta over progress [start, end]: the constant eta that covers that
         stretch in the same number of iterations."""
         if plan.is_full_backprop:
@@ -172,16 +190,19 @@ class CurveEta:
         try:
             return self.shares[app]
         except KeyError:
-            raise ValueError(f"{app!r} is not a Pollux application with curves; choose one "
-                             f"of: {', '.join(sorted(self.curves))}") from None
+            raise ValueError(
+                f"{app!r} is not a Pollux application with curves; choose one "
+                f"of: {', '.join(sorted(self.curves))}"
+            ) from None
 
     def _curve(self, app: str, global_batch: float) -> tuple[_Segment, ...]:
         curves = self.curves.get(app)
         if curves is None:
             self._shares_of(app)
             raise ValueError(f"no validation curves loaded for {app!r}")
-        batch = min(float(curves.max_batch_size), max(float(curves.init_batch_size),
-                                                      float(global_batch)))
+        batch = min(
+            float(curves.max_batch_size), max(float(curves.init_batch_size), float(global_batch))
+        )
         key = (app, batch)
         cached = self._segments.get(key)
         if cached is None:
@@ -194,17 +215,20 @@ class CurveEta:
             cached = self._segments[key] = tuple(segments)
         return cached
 
-    def _etas_for(self, app: str, plan: SPBPlan, batch: int,
-                  segments: tuple[_Segment, ...]) -> tuple[float, ...]:
+    def _etas_for(
+        self, app: str, plan: SPBPlan, batch: int, segments: tuple[_Segment, ...]
+    ) -> tuple[float, ...]:
         key = (app, plan.depths, batch)
         cached = self._etas.get(key)
         if cached is None:
             cached = self._etas[key] = tuple(
-                self._eta_of(app, plan, batch, segments, i).eta for i in range(len(segments)))
+                self._eta_of(app, plan, batch, segments, i).eta for i in range(len(segments))
+            )
         return cached
 
-    def _eta_of(self, app: str, plan: SPBPlan, batch: int, segments: tuple[_Segment, ...],
-                index: int) -> EtaEstimate:
+    def _eta_of(
+        self, app: str, plan: SPBPlan, batch: int, segments: tuple[_Segment, ...], index: int
+    ) -> EtaEstimate:
         stats = self._stats(app, plan.num_blocks, plan.num_workers, segments[index], 1, 0)
         return eta_for_plan(stats, plan, batch=batch, source=CURVE)
 
@@ -213,8 +237,17 @@ class CurveEta:
         ``progress``: the statistics change only when this does."""
         return _segment_at(self._curve(app, workers * batch), min(1.0, max(0.0, progress)))
 
-    def block_noise(self, app: str, num_blocks: int, workers: int, batch: int, progress: float,
-                    *, iteration: int, observations: int) -> tuple[BlockNoise, ...]:
+    def block_noise(
+        self,
+        app: str,
+        num_blocks: int,
+        workers: int,
+        batch: int,
+        progress: float,
+        *,
+        iteration: int,
+        observations: int,
+    ) -> tuple[BlockNoise, ...]:
         """The per-block statistics a job of ``workers`` x ``batch`` at ``progress`` would
         report, as if its workers had measured them (``observations`` smoothed iterations,
         the newest at ``iteration``): what the simulator feeds the policy, so that it prices
@@ -223,14 +256,27 @@ class CurveEta:
         segment = segments[_segment_at(segments, min(1.0, max(0.0, progress)))]
         return self._stats(app, num_blocks, workers, segment, observations, iteration)
 
-    def _stats(self, app: str, num_blocks: int, workers: int, segment: _Segment,
-               observations: int, iteration: int) -> tuple[BlockNoise, ...]:
+    def _stats(
+        self,
+        app: str,
+        num_blocks: int,
+        workers: int,
+        segment: _Segment,
+        observations: int,
+        iteration: int,
+    ) -> tuple[BlockNoise, ...]:
         shares = self._shares_of(app).resampled(num_blocks)
         base = self.curves[app].init_batch_size
         return tuple(
-            BlockNoise(block=b + 1, grad_sqr=segment.grad_sqr * sqr,
-                       grad_var=segment.grad_var * var, batch=base, observations=observations,
-                       last_iteration=iteration, contributors=workers)
+            BlockNoise(
+                block=b + 1,
+                grad_sqr=segment.grad_sqr * sqr,
+                grad_var=segment.grad_var * var,
+                batch=base,
+                observations=observations,
+                last_iteration=iteration,
+                contributors=workers,
+            )
             for b, (sqr, var) in enumerate(zip(shares.grad_sqr, shares.grad_var, strict=True))
         )
 

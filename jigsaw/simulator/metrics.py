@@ -58,9 +58,7 @@ class BusyTimeline:
         return [(start + i * width, s / width) for i, s in enumerate(sums)]
 
 
-def wanted_gpu_seconds(
-    intervals: Sequence[tuple[float, float, int]], num_gpus: int
-) -> float:
+def wanted_gpu_seconds(intervals: Sequence[tuple[float, float, int]], num_gpus: int) -> float:
     """Integral of min(num_gpus, sum of gang sizes of jobs present) over time."""
     changes: list[tuple[float, int]] = []
     for submitted, finished, workers in intervals:

@@ -65,7 +65,8 @@ class PolluxRate:
         """Alone on the fewest nodes (``gpus_per_node`` per node)."""
         workers, per_node = job.spec.workers, self.gpus_per_node
         compact = (per_node,) * (workers // per_node) + (
-            (workers % per_node,) if workers % per_node else ())
+            (workers % per_node,) if workers % per_node else ()
+        )
         return self.iterations_per_second(job, compact)
 
 

@@ -68,9 +68,7 @@ class OracleRate:
         )
 
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
-        return self.oracle.gpu_loads(
-            job.spec.model, job.spec.batch_size, plan, placement
-        )
+        return self.oracle.gpu_loads(job.spec.model, job.spec.batch_size, plan, placement)
 
     def startup_s(self, job: Job) -> float:
         del job
@@ -157,4 +155,3 @@ class UnitEfficiency(EfficiencyTable):
     def lookup(self, model: str, plan: SPBPlan) -> EtaEstimate:
         del model, plan
         return EtaEstimate(1.0, "ablation: eta = 1")
-

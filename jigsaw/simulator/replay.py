@@ -132,7 +132,8 @@ class Replay:
         self._fed = 0
         self._started: set[str] = set()
         self._resets = (
-            None if self.options.allocation_reset_s is None
+            None
+            if self.options.allocation_reset_s is None
             else AllocationResets(self.options.allocation_reset_s)
         )
 
@@ -154,9 +155,11 @@ class Replay:
         resets = self._resets
         periodic = self.policy.periodic
         while True:
-            waiting = bool(self._backlog) or (
-                len(self.store.active_jobs()) > len(self.executor.running_jobs())
-            ) or (resets is not None and bool(resets.held))
+            waiting = (
+                bool(self._backlog)
+                or (len(self.store.active_jobs()) > len(self.executor.running_jobs()))
+                or (resets is not None and bool(resets.held))
+            )
             upcoming = [pending[-1].at] if pending else []
             executor_at = self.executor.next_event_time()
             if executor_at is not None:
@@ -195,8 +198,11 @@ class Replay:
                 if resets is not None and any(isinstance(event, Finished) for event in events):
                     resets.changed = True
             if in_rounds:
-                if (options.rounds_end_when_idle and now + 1e-9 < next_round
-                        and not self.executor.running_jobs()):
+                if (
+                    options.rounds_end_when_idle
+                    and now + 1e-9 < next_round
+                    and not self.executor.running_jobs()
+                ):
                     next_round = now
                 elif options.rounds_on_grid_only and next_round < now - 1e-9:
                     next_round = self._round_at_or_after(now)
@@ -205,8 +211,7 @@ class Replay:
                 if options.rounds_end_when_idle:
                     next_round = now + options.round_s
                 else:
-                    next_round = (
-                        math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
+                    next_round = (math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
                 if not (dirty or waiting) or (not dirty and now + 1e-9 < quiet_until):
                     continue
                 if resets is not None:
@@ -291,7 +296,8 @@ class Replay:
         last = max((j.finished_at or first for j in done), default=first)
         jcts = [(j.finished_at or 0.0) - j.submitted_at for j in done]
         useful = math.fsum(
-            min(j.iterations_done, j.spec.iterations) / self.rates.reference_rate(j)
+            min(j.iterations_done, j.spec.iterations)
+            / self.rates.reference_rate(j)
             * j.spec.workers
             for j in jobs
             if j.iterations_done > 0
@@ -300,8 +306,14 @@ class Replay:
         makespan = last - first
         busy = self.timeline.area_until(last)
         wanted = wanted_gpu_seconds(
-            [(j.submitted_at, j.finished_at if j.finished_at is not None else last,
-              min(j.spec.workers, num_gpus)) for j in jobs],
+            [
+                (
+                    j.submitted_at,
+                    j.finished_at if j.finished_at is not None else last,
+                    min(j.spec.workers, num_gpus),
+                )
+                for j in jobs
+            ],
             num_gpus,
         )
         summary: dict[str, Any] = {
@@ -327,6 +339,17 @@ class Replay:
             "wall_s": wall,
         }
         return ReplayResult(
-            summary["policy"], self.store, self.log, self.timeline, num_gpus, rounds, cycles,
-            wall, stalled, useful, first, last, summary,
+            summary["policy"],
+            self.store,
+            self.log,
+            self.timeline,
+            num_gpus,
+            rounds,
+            cycles,
+            wall,
+            stalled,
+            useful,
+            first,
+            last,
+            summary,
         )

@@ -71,8 +71,13 @@ def load_jobs(
     end: str | None = None,
 ) -> list[TraceJob]:
     return read_workload(
-        trace, oracle=oracle, gpus_per_node=setup.gpus_per_node, seed=setup.seed, limit=limit,
-        start=start, end=end,
+        trace,
+        oracle=oracle,
+        gpus_per_node=setup.gpus_per_node,
+        seed=setup.seed,
+        limit=limit,
+        start=start,
+        end=end,
     )
 
 
@@ -90,15 +95,19 @@ def make_rates(
 
 
 def curve_eta_rates(
-    rates: ReferenceRate, arrivals: list[Arrival], setup: SimulationSetup, oracle: Oracle,
+    rates: ReferenceRate,
+    arrivals: list[Arrival],
+    setup: SimulationSetup,
+    oracle: Oracle,
     trace: Path | None,
 ) -> ReferenceRate:
     """``rates`` with eta from each job's application curve: a Pollux job's own application,
     a Philly job's by :func:`philly_app`."""
     apps_dir = setup.curves_dir or (find_apps_dir(trace) if trace is not None else None)
     if apps_dir is None:
-        raise InvalidSpecError("eta='curve' needs Pollux's apps/ directory (curves_dir)",
-                               field="curves_dir")
+        raise InvalidSpecError(
+            "eta='curve' needs Pollux's apps/ directory (curves_dir)", field="curves_dir"
+        )
     app_of = {
         a.job_id: a.trace.model if a.trace.model in APPS else philly_app(a.trace, setup.seed)
         for a in arrivals
@@ -106,9 +115,12 @@ def curve_eta_rates(
     curves = CurveEta.load(apps_dir, sorted(set(app_of.values())))
     if isinstance(rates, PolluxRate):
         return with_curve_eta(rates, curves, app_of, lambda _job, _plan: 1.0)
-    return with_curve_eta(rates, curves, app_of,
-                          lambda job, plan: oracle.eta(job.spec.model, plan)
-                          if isinstance(plan, SPBPlan) else 1.0)
+    return with_curve_eta(
+        rates,
+        curves,
+        app_of,
+        lambda job, plan: oracle.eta(job.spec.model, plan) if isinstance(plan, SPBPlan) else 1.0,
+    )
 
 
 def _make_rates(
@@ -152,8 +164,7 @@ def pollux_rates(
     """Pollux's semantics: its measured step times; the work is already in the jobs."""
     apps_dir = find_apps_dir(trace)
     if apps_dir is None:
-        raise InvalidSpecError(f"{trace}: no apps/ directory beside the workload",
-                               field="trace")
+        raise InvalidSpecError(f"{trace}: no apps/ directory beside the workload", field="trace")
     apps = {name: load_pollux_app(apps_dir, name) for name in sorted({j.model for j in jobs})}
     rate = PolluxRate(apps, setup.gpus_per_node)
     return rate, arrivals_from_trace(jobs, lambda _job: 1.0)
@@ -175,20 +186,27 @@ def replay(
     ``admit_in_rounds``. Without it, ``gavel`` keeps the older meaning: rounds only."""
     hardware = oracle.hardware
     cluster = Cluster.uniform(
-        setup.gpus, setup.gpus_per_node, gpu_memory_bytes=hardware.memory_bytes,
+        setup.gpus,
+        setup.gpus_per_node,
+        gpu_memory_bytes=hardware.memory_bytes,
         gpu_type=hardware.name,
     )
     chosen = semantics if semantics is not None else JIGSAW
-    options_for = {**chosen.policy_options.get(policy_name, {}),
-                   **setup.policy_options.get(policy_name, {})}
+    options_for = {
+        **chosen.policy_options.get(policy_name, {}),
+        **setup.policy_options.get(policy_name, {}),
+    }
     policy = make_policy(policy_name, oracle, **options_for)
     in_rounds = setup.admit_in_rounds
     if in_rounds is None:
         in_rounds = chosen.admit_in_rounds or gavel
     overheads = setup.overheads if chosen is JIGSAW else chosen.overheads
     options = ReplayOptions(
-        round_s=setup.round_s, overheads=overheads, admit_in_rounds=in_rounds,
-        keep_log=setup.keep_log, skip_quiet_rounds=setup.skip_quiet_rounds,
+        round_s=setup.round_s,
+        overheads=overheads,
+        admit_in_rounds=in_rounds,
+        keep_log=setup.keep_log,
+        skip_quiet_rounds=setup.skip_quiet_rounds,
         rounds_end_when_idle=chosen.rounds_end_when_idle,
         rounds_on_grid_only=chosen.rounds_on_grid_only,
         allocation_reset_s=chosen.allocation_reset_s,
@@ -198,8 +216,14 @@ def replay(
     if isinstance(rates, CurveEtaRate):
         result.summary["eta_source"] = curve_eta_source(rates)
     result.summary.update(
-        {"gpus": setup.gpus, "gpus_per_node": setup.gpus_per_node, "round_s": setup.round_s,
-         "hardware": hardware.name, "seed": setup.seed, "semantics": chosen.name}
+        {
+            "gpus": setup.gpus,
+            "gpus_per_node": setup.gpus_per_node,
+            "round_s": setup.round_s,
+            "hardware": hardware.name,
+            "seed": setup.seed,
+            "semantics": chosen.name,
+        }
     )
     return result
 
@@ -225,5 +249,7 @@ def describe_sources(oracle: Oracle, arrivals: list[Arrival]) -> dict[str, Any]:
 def curve_eta_source(rates: CurveEtaRate) -> str:
     """What eta a curve-eta replay used, for the summary."""
     apps = sorted(set(rates.app_of.values()))
-    return (f"curve: Pollux validation curves of {', '.join(apps)} split per block by "
-            f"{RATIOS_FILE.name}, harmonic mean over each gang's remaining progress")
+    return (
+        f"curve: Pollux validation curves of {', '.join(apps)} split per block by "
+        f"{RATIOS_FILE.name}, harmonic mean over each gang's remaining progress"
+    )

@@ -89,9 +89,11 @@ GAVEL = Semantics(
     rounds_end_when_idle=True,
     allocation_reset_s=1_920.0,
     overheads=OverheadModel(launch_s=0.0, restart_s=0.0, replan_s=0.0),
-    policy_options={"las": {"min_run_s": 0.0, "reserve": False},
-                    "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},
-                    "jigsaw": {"config": JigsawConfig(min_run_s=0.0)}},
+    policy_options={
+        "las": {"min_run_s": 0.0, "reserve": False},
+        "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},
+        "jigsaw": {"config": JigsawConfig(min_run_s=0.0)},
+    },
 )
 
 

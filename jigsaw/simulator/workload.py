@@ -44,12 +44,18 @@ def read_workload(
         raise InvalidSpecError(f"trace {path} does not exist or is not a file", field="trace")
     if is_philly(path):
         return load_trace(
-            path, start=start, end=end, limit=limit, seed=seed, oracle=oracle,
+            path,
+            start=start,
+            end=end,
+            limit=limit,
+            seed=seed,
+            oracle=oracle,
             gpus_per_node=gpus_per_node,
         )
     if start is not None or end is not None:
-        raise InvalidSpecError("--start/--end select a date window of a Philly trace only",
-                               field="start")
+        raise InvalidSpecError(
+            "--start/--end select a date window of a Philly trace only", field="start"
+        )
     jobs = load_trace(path)
     return jobs[:limit] if limit is not None else jobs
 
@@ -93,4 +99,3 @@ def arrivals_from_trace(
         arrivals.append(Arrival(job_id, job.submit_time_s, spec, job))
     arrivals.sort(key=lambda a: a.at)
     return arrivals
-

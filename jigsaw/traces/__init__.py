@@ -19,7 +19,12 @@ from jigsaw.traces.pollux import read_pollux
 from jigsaw.traces.record import TraceJob
 
 __all__ = [
-    "GavelThroughputs", "TraceJob", "load_trace", "read_gavel", "read_joblist", "read_philly",
+    "GavelThroughputs",
+    "TraceJob",
+    "load_trace",
+    "read_gavel",
+    "read_joblist",
+    "read_philly",
     "read_pollux",
 ]
 
@@ -45,8 +50,9 @@ def load_trace(path: str | Path, **options: Any) -> list[TraceJob]:
             return _call(read_pollux, target, options)
         raise TraceFormatError(str(target), 1, f"unrecognised CSV header {header!r}")
     raise TraceFormatError(
-        str(target), 0, "unknown trace format: use .csv (Philly/Pollux), .trace (Gavel), "
-        ".json/.yaml (job list)",
+        str(target),
+        0,
+        "unknown trace format: use .csv (Philly/Pollux), .trace (Gavel), .json/.yaml (job list)",
     )
 
 

@@ -44,17 +44,19 @@ def read_gavel(path: str | Path) -> list[TraceJob]:
             priority = parse_non_negative_float(fields[7], "priority_weight", label, line)
             if priority <= 0:
                 raise TraceFormatError(label, line, "priority_weight must be > 0")
-            jobs.append(TraceJob(
-                id=f"gavel-{line}",
-                submit_time_s=parse_non_negative_float(fields[9], "arrival_time", label, line),
-                num_workers=parse_positive_int(fields[6], "scale_factor", label, line),
-                model=model,
-                batch_size=batch if batch is not None else profile.default_batch_size,
-                iterations=parse_positive_int(fields[5], "total_steps", label, line),
-                priority=priority,
-                original_model=job_type,
-                source=f"{label}:{line}",
-            ))
+            jobs.append(
+                TraceJob(
+                    id=f"gavel-{line}",
+                    submit_time_s=parse_non_negative_float(fields[9], "arrival_time", label, line),
+                    num_workers=parse_positive_int(fields[6], "scale_factor", label, line),
+                    model=model,
+                    batch_size=batch if batch is not None else profile.default_batch_size,
+                    iterations=parse_positive_int(fields[5], "total_steps", label, line),
+                    priority=priority,
+                    original_model=job_type,
+                    source=f"{label}:{line}",
+                )
+            )
     jobs.sort(key=lambda job: job.submit_time_s)
     return jobs
 
@@ -92,7 +94,9 @@ class GavelThroughputs:
                     if not isinstance(pair, list) or len(pair) != 2:
                         raise TraceFormatError(label, 1, f"{worker} {key} {other}: need 2 rates")
                     paired[(worker, job_type, scale, other_type, other_scale)] = (
-                        float(pair[0]), float(pair[1]))
+                        float(pair[0]),
+                        float(pair[1]),
+                    )
         return cls(alone, paired)
 
     def steps_per_second(self, worker_type: str, job_type: str, scale_factor: int) -> float:

@@ -30,10 +30,21 @@ from jigsaw.plan import PlanRequest
 from jigsaw.profiles import analytic_profile, canonical_name
 from jigsaw.traces.record import TraceJob
 
-KNOWN_FIELDS = frozenset({
-    "name", "model", "workers", "iterations", "duration_s", "submit_time", "priority",
-    "batch_size", "spb", "user", "parallelism",
-})
+KNOWN_FIELDS = frozenset(
+    {
+        "name",
+        "model",
+        "workers",
+        "iterations",
+        "duration_s",
+        "submit_time",
+        "priority",
+        "batch_size",
+        "spb",
+        "user",
+        "parallelism",
+    }
+)
 
 
 def read_joblist(path: str | Path) -> list[TraceJob]:
@@ -98,12 +109,19 @@ def _parse_job(raw: Any, label: str, number: int) -> TraceJob:
         submit_time_s=_number(raw.get("submit_time", 0), "submit_time", fail, minimum=0.0),
         num_workers=_integer(raw["workers"], "workers", fail),
         model=str(raw["model"]),
-        batch_size=_integer(raw.get("batch_size", embedded_batch or default_batch),
-                            "batch_size", fail),
-        duration_s=(None if raw.get("duration_s") is None
-                    else _number(raw["duration_s"], "duration_s", fail, minimum=0.0)),
-        iterations=(None if raw.get("iterations") is None
-                    else _integer(raw["iterations"], "iterations", fail)),
+        batch_size=_integer(
+            raw.get("batch_size", embedded_batch or default_batch), "batch_size", fail
+        ),
+        duration_s=(
+            None
+            if raw.get("duration_s") is None
+            else _number(raw["duration_s"], "duration_s", fail, minimum=0.0)
+        ),
+        iterations=(
+            None
+            if raw.get("iterations") is None
+            else _integer(raw["iterations"], "iterations", fail)
+        ),
         priority=_number(raw.get("priority", 1), "priority", fail, minimum=1e-12),
         user=None if raw.get("user") is None else str(raw["user"]),
         spb=spb,

@@ -13,12 +13,28 @@ import zlib
 
 GPU_CLASS_MIX: tuple[tuple[int, tuple[tuple[str, float], ...]], ...] = (
     # (smallest GPU count of the class, ((model, weight), ...))
-    (1, (("mlp", 0.10), ("digits_cnn", 0.10), ("resnet18_32", 0.30), ("resnet50_32", 0.20),
-         ("resnet18_224", 0.15), ("gpt_small", 0.15))),
-    (2, (("resnet18_32", 0.20), ("resnet50_32", 0.20), ("resnet18_224", 0.20),
-         ("resnet50_224", 0.20), ("gpt_small", 0.20))),
-    (8, (("resnet18_224", 0.15), ("resnet50_224", 0.35), ("vgg16_224", 0.20),
-         ("gpt_small", 0.30))),
+    (
+        1,
+        (
+            ("mlp", 0.10),
+            ("digits_cnn", 0.10),
+            ("resnet18_32", 0.30),
+            ("resnet50_32", 0.20),
+            ("resnet18_224", 0.15),
+            ("gpt_small", 0.15),
+        ),
+    ),
+    (
+        2,
+        (
+            ("resnet18_32", 0.20),
+            ("resnet50_32", 0.20),
+            ("resnet18_224", 0.20),
+            ("resnet50_224", 0.20),
+            ("gpt_small", 0.20),
+        ),
+    ),
+    (8, (("resnet18_224", 0.15), ("resnet50_224", 0.35), ("vgg16_224", 0.20), ("gpt_small", 0.30))),
 )
 
 

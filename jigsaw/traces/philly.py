@@ -82,17 +82,19 @@ def read_philly(
             if rate is None:
                 rate = rates[(model, gpus)] = oracle.full_rate(model, batch, gpus, gpus_per_node)
             iterations = max(1, round(duration * rate))
-        jobs.append(TraceJob(
-            id=f"philly-{line}",
-            submit_time_s=(submitted - origin).total_seconds(),
-            num_workers=gpus,
-            model=model,
-            batch_size=batch,
-            duration_s=duration,
-            iterations=iterations,
-            user=cluster or None,
-            source=f"{label}:{line}",
-        ))
+        jobs.append(
+            TraceJob(
+                id=f"philly-{line}",
+                submit_time_s=(submitted - origin).total_seconds(),
+                num_workers=gpus,
+                model=model,
+                batch_size=batch,
+                duration_s=duration,
+                iterations=iterations,
+                user=cluster or None,
+                source=f"{label}:{line}",
+            )
+        )
     return jobs
 
 

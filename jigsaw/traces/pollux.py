@@ -42,7 +42,8 @@ def read_pollux(path: str | Path, *, apps_dir: str | Path | None = None) -> list
             name, time_text, app_name, replicas_text, batch_text = (f.strip() for f in fields)
             if app_name not in POLLUX_APPS:
                 raise TraceFormatError(
-                    label, line,
+                    label,
+                    line,
                     f"unknown application {app_name!r}; expected {', '.join(POLLUX_APPS)}",
                 )
             if not name:
@@ -55,30 +56,37 @@ def read_pollux(path: str | Path, *, apps_dir: str | Path | None = None) -> list
                 app = apps[app_name] = _load(apps_root, app_name, label, line)
             if not app.curves.init_batch_size <= global_batch <= app.curves.max_batch_size:
                 raise TraceFormatError(
-                    label, line,
+                    label,
+                    line,
                     f"batch_size {global_batch} is outside the validated range "
                     f"{app.curves.init_batch_size}..{app.curves.max_batch_size} of {app_name}",
                 )
-            jobs.append(TraceJob(
-                id=name,
-                submit_time_s=submitted,
-                num_workers=replicas,
-                model=app_name,
-                batch_size=math.ceil(global_batch / replicas),
-                iterations=max(1, math.ceil(app.iterations(replicas, global_batch) - 1e-9)),
-                original_model=app_name,
-                source=f"{label}:{line}",
-            ))
+            jobs.append(
+                TraceJob(
+                    id=name,
+                    submit_time_s=submitted,
+                    num_workers=replicas,
+                    model=app_name,
+                    batch_size=math.ceil(global_batch / replicas),
+                    iterations=max(1, math.ceil(app.iterations(replicas, global_batch) - 1e-9)),
+                    original_model=app_name,
+                    source=f"{label}:{line}",
+                )
+            )
     jobs.sort(key=lambda job: job.submit_time_s)
     return jobs
 
 
 def _load(apps_root: Path | None, app: str, label: str, line: int) -> PolluxApp:
     if apps_root is None or not app_has_data(apps_root, app):
-        where = f"in {apps_root / app}" if apps_root is not None else (
-            "(no apps/ directory beside the workload)")
+        where = (
+            f"in {apps_root / app}"
+            if apps_root is not None
+            else ("(no apps/ directory beside the workload)")
+        )
         raise TraceFormatError(
-            label, line,
+            label,
+            line,
             f"application {app!r} has no validation curves and step times {where}: "
             "need validation-<batch>.csv, placements.csv and scalability.csv",
         )

@@ -54,7 +54,8 @@ class _Rows:
 
     def at(self, local_bsz: float) -> tuple[float, float]:
         return _interp(local_bsz, self.local_bsz, self.step), _interp(
-            local_bsz, self.local_bsz, self.sync)
+            local_bsz, self.local_bsz, self.sync
+        )
 
 
 class PolluxApp:
@@ -65,12 +66,14 @@ class PolluxApp:
         self.curves = curves
         by_placement: dict[str, list[Measurement]] = defaultdict(list)
         by_config: dict[tuple[int, int], dict[int, list[tuple[float, float]]]] = defaultdict(
-            lambda: defaultdict(list))
+            lambda: defaultdict(list)
+        )
         for row in measurements:
             if not row.placement.startswith("n"):
                 by_placement[row.placement].append(row)
             by_config[(row.num_nodes, row.num_replicas)][row.local_bsz].append(
-                (row.step_time, row.sync_time))
+                (row.step_time, row.sync_time)
+            )
         self._placements = {key: _rows(rows) for key, rows in by_placement.items()}
         self._configs = {
             key: _Rows(
@@ -83,7 +86,8 @@ class PolluxApp:
         placement_rows = [r for rows in by_placement.values() for r in rows] or measurements
         self.min_local_bsz = min(r.local_bsz for r in placement_rows)
         self.max_local_bsz = MAX_LOCAL_BSZ_OVERRIDE.get(
-            name, max(r.local_bsz for r in placement_rows))
+            name, max(r.local_bsz for r in placement_rows)
+        )
         self._iterations: dict[tuple[int, int], float] = {}
 
     def split(self, replicas: int, global_batch: int) -> BatchSplit:
@@ -125,8 +129,11 @@ class PolluxApp:
 def find_apps_dir(workload: Path) -> Path | None:
     """``apps/`` beside a Pollux workload: ``<root>/workloads*/w.csv`` -> ``<root>/apps``;
     also ``<dir>/pollux/apps`` and ``<dir>/apps`` (excerpts)."""
-    for candidate in (workload.parent.parent / "apps", workload.parent / "pollux" / "apps",
-                      workload.parent / "apps"):
+    for candidate in (
+        workload.parent.parent / "apps",
+        workload.parent / "pollux" / "apps",
+        workload.parent / "apps",
+    ):
         if candidate.is_dir():
             return candidate
     return None
@@ -139,8 +146,11 @@ def load_pollux_app(apps_dir: Path, name: str) -> PolluxApp:
 
 def app_has_data(apps_dir: Path, name: str) -> bool:
     directory = apps_dir / name
-    return has_curves(apps_dir, name) and (directory / "placements.csv").is_file() and (
-        directory / "scalability.csv").is_file()
+    return (
+        has_curves(apps_dir, name)
+        and (directory / "placements.csv").is_file()
+        and (directory / "scalability.csv").is_file()
+    )
 
 
 def _rows(rows: list[Measurement]) -> _Rows:

@@ -90,15 +90,17 @@ def read_validation(path: str | Path) -> ValidationCurve:
         header = [h.strip() for h in next(reader, [])]
         missing = [c for c in COLUMNS if c not in header]
         if missing:
-            raise TraceFormatError(label, 1, f"missing column(s) {', '.join(missing)}; "
-                                   f"expected {','.join(COLUMNS)}")
+            raise TraceFormatError(
+                label, 1, f"missing column(s) {', '.join(missing)}; expected {','.join(COLUMNS)}"
+            )
         index = {name: header.index(name) for name in COLUMNS}
         for line, fields in enumerate(reader, start=2):
             if not fields:
                 continue
             if len(fields) != len(header):
                 raise TraceFormatError(
-                    label, line, f"expected {len(header)} fields, found {len(fields)}")
+                    label, line, f"expected {len(header)} fields, found {len(fields)}"
+                )
             values = [_number(fields[index[name]], name, label, line) for name in COLUMNS]
             if values[3] < 0 or values[4] < 0:
                 raise TraceFormatError(label, line, "grad_sqr and grad_var must be >= 0")
@@ -188,7 +190,8 @@ def load_app_curves(app_dir: str | Path, epochs: int | None = None) -> AppCurves
     if wanted > shortest:
         short = min(curves, key=lambda c: len(c.points))
         raise TraceFormatError(
-            short.source, len(short.points) + 1,
+            short.source,
+            len(short.points) + 1,
             f"{app} needs {wanted} epochs of curve but this file has {len(short.points)} rows",
         )
     return AppCurves(app, curves, wanted)
@@ -207,10 +210,18 @@ def _number(text: str, what: str, label: str, line: int) -> float:
 def has_curves(apps_dir: Path, app: str) -> bool:
     directory = apps_dir / app
     return directory.is_dir() and any(
-        _FILE.match(p.name) for p in directory.glob("validation-*.csv"))
+        _FILE.match(p.name) for p in directory.glob("validation-*.csv")
+    )
 
 
 __all__: Sequence[str] = (
-    "POLLUX_EPOCHS", "AppCurves", "CurvePoint", "ValidationCurve", "gain", "has_curves",
-    "load_app_curves", "read_validation", "statistical_efficiency",
+    "POLLUX_EPOCHS",
+    "AppCurves",
+    "CurvePoint",
+    "ValidationCurve",
+    "gain",
+    "has_curves",
+    "load_app_curves",
+    "read_validation",
+    "statistical_efficiency",
 )

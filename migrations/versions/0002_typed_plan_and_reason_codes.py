@@ -30,8 +30,15 @@ depends_on: str | Sequence[str] | None = None
 
 # Frozen at this revision: block counts of the models shipped with a profile then.
 PROFILE_BLOCKS = {
-    "mlp": 4, "digits_cnn": 4, "resnet18_32": 4, "resnet18_224": 4, "resnet50_32": 4,
-    "resnet50_224": 4, "vgg16_32": 5, "vgg16_224": 5, "gpt_small": 4,
+    "mlp": 4,
+    "digits_cnn": 4,
+    "resnet18_32": 4,
+    "resnet18_224": 4,
+    "resnet50_32": 4,
+    "resnet50_224": 4,
+    "vgg16_32": 5,
+    "vgg16_224": 5,
+    "gpt_small": 4,
 }
 
 

@@ -250,8 +250,14 @@ def test_a_failing_then_callback_rolls_the_submission_back(sql_store: SqlStore) 
 def test_every_plan_kind_round_trips_through_the_plan_column(store: Store, plan: Plan) -> None:
     job = add(store, new_job("a", 1.0, model="vgg16_32_fc"))
     moved, event = transition(
-        job, JobState.ADMITTED, reason="fits", at=2.0, actor="scheduler",
-        placement=((0, 0), (0, 1)), plan=plan, attempt=1,
+        job,
+        JobState.ADMITTED,
+        reason="fits",
+        at=2.0,
+        actor="scheduler",
+        placement=((0, 0), (0, 1)),
+        plan=plan,
+        attempt=1,
     )
     store.save(moved, expected_version=job.version, event=event)
     back = store.get("a").plan

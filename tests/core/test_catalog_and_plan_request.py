@@ -131,8 +131,13 @@ def test_events_carry_a_reason_code() -> None:
     admitted, event = transition(start, JobState.ADMITTED, reason="r", at=1.0, actor="t")
     assert event.code == ReasonCode.ADMITTED
     _, preempted = transition(
-        admitted, JobState.PREEMPTED, reason="r", at=2.0, actor="t",
-        code=ReasonCode.PREEMPTED_BY, preempted_by="j-2",
+        admitted,
+        JobState.PREEMPTED,
+        reason="r",
+        at=2.0,
+        actor="t",
+        code=ReasonCode.PREEMPTED_BY,
+        preempted_by="j-2",
     )
     assert preempted.code == "Preempted/OutrankedBy"
 

@@ -51,7 +51,10 @@ class World:
         self.cluster = Cluster.uniform(NUM_NODES * PER_NODE, PER_NODE)
         self.executor = RateDrivenExecutor(OracleRate(ORACLE, PER_NODE))
         self.cycle = SchedulingCycle(
-            self.store, self.executor, make_policy(policy, ORACLE), self.clock,
+            self.store,
+            self.executor,
+            make_policy(policy, ORACLE),
+            self.clock,
             lambda: self.cluster,
         )
         self.submitted: list[str] = []
@@ -71,7 +74,10 @@ class World:
                     job = self.store.get(self.submitted[index])
                     if not job.state.is_terminal:
                         moved, event = transition(
-                            job, JobState.CANCELLED, reason="user", at=self.clock.now(),
+                            job,
+                            JobState.CANCELLED,
+                            reason="user",
+                            at=self.clock.now(),
                             actor="test",
                         )
                         self.store.save(moved, expected_version=job.version, event=event)
@@ -112,8 +118,9 @@ class World:
             for gpu, share in gpu_loads.items():
                 load[gpu] += share
                 gangs[gpu] += 1
-            timings[job.id] = ORACLE.timing(job.spec.model, job.spec.batch_size, plan,
-                                            job.placement)
+            timings[job.id] = ORACLE.timing(
+                job.spec.model, job.spec.batch_size, plan, job.placement
+            )
             for rank, gpu in enumerate(job.placement):
                 memory[gpu] += ORACLE.worker_memory_bytes(
                     job.spec.model, job.spec.batch_size, plan, rank

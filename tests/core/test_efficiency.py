@@ -23,11 +23,22 @@ def _write(tmp_path: Path, measurements: list[dict[str, object]]) -> Path:
 
 
 def _entry(model: str, depths: list[int], mean: float, std: float) -> dict[str, object]:
-    return {"model": model, "dataset": "d", "plan": "x", "num_workers": len(depths),
-            "num_blocks": 4, "depths": depths, "mean_depth_fraction": 0.0,
-            "eta_mean": mean, "eta_std": std, "final_metric_full": 0.9,
-            "final_metric_spb": 0.89, "metric": "acc", "iters_to_target_full": 100,
-            "iters_to_target_spb": 110}
+    return {
+        "model": model,
+        "dataset": "d",
+        "plan": "x",
+        "num_workers": len(depths),
+        "num_blocks": 4,
+        "depths": depths,
+        "mean_depth_fraction": 0.0,
+        "eta_mean": mean,
+        "eta_std": std,
+        "final_metric_full": 0.9,
+        "final_metric_spb": 0.89,
+        "metric": "acc",
+        "iters_to_target_full": 100,
+        "iters_to_target_spb": 110,
+    }
 
 
 def test_absent_file_gives_conservative_default(tmp_path: Path) -> None:
@@ -39,10 +50,13 @@ def test_absent_file_gives_conservative_default(tmp_path: Path) -> None:
 
 
 def test_exact_then_shape_lower_bound(tmp_path: Path) -> None:
-    path = _write(tmp_path, [
-        _entry("resnet18_32", [0, 1, 2, 3], 0.95, 0.02),
-        _entry("mlp", [0, 3, 3, 3], 0.90, 0.05),
-    ])
+    path = _write(
+        tmp_path,
+        [
+            _entry("resnet18_32", [0, 1, 2, 3], 0.95, 0.02),
+            _entry("mlp", [0, 3, 3, 3], 0.90, 0.05),
+        ],
+    )
     table = EfficiencyTable.load(path)
     exact = table.lookup("cifar10", staircase(4, 4))  # alias of resnet18_32
     assert (exact.source, exact.eta) == (MEASURED, 0.95)

@@ -72,8 +72,10 @@ def test_eta_follows_the_curve_noise_over_training(curves: CurveEta) -> None:
     raw = load_app_curves(APPS_DIR / "cifar10").noise_curve(128)
     total = raw[-1][0]
     starts = [0.0] + [p / total for p, _, _ in raw[:-1]]
-    points = [(curves.eta("cifar10", plan, start, batch).eta, var / sqr)
-              for start, (_, sqr, var) in zip(starts, raw, strict=True)]
+    points = [
+        (curves.eta("cifar10", plan, start, batch).eta, var / sqr)
+        for start, (_, sqr, var) in zip(starts, raw, strict=True)
+    ]
     etas = [e for e, _ in points]
     assert max(etas) - min(etas) > 0.05  # it changes over training
     by_noise = sorted(points, key=lambda p: p[1])
@@ -127,9 +129,17 @@ def test_bad_ratio_file_names_file_and_field(tmp_path: Path) -> None:
 
 
 def test_philly_rule_is_deterministic_and_seeded() -> None:
-    jobs = [TraceJob(id=f"j{i}", submit_time_s=0.0, num_workers=w, model="resnet18_32",
-                     batch_size=32, duration_s=d)
-            for i, (w, d) in enumerate([(1, 60.0), (2, 7200.0), (8, 100.0), (16, 1e5)] * 10)]
+    jobs = [
+        TraceJob(
+            id=f"j{i}",
+            submit_time_s=0.0,
+            num_workers=w,
+            model="resnet18_32",
+            batch_size=32,
+            duration_s=d,
+        )
+        for i, (w, d) in enumerate([(1, 60.0), (2, 7200.0), (8, 100.0), (16, 1e5)] * 10)
+    ]
     first = [philly_app(j, 0) for j in jobs]
     assert first == [philly_app(j, 0) for j in jobs]
     assert set(first) <= set(APPS)
@@ -149,11 +159,17 @@ def test_curve_rate_scales_the_oracle_rate_by_curve_over_table_eta(curves: Curve
     plan = SPBPlan((0,) + (blocks - 1,) * (arrival.spec.workers - 1), blocks)
     placement = oracle.compact(arrival.spec.workers, 4)
     for done in (0.0, 0.5):
-        job = Job(arrival.job_id, arrival.spec, submitted_at=0.0,
-                  iterations_done=done * arrival.spec.iterations)
-        expected = table_rates.rate(job, placement, plan, {}) * curves.mean_eta(
-            arrival.trace.model, plan, arrival.spec.batch_size, done
-        ) / oracle.eta(arrival.spec.model, plan)
+        job = Job(
+            arrival.job_id,
+            arrival.spec,
+            submitted_at=0.0,
+            iterations_done=done * arrival.spec.iterations,
+        )
+        expected = (
+            table_rates.rate(job, placement, plan, {})
+            * curves.mean_eta(arrival.trace.model, plan, arrival.spec.batch_size, done)
+            / oracle.eta(arrival.spec.model, plan)
+        )
         assert rates.rate(job, placement, plan, {}) == pytest.approx(expected)
     full = SPBPlan((0,) * arrival.spec.workers, blocks)
     assert rates.rate(job, placement, full, {}) == table_rates.rate(job, placement, full, {})
@@ -180,8 +196,12 @@ def test_unknown_eta_option_is_refused() -> None:
         make_rates(load_jobs(WORKLOAD, setup, oracle, limit=2), setup, oracle)
 
 
-SHARED_APPS = Path(os.environ.get("JIGSAW_SHARED_DIR") or Path(__file__).resolve().parents[3]
-                   / "shared") / "traces" / "pollux" / "apps"
+SHARED_APPS = (
+    Path(os.environ.get("JIGSAW_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared")
+    / "traces"
+    / "pollux"
+    / "apps"
+)
 
 
 @pytest.mark.skipif(not SHARED_APPS.is_dir(), reason="no ../shared (bert and yolov3 curves)")
@@ -221,7 +241,8 @@ def test_curve_replay_reports_the_curve_noise_so_the_policy_prices_with_the_curv
         priced = job_eta(job, plan)
         assert priced.source == "online"
         assert priced.eta == pytest.approx(
-            curves.eta(app, plan, at, job.spec.batch_size).eta, rel=1e-9)
+            curves.eta(app, plan, at, job.spec.batch_size).eta, rel=1e-9
+        )
     # A policy that never runs an SPB plan sees the same rates and makes the same decisions.
     table = SimulationSetup(gpus=16, gpus_per_node=4)
     table_rates, table_arrivals = make_rates(jobs, table, oracle)

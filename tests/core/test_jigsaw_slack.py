@@ -41,9 +41,7 @@ def _arrivals(oracle: Oracle) -> list[Arrival]:
     return arrivals
 
 
-def _replay(
-    config: JigsawConfig | None = None, *, gpu_memory: int | None = None
-) -> ReplayResult:
+def _replay(config: JigsawConfig | None = None, *, gpu_memory: int | None = None) -> ReplayResult:
     oracle = make_oracle(SimulationSetup())
     memory = gpu_memory if gpu_memory is not None else oracle.hardware.memory_bytes
     cluster = Cluster.uniform(8, 4, gpu_memory_bytes=memory)
@@ -64,7 +62,7 @@ def test_a_gang_switches_to_spb_in_place_and_one_worker_jobs_run_in_its_slack() 
     # Each guest is on one of the host's partial GPUs, never on rank 0's.
     assert {line.split("gpus=")[1].split()[0] for line in packed} == {"0:1", "0:2", "0:3"}
     # Once the guests are gone, the host goes back to full backprop, in place.
-    back = [line for line in lines[switch + 1:] if line.split()[1:3] == ["replan", "j0"]]
+    back = [line for line in lines[switch + 1 :] if line.split()[1:3] == ["replan", "j0"]]
     assert back and "plan=0,0,0,0" in back[0]
     assert result.summary["packed_starts"] == 3
     assert all(job.state == JobState.SUCCEEDED for job in result.store.all_jobs())
@@ -140,7 +138,6 @@ def test_options_from_json() -> None:
     assert options["config"] == JigsawConfig(base="maxmin", pack_gain=0.5, host_keep=0.2)
 
 
-
 def _full(oracle: Oracle, model: str) -> SPBPlan:
     return full_backprop(1, oracle.num_blocks(model))
 
@@ -149,13 +146,15 @@ def _uniform3(oracle: Oracle) -> SPBPlan:
     return uniform(4, oracle.num_blocks("resnet50_32"), 3)
 
 
-def _running(job_id: str, workers: int, gpus: tuple[tuple[int, int], ...], priority: int,
-             oracle: Oracle) -> Job:
+def _running(
+    job_id: str, workers: int, gpus: tuple[tuple[int, int], ...], priority: int, oracle: Oracle
+) -> Job:
     spec = JobSpec(job_id, "resnet50_32", workers, 10**6, batch_size=32, priority=priority)
     job = Job(job_id, spec, submitted_at=0.0)
     plan = full_backprop(workers, oracle.num_blocks("resnet50_32"))
-    job, _ = transition(job, JobState.ADMITTED, reason="t", at=0.0, actor="t", placement=gpus,
-                        plan=plan)
+    job, _ = transition(
+        job, JobState.ADMITTED, reason="t", at=0.0, actor="t", placement=gpus, plan=plan
+    )
     job, _ = transition(job, JobState.RUNNING, reason="t", at=0.0, actor="t")
     return job
 
@@ -180,12 +179,23 @@ def _host_and_guests(host_done: float, guest_iterations: int, oracle: Oracle) ->
     """A 4-worker auto host filling a 4-GPU node, ``host_done`` of its 10,000 iterations
     done, and three waiting one-worker jobs of ``guest_iterations`` each."""
     host = _running("host", 4, ((0, 0), (0, 1), (0, 2), (0, 3)), 0, oracle)
-    host = Job(host.id, JobSpec("host", "resnet50_32", 4, 10_000, batch_size=32),
-               submitted_at=0.0, state=host.state, plan=host.plan, placement=host.placement,
-               started_at=0.0, run_started_at=3600.0, iterations_done=host_done * 10_000)
+    host = Job(
+        host.id,
+        JobSpec("host", "resnet50_32", 4, 10_000, batch_size=32),
+        submitted_at=0.0,
+        state=host.state,
+        plan=host.plan,
+        placement=host.placement,
+        started_at=0.0,
+        run_started_at=3600.0,
+        iterations_done=host_done * 10_000,
+    )
     guests = tuple(
-        Job(f"g{i}", JobSpec(f"g{i}", "resnet18_32", 1, guest_iterations, batch_size=32),
-            submitted_at=3600.0)
+        Job(
+            f"g{i}",
+            JobSpec(f"g{i}", "resnet18_32", 1, guest_iterations, batch_size=32),
+            submitted_at=3600.0,
+        )
         for i in range(3)
     )
     cluster = Cluster.uniform(4, 4, gpu_memory_bytes=oracle.hardware.memory_bytes)
@@ -202,7 +212,8 @@ def test_long_guests_do_not_slow_a_host_near_its_end(guard: bool) -> None:
 
     def packed(host_done: float, guest_iterations: int) -> int:
         decisions = JigsawPolicy(oracle, config=config).decide(
-            _host_and_guests(host_done, guest_iterations, oracle))
+            _host_and_guests(host_done, guest_iterations, oracle)
+        )
         return sum(isinstance(d, Start) for d in decisions)
 
     assert packed(0.0, 200) == 3  # short guests next to a host with everything left
@@ -218,18 +229,27 @@ def test_no_gang_is_re_planned_to_the_plan_it_runs() -> None:
     blocks = oracle.num_blocks("resnet50_32")
     spread = ((0, 0), (0, 1), (1, 0), (1, 1))
     running = _running("host", 4, spread, 0, oracle)
-    host = Job(running.id, running.spec, submitted_at=0.0, state=running.state,
-               plan=uniform(4, blocks, 3), placement=spread, started_at=0.0,
-               run_started_at=0.0)
+    host = Job(
+        running.id,
+        running.spec,
+        submitted_at=0.0,
+        state=running.state,
+        plan=uniform(4, blocks, 3),
+        placement=spread,
+        started_at=0.0,
+        run_started_at=0.0,
+    )
     guests = tuple(_running(f"g{i}", 1, (gpu,), 0, oracle) for i, gpu in enumerate(spread[1:]))
     catalog = JigsawPolicy(oracle).catalog
-    partial = max(load for gpu, load, _ in catalog.footprint(host, host.plan, spread)
-                  if gpu != spread[0])
+    partial = max(
+        load for gpu, load, _ in catalog.footprint(host, host.plan, spread) if gpu != spread[0]
+    )
     guest = max(load for _, load, _ in catalog.footprint(guests[0], guests[0].plan, spread[1:2]))
     current = next(o.goodput for o in catalog.options(host) if o.plan == host.plan)
     assert catalog.goodput(host, host.plan, spread) * 1.05 < current  # slower than compact
     cluster = Cluster.uniform(8, 4, gpu_memory_bytes=oracle.hardware.memory_bytes)
-    policy = JigsawPolicy(oracle, config=JigsawConfig(
-        min_plan_hold_s=0.0, load_threshold=partial + guest + 1e-6))
+    policy = JigsawPolicy(
+        oracle, config=JigsawConfig(min_plan_hold_s=0.0, load_threshold=partial + guest + 1e-6)
+    )
     decisions = policy.decide(Snapshot(3600.0, cluster, (), (host, *guests)))
     assert not [d for d in decisions if isinstance(d, Replan)]

@@ -29,8 +29,9 @@ def test_fits_instead_agrees_with_removing_then_fitting() -> None:
         placed = rng.sample(gpus, 3)
         old = tuple((gpu, rng.choice((0.3, 0.6, 1.0)), rng.choice((2, 4)) * GIB) for gpu in placed)
         ledger.add_all(old)
-        new = tuple((gpu, rng.choice((0.2, 0.5, 0.9)), rng.choice((2, 8, 14)) * GIB)
-                    for gpu in placed)
+        new = tuple(
+            (gpu, rng.choice((0.2, 0.5, 0.9)), rng.choice((2, 8, 14)) * GIB) for gpu in placed
+        )
         before = (dict(ledger.load), dict(ledger.memory_used), dict(ledger.workers))
         answer = ledger.fits_instead(old, new)
         assert (dict(ledger.load), dict(ledger.memory_used), dict(ledger.workers)) == before

@@ -135,17 +135,33 @@ def test_rejects_mismatched_inputs(oracle: Oracle) -> None:
 
 def test_measured_profile_wins_and_cpu_times_are_used(tmp_path: Path) -> None:
     blocks = [
-        {"index": i, "name": f"b{i}", "forward_flops_per_sample": 1e6,
-         "backward_flops_per_sample": 2e6, "param_bytes": 4000,
-         "activation_bytes_per_sample": 1000, "forward_time_s_per_sample": 0.001,
-         "backward_time_s_per_sample": 0.002}
+        {
+            "index": i,
+            "name": f"b{i}",
+            "forward_flops_per_sample": 1e6,
+            "backward_flops_per_sample": 2e6,
+            "param_bytes": 4000,
+            "activation_bytes_per_sample": 1000,
+            "forward_time_s_per_sample": 0.001,
+            "backward_time_s_per_sample": 0.002,
+        }
         for i in (1, 2, 3)
     ]
-    (tmp_path / "mlp.json").write_text(json.dumps({
-        "model": "mlp", "num_blocks": 3, "input_shape": [784], "profiled_batch_size": 16,
-        "device": "cpu", "torch_version": "2.x", "created": "now", "command": "test",
-        "blocks": blocks,
-    }))
+    (tmp_path / "mlp.json").write_text(
+        json.dumps(
+            {
+                "model": "mlp",
+                "num_blocks": 3,
+                "input_shape": [784],
+                "profiled_batch_size": 16,
+                "device": "cpu",
+                "torch_version": "2.x",
+                "created": "now",
+                "command": "test",
+                "blocks": blocks,
+            }
+        )
+    )
     catalog = ProfileCatalog(tmp_path)
     cpu = Oracle(preset("cpu"), catalog, EfficiencyTable())
     assert cpu.num_blocks("mlp") == 3

@@ -44,9 +44,9 @@ def test_malformed_placement_row(tmp_path: Path) -> None:
     app = tmp_path / "cifar10"
     app.mkdir()
     (app / "placements.csv").write_text(
-        "placement,local_bsz,step_time,sync_time\n1,32,0.04,0.0005\n1x,32,0.04,0.001\n")
-    (app / "scalability.csv").write_text(
-        "num_nodes,num_replicas,local_bsz,step_time,sync_time\n")
+        "placement,local_bsz,step_time,sync_time\n1,32,0.04,0.0005\n1x,32,0.04,0.001\n"
+    )
+    (app / "scalability.csv").write_text("num_nodes,num_replicas,local_bsz,step_time,sync_time\n")
     with pytest.raises(TraceFormatError, match="placement") as error:
         load_app(app)
     assert error.value.line == 3

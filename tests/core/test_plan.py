@@ -61,11 +61,14 @@ def test_check_plan_spec_accepts_names_and_rejects_garbage() -> None:
         PlanRequest.parse("stairs")
 
 
-@pytest.mark.parametrize("spec,workers,message", [
-    ("1,2", 2, "leaves block 1 untrained"),
-    ("0,1,2", 2, "lists 3 depths but the job has 2 workers"),
-    ("0,-1", 2, "non-negative"),
-])
+@pytest.mark.parametrize(
+    "spec,workers,message",
+    [
+        ("1,2", 2, "leaves block 1 untrained"),
+        ("0,1,2", 2, "lists 3 depths but the job has 2 workers"),
+        ("0,-1", 2, "non-negative"),
+    ],
+)
 def test_job_spec_rejects_explicit_plans_that_cannot_work(
     spec: str, workers: int, message: str
 ) -> None:

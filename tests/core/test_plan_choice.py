@@ -45,9 +45,7 @@ def toy() -> ParallelProfile:
     return ParallelProfile(model, (4000, 4000, 4000, 40), (LinearLayer(4, 2500, 4000),))
 
 
-def choose(
-    limit: int, parallelism: str = "auto", margin: float = 0.15, workers: int = 4, hw=HW
-):
+def choose(limit: int, parallelism: str = "auto", margin: float = 0.15, workers: int = 4, hw=HW):
     profile = toy()
     return choose_plan(profile.blocks, profile, hw, workers, 8, limit, parallelism, margin)
 
@@ -147,10 +145,16 @@ def test_the_decision_carries_the_chosen_pipeline_or_hybrid_plan(
 
 def test_a_data_job_and_an_spb_job_still_get_spb_plans(tight: PlanTypeChooser) -> None:
     jobs = [
-        Job("d", JobSpec(name="d", model="vgg16_32_fc", workers=2, iterations=9,
-                         parallelism="data"), 0.0),
-        Job("s", JobSpec(name="s", model="vgg16_32_fc", workers=2, iterations=9,
-                         spb="staircase"), 0.0),
+        Job(
+            "d",
+            JobSpec(name="d", model="vgg16_32_fc", workers=2, iterations=9, parallelism="data"),
+            0.0,
+        ),
+        Job(
+            "s",
+            JobSpec(name="s", model="vgg16_32_fc", workers=2, iterations=9, spb="staircase"),
+            0.0,
+        ),
     ]
     decisions = create_policy("fifo").decide(Snapshot.build(0.0, Cluster.uniform(4, 4), jobs))
     assert all(isinstance(d, Start) and isinstance(d.plan, SPBPlan) for d in decisions)
@@ -192,8 +196,10 @@ def test_spec_defaults_and_rows_stored_before_the_field() -> None:
     assert JobSpec(name="a", model="vgg16_32_fc", workers=2, iterations=1).parallelism == "auto"
     assert JobSpec(name="a", model="pkg.mod:fn", workers=2, iterations=1).parallelism == "data"
     assert JobSpec(name="a", model="cifar10", workers=2, iterations=1).parallelism == "data"
-    assert JobSpec(name="a", model="mlp", workers=2, iterations=1,
-                   parallelism=" Hybrid ").parallelism == "hybrid"
+    assert (
+        JobSpec(name="a", model="mlp", workers=2, iterations=1, parallelism=" Hybrid ").parallelism
+        == "hybrid"
+    )
     old = {"name": "a", "model": "mlp", "workers": 2, "iterations": 1, "spb": "auto"}
     assert JobSpec.from_stored(old).parallelism == "auto"
     assert JobSpec.from_stored({**old, "model": "pkg.mod:fn"}).parallelism == "data"

@@ -42,10 +42,24 @@ def test_kinds_and_worker_counts() -> None:
     [
         ({"kind": "tensor"}, "spb"),
         ({"kind": "pipeline", "num_blocks": 4}, "spb"),
-        ({"kind": "pipeline", "num_blocks": 2, "stages": [[1, 1], [2, 2], [3, 3]],
-          "micro_batches": 4}, "stages"),
-        ({"kind": "hybrid", "num_blocks": 4, "num_workers": 2,
-          "sharded": [{"block": 2, "layout": "column"}]}, "sharded"),
+        (
+            {
+                "kind": "pipeline",
+                "num_blocks": 2,
+                "stages": [[1, 1], [2, 2], [3, 3]],
+                "micro_batches": 4,
+            },
+            "stages",
+        ),
+        (
+            {
+                "kind": "hybrid",
+                "num_blocks": 4,
+                "num_workers": 2,
+                "sharded": [{"block": 2, "layout": "column"}],
+            },
+            "sharded",
+        ),
     ],
 )
 def test_malformed_plan_json_is_refused_naming_what_is_wrong(
@@ -82,8 +96,9 @@ def test_oracle_prices_a_pipeline_at_the_global_batch_of_data_parallelism() -> N
     assert oracle.eta("vgg16_32_fc", plan) == 1.0
 
 
-def test_rate_model_gives_a_hybrid_job_the_oracles_iteration_time_and_slows_it_when_shared(
-) -> None:
+def test_rate_model_gives_a_hybrid_job_the_oracles_iteration_time_and_slows_it_when_shared() -> (
+    None
+):
     oracle = Oracle(preset("v100"))
     rates = OracleRate(oracle, gpus_per_node=4)
     plan = HybridPlan.suffix(6, 2, 6)

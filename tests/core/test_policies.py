@@ -33,12 +33,21 @@ def waiting(job_id: str, workers: int, *, at: float = 0.0, priority: int = 0, **
 
 def running(job: Job, placement, *, since: float = 0.0, attained: float = 0.0) -> Job:
     admitted, _ = transition(
-        job, JobState.ADMITTED, reason="t", at=since, actor="t",
-        placement=tuple(placement), plan=full_backprop(job.spec.workers, 4),
+        job,
+        JobState.ADMITTED,
+        reason="t",
+        at=since,
+        actor="t",
+        placement=tuple(placement),
+        plan=full_backprop(job.spec.workers, 4),
     )
     moved, _ = transition(admitted, JobState.RUNNING, reason="t", at=since, actor="t")
-    return Job(**{**{f: getattr(moved, f) for f in moved.__dataclass_fields__},
-                  "attained_gpu_seconds": attained})
+    return Job(
+        **{
+            **{f: getattr(moved, f) for f in moved.__dataclass_fields__},
+            "attained_gpu_seconds": attained,
+        }
+    )
 
 
 def decide(policy_name: str, now: float, cluster: Cluster, jobs: list[Job], **options):
@@ -119,7 +128,10 @@ def test_las_demotes_jobs_past_a_threshold_so_newcomers_run_first() -> None:
 def test_las_promotes_a_starving_job() -> None:
     config = LasConfig(thresholds=(100.0,), promote_knob=2.0, promote_floor_s=50.0)
     starving = Job(
-        id="old", spec=waiting("old", 1).spec, submitted_at=0.0, state=JobState.PREEMPTED,
+        id="old",
+        spec=waiting("old", 1).spec,
+        submitted_at=0.0,
+        state=JobState.PREEMPTED,
         attained_gpu_seconds=200.0,
     )
     fresh = waiting("fresh", 1, at=990.0)

@@ -76,7 +76,8 @@ def covered_gavel_trace(tmp_path: Path) -> Path:
     """The excerpt's jobs whose type the throughputs excerpt covers, arriving together."""
     covered = ("Transformer (batch size 128)", "A3C", "ResNet-18 (batch size 16)")
     lines = [
-        line for line in (DATA / "gavel_excerpt.trace").read_text().splitlines()
+        line
+        for line in (DATA / "gavel_excerpt.trace").read_text().splitlines()
         if line.split("\t")[0] in covered
     ]
     target = tmp_path / "covered.trace"
@@ -86,8 +87,11 @@ def covered_gavel_trace(tmp_path: Path) -> Path:
 
 def test_gavel_trace_runs_on_gavel_throughputs_in_rounds(tmp_path: Path) -> None:
     setup = SimulationSetup(
-        gpus=1, gpus_per_node=1, round_s=360.0,
-        throughputs=DATA / "gavel_throughputs_excerpt.json", worker_type="v100",
+        gpus=1,
+        gpus_per_node=1,
+        round_s=360.0,
+        throughputs=DATA / "gavel_throughputs_excerpt.json",
+        worker_type="v100",
     )
     oracle = make_oracle(setup)
     jobs = load_jobs(covered_gavel_trace(tmp_path), setup, oracle)
@@ -105,8 +109,11 @@ def test_gavel_trace_runs_on_gavel_throughputs_in_rounds(tmp_path: Path) -> None
 
 def test_a_lone_gavel_job_takes_steps_over_its_measured_throughput(tmp_path: Path) -> None:
     setup = SimulationSetup(
-        gpus=4, gpus_per_node=4, round_s=360.0,
-        throughputs=DATA / "gavel_throughputs_excerpt.json", worker_type="v100",
+        gpus=4,
+        gpus_per_node=4,
+        round_s=360.0,
+        throughputs=DATA / "gavel_throughputs_excerpt.json",
+        worker_type="v100",
     )
     oracle = make_oracle(setup)
     jobs = load_jobs(covered_gavel_trace(tmp_path), setup, oracle)[:1]
@@ -120,8 +127,11 @@ def test_a_lone_gavel_job_takes_steps_over_its_measured_throughput(tmp_path: Pat
 def test_unknown_worker_type_is_a_readable_error() -> None:
     with pytest.raises(InvalidSpecError, match="worker type 'tpu'"):
         run_trace(
-            "gavel_excerpt.trace", "fifo", gpus=8, throughputs=DATA /
-            "gavel_throughputs_excerpt.json", worker_type="tpu",
+            "gavel_excerpt.trace",
+            "fifo",
+            gpus=8,
+            throughputs=DATA / "gavel_throughputs_excerpt.json",
+            worker_type="tpu",
         )
 
 
@@ -136,8 +146,14 @@ def test_no_big_gang_starves_behind_a_stream_of_small_jobs(policy: str) -> None:
     oracle = make_oracle(SimulationSetup())
     rates = OracleRate(oracle, gpus_per_node=4)
     rate = oracle.full_rate("resnet18_32", 128, 1, 4)
-    arrivals = [Arrival("big", 30.0, JobSpec("big", "resnet18_32", 4, round(2000 * rate)),
-                        TraceJob("big", 30.0, 4, "resnet18_32", 128))]
+    arrivals = [
+        Arrival(
+            "big",
+            30.0,
+            JobSpec("big", "resnet18_32", 4, round(2000 * rate)),
+            TraceJob("big", 30.0, 4, "resnet18_32", 128),
+        )
+    ]
     for i in range(300):
         at = 20.0 * i
         spec = JobSpec(f"s{i}", "resnet18_32", 1, round(900 * rate))

@@ -14,21 +14,34 @@ TRACE = ROOT / "tests" / "data" / "philly_excerpt.csv"
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cli", "simulate", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def test_compares_policies_as_json_and_plots(tmp_path: Path) -> None:
     figure = tmp_path / "sim.png"
-    done = cli(str(TRACE), "--policy", "fifo,jigsaw", "--gpus", "16", "-o", "json",
-               "--plot", str(figure))
+    done = cli(
+        str(TRACE), "--policy", "fifo,jigsaw", "--gpus", "16", "-o", "json", "--plot", str(figure)
+    )
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert [r["policy"] for r in payload["results"]] == ["fifo", "jigsaw"]
     for result in payload["results"]:
         assert result["completed"] == result["jobs"] == 40
-        for key in ("avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "utilization",
-                    "cluster_efficiency", "preemptions", "wall_s", "eta_source"):
+        for key in (
+            "avg_jct_s",
+            "p50_jct_s",
+            "p99_jct_s",
+            "makespan_s",
+            "utilization",
+            "cluster_efficiency",
+            "preemptions",
+            "wall_s",
+            "eta_source",
+        ):
             assert key in result
     assert figure.read_bytes()[:4] == b"\x89PNG"
 
@@ -47,13 +60,29 @@ def test_user_mistakes_exit_2_with_one_line() -> None:
 
 
 def test_the_output_says_which_semantics_ran() -> None:
-    pollux = cli(str(ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"), "--policy", "las",
-                 "--gpus", "64", "--gpus-per-node", "4", "-o", "json")
+    pollux = cli(
+        str(ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"),
+        "--policy",
+        "las",
+        "--gpus",
+        "64",
+        "--gpus-per-node",
+        "4",
+        "-o",
+        "json",
+    )
     assert pollux.returncode == 0, pollux.stderr
     result = json.loads(pollux.stdout)
     assert (result["semantics"], result["round_s"], result["completed"]) == ("pollux", 60.0, 20)
-    table = cli(str(ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"), "--policy", "las",
-                "--gpus", "64", "--gpus-per-node", "4")
+    table = cli(
+        str(ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"),
+        "--policy",
+        "las",
+        "--gpus",
+        "64",
+        "--gpus-per-node",
+        "4",
+    )
     assert table.returncode == 0, table.stderr
     assert "semantics: pollux" in table.stdout
 
@@ -65,7 +94,8 @@ def test_gavel_bad_input_names_what_to_fix(tmp_path: Path) -> None:
     done = cli(str(trace), "--policy", "fifo", "--gpus", "4", "--throughputs", str(throughputs))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: no Gavel throughput for 'LM (batch size 20)' x1 on 'v100'"]
+        "error: no Gavel throughput for 'LM (batch size 20)' x1 on 'v100'"
+    ]
 
 
 def test_pollux_application_without_curves_is_refused_with_file_and_line(

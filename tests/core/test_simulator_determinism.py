@@ -49,7 +49,12 @@ def test_logs_are_identical_across_hash_seeds() -> None:
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, str(TRACE)],
-            cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
         )
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
@@ -80,8 +85,9 @@ def test_fifo_prefix_feeding_decides_exactly_as_the_whole_queue() -> None:
     rates, arrivals = make_rates(load_jobs(TRACE, setup, oracle), setup, oracle)
     logs = []
     for policy in (FifoPolicy(), WholeQueueFifo()):
-        result = Replay(arrivals, policy, rates, Cluster.uniform(6, 2),
-                        ReplayOptions(keep_log=True)).run()
+        result = Replay(
+            arrivals, policy, rates, Cluster.uniform(6, 2), ReplayOptions(keep_log=True)
+        ).run()
         assert result.summary["completed"] == 40
         logs.append(result.log.lines)
     assert logs[0] == logs[1]

@@ -39,6 +39,7 @@ HEADER = "name,time,application,num_replicas,batch_size\n"
 
 # -- Pollux: curves and work ---------------------------------------------------------------
 
+
 def test_efficiency_is_pollux_formula_and_at_most_one() -> None:
     assert statistical_efficiency(2.0, 0.0, 8.0) == pytest.approx(1 / 8)  # no noise: 1/s
     assert statistical_efficiency(0.0, 3.0, 8.0) == pytest.approx(1.0)  # pure noise: free
@@ -102,8 +103,7 @@ def test_a_lone_pollux_job_takes_its_work_over_its_speed_plus_one_allocation(
 
 
 def test_pollux_newcomers_start_at_the_next_60s_interval(tmp_path: Path) -> None:
-    trace = _pollux_workload(
-        tmp_path, "ncf-0,0,ncf,1,32768\nncf-1,100,ncf,1,32768\n")
+    trace = _pollux_workload(tmp_path, "ncf-0,0,ncf,1,32768\nncf-1,100,ncf,1,32768\n")
     result, rates = _pollux_replay(trace, "las", gpus=4, gpus_per_node=4)
     jobs = {j.id: j for j in result.store.all_jobs()}
     late = jobs["ncf-1"]
@@ -141,8 +141,9 @@ def test_las_on_pollux_workload_6_is_within_20_percent_of_pollux_tiresias() -> N
     setup = SimulationSetup(gpus=64, gpus_per_node=4)
     oracle = make_oracle(setup)
     rates, arrivals = make_rates(load_jobs(trace, setup, oracle), setup, oracle, trace)
-    summary = replay(arrivals, "las", rates, oracle, setup,
-                     semantics=semantics_for(trace, throughputs=False)).summary
+    summary = replay(
+        arrivals, "las", rates, oracle, setup, semantics=semantics_for(trace, throughputs=False)
+    ).summary
     assert summary["completed"] == 160
     assert abs(summary["avg_jct_s"] / 3_469.69 - 1.0) <= 0.2
 
@@ -186,44 +187,56 @@ STEP_S = 1 / RESNET_RATE
 
 def test_a_gavel_newcomer_waits_for_the_running_round_to_end(tmp_path: Path) -> None:
     # A runs 1000 s; B arrives at 100 s on a free GPU: Gavel adds it when the round ends.
-    result = _gavel_replay(tmp_path, [(RESNET, 1000.0, 0.0), (RESNET, 100.0, 100.0)],
-                           "fifo", gpus=2)
+    result = _gavel_replay(
+        tmp_path, [(RESNET, 1000.0, 0.0), (RESNET, 100.0, 100.0)], "fifo", gpus=2
+    )
     b = result.store.get("gavel-2")
     assert b.finished_at == pytest.approx(360.0 + 100.0, abs=STEP_S)
 
 
 @pytest.mark.parametrize("policy", ["fifo", "maxmin"])
-def test_a_gavel_newcomer_waits_for_the_next_allocation_reset(
-    tmp_path: Path, policy: str
-) -> None:
+def test_a_gavel_newcomer_waits_for_the_next_allocation_reset(tmp_path: Path, policy: str) -> None:
     """Resets at 0 and 360 s (Gavel's reset clock starts at 0); the next may come 1,920 s
     after 360 s, at the first round from 2,280 s: 2,520 s. C waits there on a free GPU."""
     result = _gavel_replay(
-        tmp_path, [(RESNET, 5000.0, 0.0), (RESNET, 5000.0, 100.0), (RESNET, 100.0, 500.0)],
-        policy, gpus=3)
-    started = {line.split()[2]: float(line.split()[0])
-               for line in result.log.lines or [] if " start " in line}
+        tmp_path,
+        [(RESNET, 5000.0, 0.0), (RESNET, 5000.0, 100.0), (RESNET, 100.0, 500.0)],
+        policy,
+        gpus=3,
+    )
+    started = {
+        line.split()[2]: float(line.split()[0])
+        for line in result.log.lines or []
+        if " start " in line
+    }
     assert started == pytest.approx({"gavel-1": 0.0, "gavel-2": 360.0, "gavel-3": 2520.0})
 
 
 def test_a_gavel_newcomer_on_an_idle_cluster_starts_at_once(tmp_path: Path) -> None:
-    result = _gavel_replay(tmp_path, [(RESNET, 50.0, 0.0), (RESNET, 100.0, 500.0)],
-                           "fifo", gpus=2)
+    result = _gavel_replay(tmp_path, [(RESNET, 50.0, 0.0), (RESNET, 100.0, 500.0)], "fifo", gpus=2)
     late = result.store.get("gavel-2")
     assert late.finished_at == pytest.approx(500.0 + 100.0, abs=STEP_S)
 
 
 def test_a_gavel_round_ends_when_its_last_gang_ends(tmp_path: Path) -> None:
     # A finishes at 50 s, alone in its round; B (arrived at 20 s) starts then, not at 360 s.
-    result = _gavel_replay(tmp_path, [(RESNET, 50.0, 0.0), (RESNET, 100.0, 20.0), ],
-                           "fifo", gpus=1)
+    result = _gavel_replay(
+        tmp_path,
+        [
+            (RESNET, 50.0, 0.0),
+            (RESNET, 100.0, 20.0),
+        ],
+        "fifo",
+        gpus=1,
+    )
     b = result.store.get("gavel-2")
     assert b.finished_at == pytest.approx(50.0 + 100.0, abs=2 * STEP_S)
 
 
 def test_gavel_maxmin_alternates_two_equal_jobs_round_by_round(tmp_path: Path) -> None:
-    result = _gavel_replay(tmp_path, [(RESNET, 1440.0, 0.0), (RESNET, 1440.0, 0.0)],
-                           "maxmin", gpus=1)
+    result = _gavel_replay(
+        tmp_path, [(RESNET, 1440.0, 0.0), (RESNET, 1440.0, 0.0)], "maxmin", gpus=1
+    )
     starts = [line.split()[:3] for line in result.log.lines or [] if " start " in line]
     owners = [job for _, _, job in starts]
     times = [float(at) for at, _, _ in starts]
@@ -235,8 +248,7 @@ def test_gavel_maxmin_alternates_two_equal_jobs_round_by_round(tmp_path: Path) -
 
 
 def test_under_gavel_fifo_runs_the_first_job_to_completion(tmp_path: Path) -> None:
-    result = _gavel_replay(tmp_path, [(RESNET, 1440.0, 0.0), (RESNET, 1440.0, 0.0)],
-                           "fifo", gpus=1)
+    result = _gavel_replay(tmp_path, [(RESNET, 1440.0, 0.0), (RESNET, 1440.0, 0.0)], "fifo", gpus=1)
     done = {j.id: j.finished_at for j in result.store.all_jobs()}
     assert done == pytest.approx({"gavel-1": 1440.0, "gavel-2": 2880.0}, abs=2 * STEP_S)
     assert result.summary["preemptions"] == 0
@@ -245,8 +257,9 @@ def test_under_gavel_fifo_runs_the_first_job_to_completion(tmp_path: Path) -> No
 def test_a_job_type_without_throughput_for_the_worker_type_is_refused(tmp_path: Path) -> None:
     trace = tmp_path / "t.trace"
     trace.write_text(_gavel_line("LM (batch size 20)", 100, 0.0))
-    setup = SimulationSetup(gpus=4, gpus_per_node=4,
-                            throughputs=DATA / "gavel_throughputs_excerpt.json")
+    setup = SimulationSetup(
+        gpus=4, gpus_per_node=4, throughputs=DATA / "gavel_throughputs_excerpt.json"
+    )
     oracle = make_oracle(setup)
     jobs = load_jobs(trace, setup, oracle)
     with pytest.raises(InvalidSpecError, match=r"LM \(batch size 20\)"):
@@ -263,6 +276,7 @@ def test_semantics_follow_the_trace_format() -> None:
 
 # -- helpers --------------------------------------------------------------------------------
 
+
 def _pollux_workload(tmp_path: Path, rows: str) -> Path:
     root = tmp_path / "pollux"
     (root / "workloads").mkdir(parents=True)
@@ -272,8 +286,9 @@ def _pollux_workload(tmp_path: Path, rows: str) -> Path:
     return trace
 
 
-def _pollux_replay(trace: Path, policy: str, **setup_options: int) -> tuple[
-        ReplayResult, PolluxRate]:
+def _pollux_replay(
+    trace: Path, policy: str, **setup_options: int
+) -> tuple[ReplayResult, PolluxRate]:
     setup = SimulationSetup(keep_log=True, **setup_options)  # type: ignore[arg-type]
     oracle = make_oracle(setup)
     jobs = load_jobs(trace, setup, oracle)
@@ -293,11 +308,18 @@ def _gavel_replay(
     """``jobs``: (job type, seconds of work alone on a v100, arrival)."""
     trace = tmp_path / "t.trace"
     rate = {RESNET: RESNET_RATE}
-    trace.write_text("".join(
-        _gavel_line(kind, round(seconds * rate[kind]), at) for kind, seconds, at in jobs))
+    trace.write_text(
+        "".join(_gavel_line(kind, round(seconds * rate[kind]), at) for kind, seconds, at in jobs)
+    )
     throughputs = DATA / "gavel_throughputs_excerpt.json"
-    setup = SimulationSetup(gpus=gpus, gpus_per_node=4, throughputs=throughputs,
-                            worker_type="v100", round_s=GAVEL.round_s, keep_log=True)
+    setup = SimulationSetup(
+        gpus=gpus,
+        gpus_per_node=4,
+        throughputs=throughputs,
+        worker_type="v100",
+        round_s=GAVEL.round_s,
+        keep_log=True,
+    )
     oracle = make_oracle(setup)
     loaded = load_jobs(trace, setup, oracle)
     rates, arrivals = make_rates(loaded, setup, oracle, trace)
@@ -321,6 +343,7 @@ def test_reference_rate_is_compact(tmp_path: Path) -> None:
 
 # -- Gavel: max-min ranking -----------------------------------------------------------------
 
+
 def _job(job_id: str, workers: int, *, at: float = 0.0, served: float = 0.0) -> Job:
     spec = JobSpec(name=job_id, model="mlp", workers=workers, iterations=100)
     return Job(id=job_id, spec=spec, submitted_at=at, attained_gpu_seconds=served)
@@ -340,8 +363,9 @@ def test_gavel_ranks_jobs_without_gpu_time_first_then_least_served_per_share() -
     old = _job("old", 1, at=0.0, served=50.0)
     older = _job("older", 1, at=-1e6, served=100.0)
     newcomer = _job("new", 1, at=900.0)
-    ranked = gavel_order([older, old, newcomer], 1000.0, dict.fromkeys(("old", "older", "new"),
-                                                                        0.5))
+    ranked = gavel_order(
+        [older, old, newcomer], 1000.0, dict.fromkeys(("old", "older", "new"), 0.5)
+    )
     assert [job.id for job in ranked] == ["new", "old", "older"]
 
 

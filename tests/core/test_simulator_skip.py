@@ -69,8 +69,7 @@ def test_skipping_quiet_rounds_keeps_every_decision(name: str, gpus: int) -> Non
 def test_skipping_with_gavel_style_rounds_keeps_every_decision(name: str) -> None:
     """Admission only at 6-minute round boundaries (Gavel's semantics)."""
     case = CASES[name]
-    common = {"gpus": 8, "gpus_per_node": 4, "seed": 1, "round_s": 360.0,
-              "admit_in_rounds": True}
+    common = {"gpus": 8, "gpus_per_node": 4, "seed": 1, "round_s": 360.0, "admit_in_rounds": True}
     slow, slow_summary = replay_log("philly_excerpt.csv", case, skip=False, **common)
     fast, fast_summary = replay_log("philly_excerpt.csv", case, skip=True, **common)
     assert len(slow) >= 40

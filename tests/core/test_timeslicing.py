@@ -20,37 +20,50 @@ G0, G1 = (0, 0), (0, 1)
 
 
 def test_gated_partial_worker_next_to_a_long_job_waits_a_whole_turn() -> None:
-    times = timesliced_iteration_times({
-        "host": GangTiming(1.0, ((G1, 0.4), ((0, 2), 1.0))),
-        "guest": GangTiming(1.0, ((G1, 1.0),)),
-    })
+    times = timesliced_iteration_times(
+        {
+            "host": GangTiming(1.0, ((G1, 0.4), ((0, 2), 1.0))),
+            "guest": GangTiming(1.0, ((G1, 1.0),)),
+        }
+    )
     assert times == pytest.approx({"host": 1.4, "guest": 1.4})
 
 
 def test_short_iterations_fill_a_gated_worker_idle_time() -> None:
-    times = timesliced_iteration_times({
-        "host": GangTiming(1.0, ((G1, 0.4),)),
-        "guest": GangTiming(0.1, ((G1, 0.1),)),
-    })
+    times = timesliced_iteration_times(
+        {
+            "host": GangTiming(1.0, ((G1, 0.4),)),
+            "guest": GangTiming(0.1, ((G1, 0.1),)),
+        }
+    )
     assert times["host"] == pytest.approx(1.0)
     assert times["guest"] == pytest.approx(0.1 / 0.6)
 
 
 def test_two_always_ready_jobs_alternate_and_full_backprop_costs_more_than_spb() -> None:
-    full = timesliced_iteration_times({
-        "a": GangTiming(1.0, ((G0, 1.0),)), "b": GangTiming(1.0, ((G0, 1.0),)),
-    })
+    full = timesliced_iteration_times(
+        {
+            "a": GangTiming(1.0, ((G0, 1.0),)),
+            "b": GangTiming(1.0, ((G0, 1.0),)),
+        }
+    )
     assert full == pytest.approx({"a": 2.0, "b": 2.0})
-    spb = timesliced_iteration_times({
-        "a": GangTiming(1.0, ((G0, 0.3),)), "b": GangTiming(1.0, ((G0, 1.0),)),
-    })
+    spb = timesliced_iteration_times(
+        {
+            "a": GangTiming(1.0, ((G0, 0.3),)),
+            "b": GangTiming(1.0, ((G0, 1.0),)),
+        }
+    )
     assert spb["a"] < full["a"] and spb["b"] < full["b"]
 
 
 def test_nothing_shared_keeps_alone_time_exactly() -> None:
-    times = timesliced_iteration_times({
-        "a": GangTiming(0.37, ((G0, 0.3),)), "b": GangTiming(0.5, ((G1, 0.5),)),
-    })
+    times = timesliced_iteration_times(
+        {
+            "a": GangTiming(0.37, ((G0, 0.3),)),
+            "b": GangTiming(0.5, ((G1, 0.5),)),
+        }
+    )
     assert times == {"a": 0.37, "b": 0.5}
 
 
@@ -94,10 +107,12 @@ def test_executor_times_co_located_gangs_with_the_model() -> None:
     executor.start(host, host_gpus, host_plan)
     alone = executor._gangs["host"].rate
     executor.start(guest, ((0, 3),), guest_plan)
-    expected = timesliced_iteration_times({
-        "host": oracle.timing("resnet50_32", 32, host_plan, host_gpus),
-        "guest": oracle.timing("resnet18_32", 32, guest_plan, ((0, 3),)),
-    })
+    expected = timesliced_iteration_times(
+        {
+            "host": oracle.timing("resnet50_32", 32, host_plan, host_gpus),
+            "guest": oracle.timing("resnet18_32", 32, guest_plan, ((0, 3),)),
+        }
+    )
     eta = oracle.eta("resnet50_32", host_plan)
     assert executor._gangs["host"].rate == pytest.approx(eta / expected["host"])
     assert executor._gangs["guest"].rate == pytest.approx(1.0 / expected["guest"])

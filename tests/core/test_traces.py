@@ -38,11 +38,15 @@ def test_philly_excerpt_sorted_relative_with_models() -> None:
 
 
 def test_philly_ties_keep_file_order_and_window_and_limit(tmp_path: Path) -> None:
-    path = _write(tmp_path, "p.csv", PHILLY_HEADER
-                  + "2017-10-03 00:00:00,10,1,10,a\n"
-                  + "2017-10-01 00:00:00,20,2,40,b\n"
-                  + "2017-10-03 00:00:00,30,1,30,c\n"
-                  + "2017-10-05 00:00:00,40,4,160,d\n")
+    path = _write(
+        tmp_path,
+        "p.csv",
+        PHILLY_HEADER
+        + "2017-10-03 00:00:00,10,1,10,a\n"
+        + "2017-10-01 00:00:00,20,2,40,b\n"
+        + "2017-10-03 00:00:00,30,1,30,c\n"
+        + "2017-10-05 00:00:00,40,4,160,d\n",
+    )
     jobs = read_philly(path)
     assert [j.user for j in jobs] == ["b", "a", "c", "d"]
     window = read_philly(path, start="2017-10-02", end="2017-10-05")
@@ -58,13 +62,16 @@ def test_philly_iterations_from_oracle_rate(tmp_path: Path) -> None:
     assert job.iterations == round(100 * rate)
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ("2017-13-03 00:00:00,10,1,10,a", "timestamp"),
-    ("2017-10-03 00:00:00,ten,1,10,a", "duration"),
-    ("2017-10-03 00:00:00,10,0,10,a", "num_gpus"),
-    ("2017-10-03 00:00:00,10,1.5,10,a", "num_gpus"),
-    ("2017-10-03 00:00:00,10,1", "5 fields"),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("2017-13-03 00:00:00,10,1,10,a", "timestamp"),
+        ("2017-10-03 00:00:00,ten,1,10,a", "duration"),
+        ("2017-10-03 00:00:00,10,0,10,a", "num_gpus"),
+        ("2017-10-03 00:00:00,10,1.5,10,a", "num_gpus"),
+        ("2017-10-03 00:00:00,10,1", "5 fields"),
+    ],
+)
 def test_philly_malformed_rows_name_file_and_line(tmp_path: Path, row: str, message: str) -> None:
     path = _write(tmp_path, "bad.csv", PHILLY_HEADER + "2017-10-03 00:00:00,1,1,1,a\n" + row)
     with pytest.raises(TraceFormatError, match=message) as error:
@@ -89,11 +96,14 @@ def test_pollux_workload_excerpt() -> None:
     assert first.iterations == math.ceil(curves.iterations_to_finish(6 * 342))
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ("x,10,mnist,1,32", "unknown application"),
-    ("x,soon,cifar10,1,32", "time"),
-    ("x,10,cifar10,0,32", "num_replicas"),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("x,10,mnist,1,32", "unknown application"),
+        ("x,soon,cifar10,1,32", "time"),
+        ("x,10,cifar10,0,32", "num_replicas"),
+    ],
+)
 def test_pollux_malformed(tmp_path: Path, row: str, message: str) -> None:
     path = _write(tmp_path, "w.csv", "name,time,application,num_replicas,batch_size\n" + row)
     with pytest.raises(TraceFormatError, match=message) as error:
@@ -109,17 +119,19 @@ def test_gavel_excerpt_and_throughputs() -> None:
     assert first.original_model == "Transformer (batch size 128)"
     table = GavelThroughputs.load(DATA / "gavel_throughputs_excerpt.json")
     assert table.steps_per_second("v100", "ResNet-50 (batch size 64)", 1) > 0
-    pair = table.paired_steps_per_second(
-        "v100", ("ResNet-18 (batch size 16)", 1), ("A3C", 1))
+    pair = table.paired_steps_per_second("v100", ("ResNet-18 (batch size 16)", 1), ("A3C", 1))
     assert len(pair) == 2
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("ResNet-18 (batch size 32)\tcmd\tdir\t-s\t1\t100\t1\t1\t-1", "10 tab-separated"),
-    ("Mystery\tcmd\tdir\t-s\t1\t100\t1\t1\t-1\t0", "unknown Gavel job type"),
-    ("A3C\tcmd\tdir\t-s\t1\t100\tbig\t1\t-1\t0", "scale_factor"),
-    ("A3C\tcmd\tdir\t-s\t1\t0\t1\t1\t-1\t0", "total_steps"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("ResNet-18 (batch size 32)\tcmd\tdir\t-s\t1\t100\t1\t1\t-1", "10 tab-separated"),
+        ("Mystery\tcmd\tdir\t-s\t1\t100\t1\t1\t-1\t0", "unknown Gavel job type"),
+        ("A3C\tcmd\tdir\t-s\t1\t100\tbig\t1\t-1\t0", "scale_factor"),
+        ("A3C\tcmd\tdir\t-s\t1\t0\t1\t1\t-1\t0", "total_steps"),
+    ],
+)
 def test_gavel_malformed(tmp_path: Path, line: str, message: str) -> None:
     good = "A3C\tcmd\tdir\t-s\t1\t100\t1\t1\t-1\t0\n"
     path = _write(tmp_path, "t.trace", good + line + "\n")
@@ -129,31 +141,40 @@ def test_gavel_malformed(tmp_path: Path, line: str, message: str) -> None:
 
 
 def test_joblist_yaml_and_json(tmp_path: Path) -> None:
-    path = _write(tmp_path, "jobs.yaml", """
+    path = _write(
+        tmp_path,
+        "jobs.yaml",
+        """
 jobs:
   - {name: b, model: resnet50_224, workers: 4, iterations: 100, submit_time: 5, spb: staircase}
   - {name: a, model: mlp, workers: 1, iterations: 10, batch_size: 16, spb: [0], user: eve}
-""")
+""",
+    )
     jobs = load_trace(path)
     assert [j.id for j in jobs] == ["a", "b"]
     assert (jobs[0].batch_size, jobs[0].spb, jobs[0].user) == (16, "0", "eve")
     assert jobs[1].batch_size == 32
-    as_json = _write(tmp_path, "jobs.json", '[{"name": "x", "model": "bert", "workers": 2, '
-                     '"duration_s": 60}]')
+    as_json = _write(
+        tmp_path, "jobs.json", '[{"name": "x", "model": "bert", "workers": 2, "duration_s": 60}]'
+    )
     (job,) = load_trace(as_json)
     assert (job.duration_s, job.iterations) == (60.0, None)
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ("{name: a, model: mlp, iterations: 1}", "missing required field 'workers'"),
-    ("{name: a, model: mlp, workers: 0, iterations: 1}", "workers"),
-    ("{name: a, model: mlp, workers: 1}", "iterations"),
-    ("{name: a, model: mlp, workers: 1, iterations: 1, spb: sideways}", "unknown plan"),
-    ("{name: a, model: mlp, workers: 1, iterations: 1, colour: red}", "unknown field"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("{name: a, model: mlp, iterations: 1}", "missing required field 'workers'"),
+        ("{name: a, model: mlp, workers: 0, iterations: 1}", "workers"),
+        ("{name: a, model: mlp, workers: 1}", "iterations"),
+        ("{name: a, model: mlp, workers: 1, iterations: 1, spb: sideways}", "unknown plan"),
+        ("{name: a, model: mlp, workers: 1, iterations: 1, colour: red}", "unknown field"),
+    ],
+)
 def test_joblist_malformed(tmp_path: Path, entry: str, message: str) -> None:
-    path = _write(tmp_path, "j.yaml", f"- {{name: ok, model: mlp, workers: 1, iterations: 1}}\n"
-                  f"- {entry}\n")
+    path = _write(
+        tmp_path, "j.yaml", f"- {{name: ok, model: mlp, workers: 1, iterations: 1}}\n- {entry}\n"
+    )
     with pytest.raises(TraceFormatError, match=message) as error:
         load_trace(path)
     assert error.value.line == 2

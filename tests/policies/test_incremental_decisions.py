@@ -43,11 +43,13 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def _log(policy: str, options: dict[str, Any], gpus: int) -> tuple[list[str], dict[str, Any]]:
-    setup = SimulationSetup(gpus=gpus, gpus_per_node=4, seed=3, keep_log=True,
-                            policy_options={policy: options})
+    setup = SimulationSetup(
+        gpus=gpus, gpus_per_node=4, seed=3, keep_log=True, policy_options={policy: options}
+    )
     oracle = make_oracle(setup)
-    rates, arrivals = make_rates(load_jobs(DATA / "philly_excerpt.csv", setup, oracle),
-                                 setup, oracle)
+    rates, arrivals = make_rates(
+        load_jobs(DATA / "philly_excerpt.csv", setup, oracle), setup, oracle
+    )
     result = replay(arrivals, policy, rates, oracle, setup)
     assert result.log.lines is not None
     return result.log.lines, result.summary
@@ -68,13 +70,25 @@ def test_kept_state_decides_as_rebuilding_every_round(name: str, gpus: int) -> N
 
 # -- snapshots that jump ----------------------------------------------------------------------
 def _waiting(job_id: str, workers: int, at: float, *, priority: int = 0) -> Job:
-    return Job(id=job_id, submitted_at=at, spec=JobSpec(
-        name=job_id, model="resnet18_32", workers=workers, iterations=1_000, priority=priority))
+    return Job(
+        id=job_id,
+        submitted_at=at,
+        spec=JobSpec(
+            name=job_id, model="resnet18_32", workers=workers, iterations=1_000, priority=priority
+        ),
+    )
 
 
 def _running(job: Job, gpus: list[tuple[int, int]], since: float) -> Job:
-    admitted, _ = transition(job, JobState.ADMITTED, reason="t", at=since, actor="t",
-                             placement=tuple(gpus), plan=full_backprop(len(gpus), 4))
+    admitted, _ = transition(
+        job,
+        JobState.ADMITTED,
+        reason="t",
+        at=since,
+        actor="t",
+        placement=tuple(gpus),
+        plan=full_backprop(len(gpus), 4),
+    )
     return transition(admitted, JobState.RUNNING, reason="t", at=since, actor="t")[0]
 
 
@@ -95,8 +109,9 @@ def _both(kept: Policy, name: str, snapshot: Snapshot) -> list[Decision]:
 @pytest.mark.parametrize("name", ["las", "jigsaw"])
 def test_a_cancelled_gang_and_an_edited_priority_are_seen(name: str) -> None:
     cluster = Cluster.uniform(8, 4)
-    hog = _running(_waiting("hog", 8, 0.0), [(0, g) for g in range(4)] + [(1, g)
-                                                                         for g in range(4)], 0.0)
+    hog = _running(
+        _waiting("hog", 8, 0.0), [(0, g) for g in range(4)] + [(1, g) for g in range(4)], 0.0
+    )
     first, second = _waiting("first", 4, 10.0), _waiting("second", 4, 20.0)
     kept, _ = _policies(name)
     # Round 1: the hog is protected (fresh gang), nobody starts.
@@ -117,9 +132,7 @@ def test_a_gang_back_on_other_gpus_and_a_lost_node(name: str) -> None:
     b = _waiting("b", 4, 1.0)
     c = _waiting("c", 2, 2.0)
     kept, _ = _policies(name)
-    assert {d.job_id for d in _both(kept, name, Snapshot.build(60.0, cluster, [a, b, c]))} == {
-        "b"
-    }
+    assert {d.job_id for d in _both(kept, name, Snapshot.build(60.0, cluster, [a, b, c]))} == {"b"}
     # Outside the policy's sight: a was stopped and restarted on node 1, b is still waiting.
     moved = _running(_waiting("a", 4, 0.0), [(1, g) for g in range(4)], 100.0)
     decisions = _both(kept, name, Snapshot.build(120.0, cluster, [moved, b, c]))
@@ -135,8 +148,7 @@ def test_a_gang_back_on_other_gpus_and_a_lost_node(name: str) -> None:
 def test_kept_ledger_books_only_what_changed() -> None:
     """The kept path is taken: a round with one change re-books one gang, not all."""
     cluster = Cluster.uniform(16, 4)
-    gangs = [_running(_waiting(f"r{i}", 1, float(i)), [(i // 4, i % 4)], 0.0)
-             for i in range(12)]
+    gangs = [_running(_waiting(f"r{i}", 1, float(i)), [(i // 4, i % 4)], 0.0) for i in range(12)]
     queue = [_waiting("w", 8, 50.0)]
     policy = JigsawPolicy(ORACLE)
     policy.decide(Snapshot.build(60.0, cluster, gangs + queue))
@@ -162,9 +174,7 @@ def test_a_round_that_raises_leaves_no_half_kept_state() -> None:
     snapshot = Snapshot.build(180.0, cluster, [a, b])
     decisions = policy.decide(snapshot)
     assert decisions == JigsawPolicy(ORACLE, incremental=False).decide(snapshot)
-    assert [(x.job_id, x.placement[0][0]) for x in decisions if isinstance(x, Start)] == [
-        ("b", 1)
-    ]
+    assert [(x.job_id, x.placement[0][0]) for x in decisions if isinstance(x, Start)] == [("b", 1)]
 
 
 def test_a_shape_that_found_no_place_is_tried_again_once_room_appears() -> None:

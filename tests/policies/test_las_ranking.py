@@ -23,9 +23,15 @@ TIGHT = LasConfig(thresholds=(600.0, 6_000.0), promote_knob=2.0, promote_floor_s
 
 
 def _start(job: Job, at: float, workers: int) -> Job:
-    admitted, _ = transition(job, JobState.ADMITTED, reason="t", at=at, actor="t",
-                             placement=tuple((0, g) for g in range(workers)),
-                             plan=full_backprop(workers, 4))
+    admitted, _ = transition(
+        job,
+        JobState.ADMITTED,
+        reason="t",
+        at=at,
+        actor="t",
+        placement=tuple((0, g) for g in range(workers)),
+        plan=full_backprop(workers, 4),
+    )
     return transition(admitted, JobState.RUNNING, reason="t", at=at, actor="t")[0]
 
 
@@ -45,9 +51,15 @@ def _world_steps(seed: int, steps: int) -> list[tuple[float, list[Job]]]:
             made += 1
             workers = rng.choice([1, 1, 2, 4])
             jobs[f"j{made}"] = Job(
-                id=f"j{made}", submitted_at=now - rng.random() * 50,
-                spec=JobSpec(name="j", model="mlp", workers=workers, iterations=100,
-                             priority=rng.choice([0, 0, 0, 1, -1])),
+                id=f"j{made}",
+                submitted_at=now - rng.random() * 50,
+                spec=JobSpec(
+                    name="j",
+                    model="mlp",
+                    workers=workers,
+                    iterations=100,
+                    priority=rng.choice([0, 0, 0, 1, -1]),
+                ),
             )
         for job_id in rng.sample(sorted(jobs), k=min(len(jobs), rng.randint(0, 4))):
             job = jobs[job_id]
@@ -85,8 +97,9 @@ def test_kept_ranking_equals_ranking_from_scratch(config: LasConfig, seed: int) 
 def test_ranking_returns_the_snapshots_own_job_objects() -> None:
     """A record that changed in a field the key does not read keeps its key, but the round
     must see the new record (its placement, its plan), never the cached one."""
-    job = Job(id="a", submitted_at=0.0, spec=JobSpec(name="a", model="mlp", workers=1,
-                                                    iterations=10))
+    job = Job(
+        id="a", submitted_at=0.0, spec=JobSpec(name="a", model="mlp", workers=1, iterations=10)
+    )
     ranking = LasRanking(LasConfig())
     assert ranking.order([job], 10.0)[0] is job
     progressed = replace(job, iterations_done=5.0, version=1)
@@ -97,10 +110,16 @@ def test_time_going_back_rebuilds() -> None:
     """A snapshot older than the last one (another world, a restarted leader) is ranked from
     scratch: cached keys hold only forward in time."""
     config = LasConfig(thresholds=(100.0,), promote_floor_s=10_000.0)
-    job = _start(Job(id="a", submitted_at=0.0,
-                     spec=JobSpec(name="a", model="mlp", workers=1, iterations=10)), 0.0, 1)
-    other = Job(id="b", submitted_at=1.0,
-                spec=JobSpec(name="b", model="mlp", workers=1, iterations=10))
+    job = _start(
+        Job(
+            id="a", submitted_at=0.0, spec=JobSpec(name="a", model="mlp", workers=1, iterations=10)
+        ),
+        0.0,
+        1,
+    )
+    other = Job(
+        id="b", submitted_at=1.0, spec=JobSpec(name="b", model="mlp", workers=1, iterations=10)
+    )
     ranking = LasRanking(config)
     assert [j.id for j in ranking.order([job, other], 500.0)] == ["b", "a"]  # a demoted
     assert [j.id for j in ranking.order([job, other], 50.0)] == ["a", "b"]

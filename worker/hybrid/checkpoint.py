@@ -94,7 +94,10 @@ def load_hybrid(trainer: HybridTrainer, directory: str | Path) -> None:
     """Restore weights, shards, optimizer, sampler, RNG and iteration (any order of ranks)."""
     path = Path(directory)
     check_fixed_plan_meta(
-        path, kind=HYBRID_FORMAT, what="hybrid", model=trainer.config.model,
+        path,
+        kind=HYBRID_FORMAT,
+        what="hybrid",
+        model=trainer.config.model,
         plan=trainer.plan.describe(),
     )
     # weights_only=False: the files hold RNG state and plain Python objects we wrote.

@@ -67,7 +67,10 @@ def save_pipeline(trainer: PipelineTrainer, directory: str | Path) -> None:
 def load_pipeline(trainer: PipelineTrainer, directory: str | Path) -> None:
     path = Path(directory)
     check_fixed_plan_meta(
-        path, kind=PIPELINE_FORMAT, what="pipeline", model=trainer.config.model,
+        path,
+        kind=PIPELINE_FORMAT,
+        what="pipeline",
+        model=trainer.config.model,
         plan=trainer.plan.describe(),
     )
     # weights_only=False: the files hold RNG state and plain Python objects we wrote.

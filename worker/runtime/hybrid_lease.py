@@ -40,7 +40,6 @@ class HybridLease(FixedPlanLease):
         self.num_blocks = plan.num_blocks
         self.device = self.trainer.device
 
-
     @property
     def metric(self) -> str:
         return "accuracy" if self.trainer.workload.metric == "accuracy" else "eval_loss"

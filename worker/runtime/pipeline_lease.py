@@ -43,7 +43,6 @@ class PipelineLease(FixedPlanLease):
         self.num_blocks = plan.num_blocks
         self.device = self.trainer.device
 
-
     @property
     def metric(self) -> str:
         return "accuracy" if self.trainer.metric == "accuracy" else "eval_loss"

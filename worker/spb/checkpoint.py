@@ -69,9 +69,7 @@ def write_meta(directory: Path, meta: dict[str, Any]) -> None:
     os.replace(tmp, directory / META_FILE)
 
 
-def check_fixed_plan_meta(
-    directory: Path, *, kind: str, what: str, model: str, plan: str
-) -> None:
+def check_fixed_plan_meta(directory: Path, *, kind: str, what: str, model: str, plan: str) -> None:
     """Refuse a pipeline or hybrid checkpoint (``kind``; ``what`` names it in errors) unless
     it is complete and holds ``model`` under ``plan``."""
     meta_path = directory / META_FILE
@@ -79,9 +77,7 @@ def check_fixed_plan_meta(
         raise CheckpointError(f"{directory} is not a complete checkpoint (no {META_FILE})")
     meta = json.loads(meta_path.read_text())
     if meta.get("kind") != kind:
-        raise CheckpointError(
-            f"{directory} is not a {what} checkpoint (kind {meta.get('kind')!r})"
-        )
+        raise CheckpointError(f"{directory} is not a {what} checkpoint (kind {meta.get('kind')!r})")
     if meta.get("plan") != plan or meta.get("model") != model:
         raise CheckpointError(
             f"{directory} holds {meta.get('model')!r} under {meta.get('plan')!r}; this job runs "
