@@ -12,7 +12,7 @@ most one turn of each ``k`` per iteration (round-robin). So
 
     T_j = max(G_j, max_g c_jg),    c_jg = b_jg + sum_{k on g, k != j} b_kg * min(1, c_jg / T_k)
 
-Consequences, each checked in tests/core/test_timeslicing.py:
+Consequences, each checked in tests/core/oracle/test_timeslicing.py:
 
 - occupants whose summed utilisation ``b / T`` fits in the GPU and that are gated elsewhere
   (a partial SPB worker waits for rank 0 anyway) lose nothing;

@@ -28,7 +28,7 @@ class Policy(Protocol):
         """After a round with no decisions at ``snapshot.now``: the earliest time at which the
         same world (no arrival, finish or other state change) could get a different answer, or
         ``None`` when the policy cannot say. The simulator skips the rounds before it; the
-        result is the same as asking every round (tests/core/test_simulator_skip.py)."""
+        result is the same as asking every round (tests/core/simulator/test_simulator_skip.py)."""
         ...
 
 

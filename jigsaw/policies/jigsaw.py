@@ -143,7 +143,7 @@ class JigsawPolicy(PolicyBase):
         self.incremental = incremental
         """Keep the LAS ranking and the GPU ledger across rounds, each gang's re-plan
         candidates, and within a round the job shapes that found no place (off: recompute
-        all of it every time; the decisions are the same, tests/policies compares them)."""
+        all of it every time; the decisions are the same, tests/core/policies compares them)."""
         self._ranking = LasRanking(self.config.las, incremental=incremental)
         self._kept = KeptLedger(
             threshold=self.config.load_threshold, min_residual=self.config.min_residual

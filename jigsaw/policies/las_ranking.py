@@ -21,7 +21,7 @@ time, so a key computed at ``t`` stays right until the job's next root (``due``)
 
 Steps 1 and 2 cost O(changed records x log n) in Python plus O(n) at C speed (a dictionary
 of the snapshot's objects, a set difference); step 3 copies a list. The order is the one
-:func:`las_order` gives (tests/policies).
+:func:`las_order` gives (tests/core/policies).
 ``incremental=False`` ranks from scratch every round (the reference the tests compare with).
 """
 

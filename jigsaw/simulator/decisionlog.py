@@ -1,6 +1,7 @@
 """The decision log: one line per applied decision, hashed as it grows.
 
-Same seed and trace must give byte-identical logs (tests/core/test_simulator_determinism.py).
+Same seed and trace must give byte-identical logs
+(tests/core/simulator/test_simulator_determinism.py).
 """
 
 from __future__ import annotations

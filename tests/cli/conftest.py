@@ -6,6 +6,7 @@ the shared 2-core box, and these tests only add jobs, so they do not disturb eac
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -109,3 +110,31 @@ def cli(cli_server: ServerProcess, tmp_path: Path) -> Cli:
     env["JIGSAW_URL"] = cli_server.url
     env["JIGSAW_TOKEN"] = cli_server.admin_token
     return Cli(env)
+
+
+def one_line_error(stderr: str) -> str:
+    """User mistakes print exactly one readable line and never a traceback."""
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def submit_json(cli: Cli, *args: str) -> dict[str, object]:
+    result = cli("submit", *args, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    job: dict[str, object] = json.loads(result.stdout)
+    return job
+
+
+def small_job(name: str, iterations: int = 20, workers: int = 2) -> list[str]:
+    return [
+        "--name",
+        name,
+        "--model",
+        "digits_cnn",
+        "--workers",
+        str(workers),
+        "--iterations",
+        str(iterations),
+    ]

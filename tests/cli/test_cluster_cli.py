@@ -13,8 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cli.conftest import Cli, base_env
-from tests.cli.test_jobs_cli import one_line_error, small_job, submit_json
+from tests.cli.conftest import Cli, base_env, one_line_error, small_job, submit_json
 from tests.conftest import REPO, free_port
 
 pytestmark = pytest.mark.integration

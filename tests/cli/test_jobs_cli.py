@@ -11,37 +11,9 @@ import httpx
 import pytest
 import yaml
 
-from tests.cli.conftest import Cli
+from tests.cli.conftest import Cli, one_line_error, small_job, submit_json
 
 pytestmark = pytest.mark.integration
-
-
-def one_line_error(stderr: str) -> str:
-    """User mistakes print exactly one readable line and never a traceback."""
-    assert "Traceback" not in stderr
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    return lines[0]
-
-
-def submit_json(cli: Cli, *args: str) -> dict[str, object]:
-    result = cli("submit", *args, "-o", "json")
-    assert result.returncode == 0, result.stderr
-    job: dict[str, object] = json.loads(result.stdout)
-    return job
-
-
-def small_job(name: str, iterations: int = 20, workers: int = 2) -> list[str]:
-    return [
-        "--name",
-        name,
-        "--model",
-        "digits_cnn",
-        "--workers",
-        str(workers),
-        "--iterations",
-        str(iterations),
-    ]
 
 
 def test_submit_with_flags_prints_the_created_job_as_json(cli: Cli) -> None:

@@ -13,8 +13,14 @@ import pytest
 from jigsaw.domain import JobSpec
 from jigsaw.hardware import preset
 from jigsaw.oracle.plan_choice import GIB, PlanTypeChooser
-from tests.cli.conftest import Cli, ServerProcess, base_env, start_embedded_server, stop
-from tests.cli.test_jobs_cli import one_line_error
+from tests.cli.conftest import (
+    Cli,
+    ServerProcess,
+    base_env,
+    one_line_error,
+    start_embedded_server,
+    stop,
+)
 
 pytestmark = pytest.mark.integration
 

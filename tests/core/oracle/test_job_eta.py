@@ -14,7 +14,7 @@ from jigsaw.gradient_noise import BlockNoise, InvalidNoiseStatisticsError
 from jigsaw.job_eta import candidate_etas, job_eta, merge_block_noise
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import SPBPlan, full_backprop, staircase
-from tests.core.test_cycle import setup, submit
+from tests.core.support import setup, submit
 
 
 def noise(block: int, sqr: float, var: float, *, at: int = 10, obs: int = 20) -> dict[str, float]:

@@ -12,7 +12,7 @@ from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import PolicyBase
 from jigsaw.snapshot import Snapshot
-from tests.core.test_cycle import run_until_idle, setup, submit
+from tests.core.support import run_until_idle, setup, submit
 
 
 class RaisesWhen(PolicyBase):

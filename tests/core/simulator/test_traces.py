@@ -15,8 +15,8 @@ from jigsaw.traces import GavelThroughputs, load_trace, read_philly
 from jigsaw.traces.model_mix import assign_model
 from jigsaw.traces.pollux_curves import load_app_curves
 
-DATA = Path(__file__).resolve().parent.parent / "data"
-SHARED = Path(os.environ.get("JIGSAW_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
+DATA = Path(__file__).resolve().parents[2] / "data"
+SHARED = Path(os.environ.get("JIGSAW_SHARED_DIR", Path(__file__).resolve().parents[4] / "shared"))
 PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
 
 

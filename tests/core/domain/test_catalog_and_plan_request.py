@@ -144,7 +144,7 @@ def test_events_carry_a_reason_code() -> None:
 
 def test_docs_list_every_zoo_model_a_submission_may_name() -> None:
     """docs/API.md ("Checks a submission passes") names the zoo models the catalog takes."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "API.md").read_text()
     check = text.split("### Checks a submission passes")[1].split("4. **`spb` fits")[0]
     listed = check.split("(`jigsaw/catalog.py`:")[1].split(")")[0]
     assert set(re.findall(r"`(\w+)`", listed)) == set(ZOO_MODELS)
@@ -152,7 +152,7 @@ def test_docs_list_every_zoo_model_a_submission_may_name() -> None:
 
 def test_docs_list_every_reason_code_and_no_other() -> None:
     """docs/API.md ("Job events") lists the codes programs may match on: all of them."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "API.md").read_text()
     listed = text.split("(`jigsaw/reasons.py`):")[1].split("Match on codes")[0]
     documented = set(re.findall(r"`([A-Z][a-z]+/[A-Za-z]+)`", listed))
     assert documented == {str(code) for code in ReasonCode}

@@ -31,7 +31,7 @@ from jigsaw.policies.las import LasPolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.snapshot import Snapshot
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 ORACLE = Oracle(preset("v100"))
 TIGHT_LAS = LasConfig(thresholds=(600.0, 6_000.0), promote_knob=2.0, promote_floor_s=900.0)
 CASES: dict[str, tuple[str, dict[str, Any]]] = {

@@ -25,7 +25,7 @@ from jigsaw.simulator.eta_curves import (
 from jigsaw.traces import TraceJob
 from jigsaw.traces.pollux_curves import load_app_curves
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 APPS_DIR = DATA / "pollux" / "apps"
 TEST_APPS = ("cifar10", "deepspeech2", "imagenet", "ncf")
 WORKLOAD = DATA / "pollux_workload_excerpt.csv"
@@ -197,7 +197,7 @@ def test_unknown_eta_option_is_refused() -> None:
 
 
 SHARED_APPS = (
-    Path(os.environ.get("JIGSAW_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared")
+    Path(os.environ.get("JIGSAW_SHARED_DIR") or Path(__file__).resolve().parents[4] / "shared")
     / "traces"
     / "pollux"
     / "apps"

@@ -31,7 +31,7 @@ from jigsaw.simulator.run import make_policy
 from jigsaw.simulator.workload import priority_from_weight
 from jigsaw.traces import TraceJob
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 POLICIES = ["fifo", "las", "maxmin", "jigsaw"]
 
 

@@ -6,49 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from jigsaw.clock import VirtualClock
 from jigsaw.cluster import Cluster
-from jigsaw.cycle import RetryPolicy, SchedulingCycle
-from jigsaw.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.cycle import SchedulingCycle
+from jigsaw.domain import transition
 from jigsaw.executor_events import Failed
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.policies import create_policy
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
-
-
-def setup(num_gpus: int = 4, per_node: int = 2, rate: float = 10.0, startup: float = 0.0):
-    store = InMemoryStore()
-    clock = VirtualClock()
-    executor = RateDrivenExecutor(ConstantRate(rate, startup))
-    cluster = Cluster.uniform(num_gpus, per_node)
-    cycle = SchedulingCycle(
-        store,
-        executor,
-        create_policy("fifo"),
-        clock,
-        lambda: cluster,
-        retry=RetryPolicy(max_failures=2, base_backoff_s=5.0),
-    )
-    return store, clock, executor, cycle
-
-
-def submit(store: InMemoryStore, job_id: str, workers: int, iterations: int, at: float) -> Job:
-    spec = JobSpec(name=job_id, model="mlp", workers=workers, iterations=iterations)
-    job = Job(id=job_id, spec=spec, submitted_at=at)
-    return store.add(job, submitted_event(job, "test"))
-
-
-def run_until_idle(
-    clock: VirtualClock, executor: RateDrivenExecutor, cycle: SchedulingCycle, limit: int = 1000
-) -> None:
-    for _ in range(limit):
-        cycle.run_once()
-        upcoming = executor.next_event_time()
-        if upcoming is None:
-            return
-        clock.advance_to(max(upcoming, clock.now()))
-    raise AssertionError("simulation did not go idle")
+from tests.core.support import run_until_idle, setup, submit
 
 
 def test_fifo_runs_jobs_to_success_and_records_every_transition() -> None:

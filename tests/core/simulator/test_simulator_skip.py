@@ -18,7 +18,7 @@ from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 TIGHT_LAS = LasConfig(thresholds=(600.0, 6_000.0), promote_knob=2.0, promote_floor_s=900.0)
 CASES: dict[str, dict[str, Any]] = {
     "las-defaults": {"policy": "las", "options": {}},

@@ -13,7 +13,7 @@ import pytest
 from jigsaw.policies.base import PolicyBase
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TRACE = ROOT / "tests" / "data" / "philly_excerpt.csv"
 SCRIPT = """
 import sys

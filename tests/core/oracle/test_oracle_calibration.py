@@ -14,7 +14,7 @@ from jigsaw.oracle.calibration_eval import (
     out_of_fold_predictions,
 )
 
-CIFAR = Path(__file__).resolve().parent.parent / "data" / "pollux" / "apps" / "cifar10"
+CIFAR = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps" / "cifar10"
 
 
 def test_excerpt_loads_both_files() -> None:

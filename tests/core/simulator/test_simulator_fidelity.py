@@ -31,8 +31,8 @@ from jigsaw.traces.pollux_curves import (
     statistical_efficiency,
 )
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-SHARED = Path(os.environ.get("JIGSAW_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
+DATA = Path(__file__).resolve().parents[2] / "data"
+SHARED = Path(os.environ.get("JIGSAW_SHARED_DIR", Path(__file__).resolve().parents[4] / "shared"))
 APPS = DATA / "pollux" / "apps"
 HEADER = "name,time,application,num_replicas,batch_size\n"
 

@@ -1,0 +1,46 @@
+"""Helpers shared by the core tests: a small fifo cycle on the in-memory store, simulated
+executor and virtual clock."""
+
+from __future__ import annotations
+
+from jigsaw.clock import VirtualClock
+from jigsaw.cluster import Cluster
+from jigsaw.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.domain import Job, JobSpec, submitted_event
+from jigsaw.memstore import InMemoryStore
+from jigsaw.policies import create_policy
+from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+
+
+def setup(num_gpus: int = 4, per_node: int = 2, rate: float = 10.0, startup: float = 0.0):
+    store = InMemoryStore()
+    clock = VirtualClock()
+    executor = RateDrivenExecutor(ConstantRate(rate, startup))
+    cluster = Cluster.uniform(num_gpus, per_node)
+    cycle = SchedulingCycle(
+        store,
+        executor,
+        create_policy("fifo"),
+        clock,
+        lambda: cluster,
+        retry=RetryPolicy(max_failures=2, base_backoff_s=5.0),
+    )
+    return store, clock, executor, cycle
+
+
+def submit(store: InMemoryStore, job_id: str, workers: int, iterations: int, at: float) -> Job:
+    spec = JobSpec(name=job_id, model="mlp", workers=workers, iterations=iterations)
+    job = Job(id=job_id, spec=spec, submitted_at=at)
+    return store.add(job, submitted_event(job, "test"))
+
+
+def run_until_idle(
+    clock: VirtualClock, executor: RateDrivenExecutor, cycle: SchedulingCycle, limit: int = 1000
+) -> None:
+    for _ in range(limit):
+        cycle.run_once()
+        upcoming = executor.next_event_time()
+        if upcoming is None:
+            return
+        clock.advance_to(max(upcoming, clock.now()))
+    raise AssertionError("simulation did not go idle")
