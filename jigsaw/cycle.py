@@ -307,7 +307,9 @@ class SchedulingCycle:
                 if not job.state.holds_resources:
                     raise IllegalTransitionError(f"job {job.id} is {job.state}, cannot re-plan")
                 self.store.save(
-                    replace(job, plan=plan, placement=placement, reason=reason),
+                    replace(
+                        job, plan=plan, placement=placement, reason=reason, plan_changed_at=now
+                    ),
                     expected_version=job.version,
                 )
                 self.executor.replan(job.id, placement, plan)

@@ -130,8 +130,6 @@ class JigsawPolicy(PolicyBase):
         self.oracle = oracle if oracle is not None else Oracle(preset("v100"))
         self.config = config if config is not None else JigsawConfig()
         self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
-        self._last_plan_change: dict[str, float] = {}
-        """When each running gang last changed plan in place (the churn bound)."""
         self._better: dict[str, tuple[Job, JigsawConfig, tuple[PlanOption, ...]]] = {}
         """Per running gang: the record last asked about and its :meth:`_better_plans`."""
         self._slack = SlackOptions(
@@ -201,8 +199,6 @@ class JigsawPolicy(PolicyBase):
         if self.catalog.cached_footprints > bound or len(self._better) > bound:
             running = {job.id for job in snapshot.running}
             self.catalog.forget(running)
-            for job_id in [j for j in self._last_plan_change if j not in running]:
-                del self._last_plan_change[job_id]
             for job_id in [j for j in self._better if j not in running]:
                 del self._better[job_id]
         return state.decisions + starts + replans
@@ -214,7 +210,11 @@ class JigsawPolicy(PolicyBase):
         if self.config.base != "las":
             return None
         now, hold = snapshot.now, self.config.min_plan_hold_s
-        holds = [t + hold for t in self._last_plan_change.values() if t + hold > now]
+        holds = [
+            job.plan_changed_at + hold
+            for job in snapshot.running
+            if job.plan_changed_at is not None and job.plan_changed_at + hold > now
+        ]
         until = stable_ranking_until(snapshot, self._las_ranking(), self.config.min_run_s)
         return min(until, min(holds)) if holds else until
 
@@ -270,7 +270,6 @@ class JigsawPolicy(PolicyBase):
             footprints=state.footprints,
             gone=state.preempted,
             now=state.snapshot.now,
-            last_plan_change=self._last_plan_change,
         )
 
     # -- 2. fairness guard ------------------------------------------------------------------
@@ -413,7 +412,6 @@ class JigsawPolicy(PolicyBase):
 
     def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
         replans: list[Decision] = []
-        now = state.snapshot.now
         for job in spb_running:
             if job.id in state.preempted or not job.spec.plan_request.is_auto:
                 continue
@@ -436,7 +434,6 @@ class JigsawPolicy(PolicyBase):
             ledger.remove_all(booked)
             ledger.add_all(chosen[1])
             state.footprints[job.id] = chosen[1]
-            self._last_plan_change[job.id] = now
             replans.append(
                 Replan(
                     job.id,

@@ -87,7 +87,6 @@ class SlackMarket:
         footprints: dict[str, Footprint],
         gone: set[str],
         now: float,
-        last_plan_change: dict[str, float],
     ) -> None:
         self.catalog = catalog
         self.oracle = oracle
@@ -96,7 +95,6 @@ class SlackMarket:
         self.footprints = footprints
         self.gone = gone
         self.now = now
-        self.last_plan_change = last_plan_change
         self.taken: set[str] = set()
         """Guests this market started (the policy skips them in its own walk)."""
         self._queue = [job for job in queue if job.spec.workers == 1]
@@ -210,9 +208,9 @@ class SlackMarket:
         if self._plans[host.id] != offer.option.plan:
             if host.id in self._switched:
                 return []  # switched this round: its other offers follow its new plan
-            changed = self.last_plan_change.get(host.id)
+            changed = host.plan_changed_at
             if changed is not None and self.now - changed < self.options.min_plan_hold_s:
-                return []
+                return []  # gave goodput up for slack, or took it back, too recently
         return [gpu for gpu in offer.gpus if self.ledger.workers.get(gpu, 0) == 1]
 
     def _followers(self, guest: Job, count: int) -> list[_Guest]:
@@ -346,7 +344,6 @@ class SlackMarket:
             self.footprints[host.id] = footprint
             self._plans[host.id] = option.plan
             self._switched.add(host.id)
-            self.last_plan_change[host.id] = self.now
             replan = Replan(
                 host.id,
                 option.plan,

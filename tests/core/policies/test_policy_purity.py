@@ -1,0 +1,112 @@
+"""Policies change nothing: the time a gang last changed plan lives on the job, set by the cycle
+when it applies a re-plan, and jigsaw's plan hold reads it from there.
+
+Poison bisection (jigsaw.poison) asks the policy again about parts of a snapshot, and the
+simulator may ask twice about one world: an answer must depend on the snapshot alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from jigsaw.cluster import Cluster
+from jigsaw.decisions import Decision, Replan, Start
+from jigsaw.domain import Job, JobSpec, transition
+from jigsaw.lifecycle import JobState
+from jigsaw.oracle import Oracle
+from jigsaw.plan import full_backprop
+from jigsaw.policies.base import PolicyBase
+from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
+from jigsaw.simulator import SimulationSetup, make_oracle
+from jigsaw.snapshot import Snapshot
+from tests.core.support import run_until_idle, setup, submit
+
+NOW = 3_600.0
+
+
+def _host_and_guests(oracle: Oracle, *, plan_changed_at: float | None = None) -> Snapshot:
+    """A 4-worker ``spb: auto`` gang, just started, filling a 4-GPU node, and three waiting
+    one-worker jobs that fit only in the slack an SPB plan would open."""
+    spec = JobSpec("host", "resnet50_32", 4, 10_000, batch_size=32)
+    plan = full_backprop(4, oracle.num_blocks("resnet50_32"))
+    gpus = ((0, 0), (0, 1), (0, 2), (0, 3))
+    host, _ = transition(
+        Job("host", spec, submitted_at=0.0),
+        JobState.ADMITTED,
+        reason="t",
+        at=0.0,
+        actor="t",
+        placement=gpus,
+        plan=plan,
+    )
+    host, _ = transition(host, JobState.RUNNING, reason="t", at=NOW, actor="t")
+    host = replace(host, plan_changed_at=plan_changed_at)
+    guests = tuple(
+        Job(f"g{i}", JobSpec(f"g{i}", "resnet18_32", 1, 200, batch_size=32), submitted_at=NOW - 9)
+        for i in range(3)
+    )
+    cluster = Cluster.uniform(4, 4, gpu_memory_bytes=oracle.hardware.memory_bytes)
+    return Snapshot(NOW, cluster, guests, (host,))
+
+
+def _replans(decisions: list[Decision]) -> list[str]:
+    return [d.job_id for d in decisions if isinstance(d, Replan)]
+
+
+def test_asking_twice_about_one_snapshot_gives_the_same_answer() -> None:
+    """The first answer re-plans the host for its guests; had deciding recorded that switch,
+    the second answer would find the host on hold and pack nobody."""
+    oracle = make_oracle(SimulationSetup())
+    policy = JigsawPolicy(oracle)
+    snapshot = _host_and_guests(oracle)
+    first = policy.decide(snapshot)
+    assert _replans(first) == ["host"]
+    assert sum(isinstance(d, Start) for d in first) == 3
+    assert policy.decide(snapshot) == first
+    assert policy.stable_until(snapshot) == JigsawPolicy(oracle).stable_until(snapshot)
+
+
+def test_the_plan_hold_is_read_from_the_job() -> None:
+    oracle = make_oracle(SimulationSetup())
+    config = JigsawConfig(min_plan_hold_s=600.0)
+    held = _host_and_guests(oracle, plan_changed_at=NOW - 500.0)
+    assert _replans(JigsawPolicy(oracle, config=config).decide(held)) == []
+    assert JigsawPolicy(oracle, config=config).stable_until(held) == NOW - 500.0 + 600.0
+    free = _host_and_guests(oracle, plan_changed_at=NOW - 600.0)
+    assert _replans(JigsawPolicy(oracle, config=config).decide(free)) == ["host"]
+
+
+class _ReplanAt(PolicyBase):
+    """Re-plans every running job once the clock reaches ``at``; starts nothing."""
+
+    name = "replan-at"
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        if snapshot.now < self.at:
+            return []
+        return [
+            Replan(job.id, full_backprop(job.spec.workers, 1), job.placement, "test")
+            for job in snapshot.running
+            if job.plan_changed_at is None
+        ]
+
+
+def test_the_cycle_records_when_it_applied_a_re_plan() -> None:
+    store, clock, executor, cycle = setup(num_gpus=2, per_node=2)
+    submit(store, "a", 2, 1_000, at=0.0)
+    cycle.run_once()  # fifo starts the gang
+    clock.advance_to(5.0)
+    cycle.run_once()
+    assert store.get("a").state is JobState.RUNNING
+    assert store.get("a").plan_changed_at is None
+    cycle.policy = _ReplanAt(20.0)
+    clock.advance_to(20.0)
+    report = cycle.run_once()
+    assert report.applied == 1
+    assert store.get("a").plan_changed_at == 20.0
+    run_until_idle(clock, executor, cycle)
+    assert store.get("a").state is JobState.SUCCEEDED
+    assert store.get("a").plan_changed_at == 20.0
