@@ -9,8 +9,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from jigsaw.domain import Job
+
+_FOREVER = float("inf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,68 +37,63 @@ class LasConfig:
             raise ValueError("promote_knob must be > 0 and promote_floor_s >= 0")
 
 
-def executed_s(job: Job, now: float) -> float:
-    """Wall-clock seconds this job has run (attained GPU-seconds over its gang size)."""
-    return job.attained_service(now) / job.spec.workers
+LasKey = tuple[int, int, float, str]
+"""(-priority, LAS queue, submit time, job id): the smallest key ranks first; unique per job."""
 
 
-def waited_s(job: Job, now: float) -> float:
-    """Seconds since submission not spent running: queueing plus preempted time."""
-    return max(now - job.submitted_at - executed_s(job, now), 0.0)
+class LasStanding(NamedTuple):
+    """Where a job stands in LAS at one moment, and how that moves while its record does not."""
+
+    key: LasKey
+    next_threshold_at: float
+    """When its attained service reaches the next threshold (inf: not running, or past the
+    last threshold)."""
+    starvation: tuple[tuple[float, float], tuple[float, float]]
+    """The starvation test's two differences, each as (value now, change per second): the
+    job starves while both are positive, so the test flips where either changes sign."""
 
 
-def is_starving(job: Job, now: float, config: LasConfig) -> bool:
-    """Waited more than ``promote_knob`` x its run time. A promoted job keeps its promotion
-    while it runs, until its run time catches up (a quantum proportional to its wait), so
-    promoted jobs do not preempt each other round after round."""
-    limit = max(config.promote_knob * executed_s(job, now), config.promote_floor_s)
-    return waited_s(job, now) > limit
+def las_standing(job: Job, now: float, config: LasConfig) -> LasStanding:
+    """The one LAS key computation (:func:`las_key`, the kept ranking and the stability
+    bounds all read it).
 
-
-def las_queue(job: Job, now: float, config: LasConfig) -> int:
-    if is_starving(job, now, config):
-        return 0
-    return bisect.bisect_right(config.thresholds, job.attained_service(now))
-
-
-def las_key(job: Job, now: float, config: LasConfig) -> tuple[int, int, float, str]:
-    """Sort key: higher priority first, then lower LAS queue, then arrival order.
-
-    Same as (priority, :func:`las_queue`, ...) with the attained service computed once: this
-    runs for every active job in every round.
+    The key: higher priority first, then lower LAS queue, then arrival order. The queue is
+    how many thresholds the attained service has passed, or 0 for a starving job, one that
+    has waited more than ``promote_knob`` x its run time and more than ``promote_floor_s``.
+    A promoted job keeps its promotion while it runs, until its run time catches up (a
+    quantum proportional to its wait), so promoted jobs do not preempt each other round
+    after round.
     """
     attained = job.attained_service(now)
-    executed = attained / job.spec.workers
+    rate = float(len(job.placement)) if job.run_started_at is not None else 0.0
+    workers = job.spec.workers
+    executed = attained / workers
     waited = now - job.submitted_at - executed
-    if waited > config.promote_knob * executed and waited > config.promote_floor_s:
-        queue = 0
-    else:
-        queue = bisect.bisect_right(config.thresholds, attained)
-    return (-job.spec.priority, queue, job.submitted_at, job.id)
+    thresholds, knob = config.thresholds, config.promote_knob
+    index = bisect.bisect_right(thresholds, attained)
+    threshold_at = _FOREVER
+    if rate > 0.0 and index < len(thresholds):
+        threshold_at = now + (thresholds[index] - attained) / rate
+    rate_executed = rate / workers
+    rate_waited = 1.0 - rate_executed
+    starvation = (
+        (waited - knob * executed, rate_waited - knob * rate_executed),
+        (waited - config.promote_floor_s, rate_waited),
+    )
+    # ``a - b > 0`` exactly when ``a > b``: float subtraction never rounds a gap to zero.
+    starving = starvation[0][0] > 0.0 and starvation[1][0] > 0.0
+    key = (-job.spec.priority, 0 if starving else index, job.submitted_at, job.id)
+    return LasStanding(key, threshold_at, starvation)
+
+
+def las_key(job: Job, now: float, config: LasConfig) -> LasKey:
+    """The job's LAS sort key at ``now`` (:func:`las_standing`)."""
+    return las_standing(job, now, config).key
 
 
 def las_order(jobs: Sequence[Job], now: float, config: LasConfig) -> list[Job]:
-    """Jobs sorted by :func:`las_key`, which is inlined here: every round ranks every job."""
-    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
-    keyed = []
-    for job in jobs:
-        attained = job.attained_gpu_seconds
-        started = job.run_started_at
-        if started is not None and now > started:
-            attained += (now - started) * len(job.placement)
-        executed = attained / job.spec.workers
-        waited = now - job.submitted_at - executed
-        if waited > knob * executed and waited > floor:
-            queue = 0
-        else:
-            queue = bisect.bisect_right(thresholds, attained)
-        keyed.append(((-job.spec.priority, queue, job.submitted_at, job.id), job))
-    keyed.sort(key=_first)
-    return [job for _, job in keyed]
-
-
-def _first(pair: tuple[tuple[int, int, float, str], Job]) -> tuple[int, int, float, str]:
-    return pair[0]
+    """Jobs sorted by :func:`las_key`."""
+    return sorted(jobs, key=lambda job: las_key(job, now, config))
 
 
 def priority_weight(priority: int) -> float:
@@ -147,9 +145,6 @@ def maxmin_order(jobs: Sequence[Job], now: float, shares: Mapping[str, float]) -
     return sorted(jobs, key=key)
 
 
-_FOREVER = float("inf")
-
-
 def las_stable_until(jobs: Sequence[Job], now: float, config: LasConfig) -> float:
     """The earliest time after ``now`` at which some job's :func:`las_key` may differ, if
     no job changes state meanwhile (inf: never).
@@ -169,30 +164,10 @@ def las_stable_until(jobs: Sequence[Job], now: float, config: LasConfig) -> floa
 
 
 def job_stable_until(job: Job, now: float, config: LasConfig) -> float:
-    """One job's share of :func:`las_stable_until`: the earliest root at or after ``now``."""
-    soonest = _FOREVER
-    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
-    workers = job.spec.workers
-    attained = job.attained_gpu_seconds
-    started = job.run_started_at
-    rate_attained = 0.0
-    if started is not None:
-        rate_attained = float(len(job.placement))
-        if now > started:
-            attained += (now - started) * rate_attained
-    executed = attained / workers
-    waited = now - job.submitted_at - executed
-    rate_executed = rate_attained / workers
-    rate_waited = 1.0 - rate_executed
-    if rate_attained > 0.0:
-        index = bisect.bisect_right(thresholds, attained)
-        if index < len(thresholds):
-            soonest = now + (thresholds[index] - attained) / rate_attained
-    # The starvation test flips where either linear difference changes sign.
-    for value, slope in (
-        (waited - knob * executed, rate_waited - knob * rate_executed),
-        (waited - floor, rate_waited),
-    ):
+    """One job's share of :func:`las_stable_until`: the earliest crossing at or after ``now``."""
+    standing = las_standing(job, now, config)
+    soonest = standing.next_threshold_at
+    for value, slope in standing.starvation:
         if slope != 0.0:
             root = now - value / slope
             if now <= root < soonest:

@@ -34,10 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jigsaw.domain import Job
-from jigsaw.policies.fairness import LasConfig, job_stable_until, las_order, las_stable_until
+from jigsaw.policies.fairness import (
+    LasConfig,
+    LasKey,
+    job_stable_until,
+    las_order,
+    las_stable_until,
+    las_standing,
+)
 from jigsaw.policies.record_diff import record_diff
 
-LasKey = tuple[int, int, float, str]
 _Signature = tuple[float, float | None, int, int, int, float]
 
 MARGIN_S = 1.0
@@ -59,7 +65,7 @@ class _Entry:
 
 
 def _signature(job: Job) -> _Signature:
-    """Every field :func:`las_order` reads of a job."""
+    """Every field :func:`~jigsaw.policies.fairness.las_standing` reads of a job."""
     return (
         job.attained_gpu_seconds,
         job.run_started_at,
@@ -71,38 +77,18 @@ def _signature(job: Job) -> _Signature:
 
 
 def key_and_due(job: Job, now: float, config: LasConfig) -> tuple[LasKey, float]:
-    """The job's key at ``now``, exactly as :func:`las_order` computes it, and the earliest
-    time from ``now - MARGIN_S`` on at which it may change (a root of its crossings)."""
-    knob, floor, thresholds = config.promote_knob, config.promote_floor_s, config.thresholds
-    attained = job.attained_gpu_seconds
-    started = job.run_started_at
-    rate_attained = 0.0
-    if started is not None:
-        rate_attained = float(len(job.placement))
-        if now > started:
-            attained += (now - started) * rate_attained
-    workers = job.spec.workers
-    executed = attained / workers
-    waited = now - job.submitted_at - executed
-    index = bisect.bisect_right(thresholds, attained)
-    queue = 0 if waited > knob * executed and waited > floor else index
-    key = (-job.spec.priority, queue, job.submitted_at, job.id)
-    due = math.inf
-    if rate_attained > 0.0 and index < len(thresholds):
-        due = now + (thresholds[index] - attained) / rate_attained
-    rate_executed = rate_attained / workers
-    rate_waited = 1.0 - rate_executed
-    for value, slope in (
-        (waited - knob * executed, rate_waited - knob * rate_executed),
-        (waited - floor, rate_waited),
-    ):
+    """The job's key at ``now`` and the earliest time from ``now - MARGIN_S`` on at which it
+    may change (a root of its crossings)."""
+    standing = las_standing(job, now, config)
+    due = standing.next_threshold_at
+    for value, slope in standing.starvation:
         if slope != 0.0:
             root = now - value / slope
             if now - MARGIN_S <= root < due:
                 due = root
         if abs(slope) <= _FLAT and abs(value) < _EDGE:
             due = now  # on the edge of a flat test: look again every round
-    return key, due
+    return standing.key, due
 
 
 class LasRanking:

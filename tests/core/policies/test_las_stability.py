@@ -1,6 +1,6 @@
 """The LAS ranking used every round, and the bound on how long it stays put.
 
-``las_order`` inlines ``las_key`` for speed: both must agree. ``las_stable_until`` promises
+``las_order`` sorts by ``las_key``: both must agree. ``las_stable_until`` promises
 that no job's key changes before it (while no job changes state); the simulator skips
 rounds on that promise, so it is checked here on random jobs at many later moments.
 """
