@@ -43,8 +43,7 @@ from jigsaw.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 _RUNNING, _ADMITTED = JobState.RUNNING, JobState.ADMITTED
-"""Read once: an enum member read off its class costs about a microsecond, and these are
-tested against every active job in every round."""
+"""Bound once: these are tested against every active job in every round."""
 
 MAX_POISON_PER_ROUND = 3
 """Jobs a round may fail for making the policy raise; past that the round itself fails."""

@@ -235,7 +235,7 @@ def submitted_event(job: Job, actor: str) -> JobEvent:
 
 
 _RUNNING, _PREEMPTED, _RETRYING = JobState.RUNNING, JobState.PREEMPTED, JobState.RETRYING
-"""Read once (an enum member read off its class costs about a microsecond)."""
+"""Bound once: :func:`transition` runs for every state change of every job."""
 
 
 def transition(

@@ -12,8 +12,7 @@ from jigsaw.domain import Job
 from jigsaw.lifecycle import JobState
 
 _ARRIVAL_ORDER = attrgetter("submitted_at", "id")
-# Members read once: ``JobState.RUNNING`` costs about a microsecond per read (an enum
-# member is looked up through the class), and the loop below reads them for every job.
+# Bound once: :meth:`Snapshot.build` tests every active job against them in every cycle.
 _RUNNING, _ADMITTED = JobState.RUNNING, JobState.ADMITTED
 _PENDING, _PREEMPTED, _RETRYING = JobState.PENDING, JobState.PREEMPTED, JobState.RETRYING
 
@@ -35,8 +34,6 @@ class Snapshot:
         waiting: list[Job] = []
         running: list[Job] = []
         next_retry_at: float | None = None
-        # Identity tests, not the JobState properties: this loop runs over every active job
-        # in every cycle, and the simulator's cycles number in the hundreds of thousands.
         hold, wait = running.append, waiting.append
         for job in jobs:
             state = job.state

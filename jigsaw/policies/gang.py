@@ -71,14 +71,11 @@ def gang_round(
     now = snapshot.now
     alive = set(snapshot.cluster.gpu_ids())
     budget = len(alive)
-    # Who holds GPUs, as a set: the steps below ask it of every active job in every round,
-    # and a trace replay runs about a hundred thousand rounds.
     holds = {job.id for job in snapshot.running}
     selected: set[str] = set()
     for job in snapshot.running:
         started = job.run_started_at
-        # is_protected, inlined: 7% of a las replay's wall time (10,000 Philly jobs).
-        if started is None or now - started < min_run_s:
+        if started is None or now - started < min_run_s:  # still starting, or fresh
             selected.add(job.id)
             budget -= job.spec.workers
     reserved = 0

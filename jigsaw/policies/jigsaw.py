@@ -37,11 +37,10 @@ from jigsaw.plan import Plan, SPBPlan
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig, fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
-from jigsaw.policies.kept_ledger import KeptLedger
 from jigsaw.policies.las import stable_ranking_until
-from jigsaw.policies.las_ranking import LasRanking
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
+from jigsaw.policies.round_memory import RecordCache, RoundMemory, ShapeSkip
 from jigsaw.policies.slack import SlackMarket, SlackOptions
 from jigsaw.snapshot import Snapshot
 
@@ -104,14 +103,12 @@ class _Round:
     footprints: dict[str, Footprint]
     victims: list[Job]
     """Running, unprotected jobs outside the fair set, lowest-ranked first."""
+    unplaced: ShapeSkip
+    """The job shapes that found no place in ``ledger`` this round."""
     decisions: list[Decision] = field(default_factory=list)
     preempted: set[str] = field(default_factory=set)
     reserved: int = 0
     """Free GPUs held for the best-ranked waiting job that could not be placed this round."""
-    unplaced: dict[tuple[object, ...], tuple[int, int, int]] = field(default_factory=dict)
-    """Job shapes (options key, fair) that found no place, with the ledger's change count,
-    ``reserved`` and the preemptions so far then: while all three are unchanged, a job of
-    the same shape finds no place either."""
 
 
 class JigsawPolicy(PolicyBase):
@@ -130,22 +127,15 @@ class JigsawPolicy(PolicyBase):
         self.oracle = oracle if oracle is not None else Oracle(preset("v100"))
         self.config = config if config is not None else JigsawConfig()
         self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
-        self._better: dict[str, tuple[Job, JigsawConfig, tuple[PlanOption, ...]]] = {}
-        """Per running gang: the record last asked about and its :meth:`_better_plans`."""
         self._slack = SlackOptions(
             pack_gain=self.config.pack_gain,
             host_keep=self.config.host_keep,
             min_plan_hold_s=self.config.min_plan_hold_s,
             completion_guard=self.config.completion_guard,
         )
-        self.incremental = incremental
-        """Keep the LAS ranking and the GPU ledger across rounds, each gang's re-plan
-        candidates, and within a round the job shapes that found no place (off: recompute
-        all of it every time; the decisions are the same, tests/core/policies compares them)."""
-        self._ranking = LasRanking(self.config.las, incremental=incremental)
-        self._kept = KeptLedger(
-            threshold=self.config.load_threshold, min_residual=self.config.min_residual
-        )
+        self.memory = RoundMemory(incremental=incremental)
+        """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""
+        self._better: RecordCache[tuple[PlanOption, ...]] = self.memory.record_cache()
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         config = self.config
@@ -168,7 +158,7 @@ class JigsawPolicy(PolicyBase):
             and job.id not in fair
             and not is_protected(job, now, config.min_run_s)
         ]
-        state = _Round(snapshot, ledger, footprints, victims)
+        state = _Round(snapshot, ledger, footprints, victims, self.memory.shape_skip(ledger))
         market: SlackMarket | None = None
         starts: list[Decision] = []
         for job in ranked:
@@ -195,12 +185,7 @@ class JigsawPolicy(PolicyBase):
                     # than the alive cluster can never start: it reserves nothing.
                     state.reserved = job.spec.workers
         replans = self._replan_in_place(spb_running, state)
-        bound = 4 * (len(snapshot.running) + 64)
-        if self.catalog.cached_footprints > bound or len(self._better) > bound:
-            running = {job.id for job in snapshot.running}
-            self.catalog.forget(running)
-            for job_id in [j for j in self._better if j not in running]:
-                del self._better[job_id]
+        self.memory.forget_gone(snapshot.running, self.catalog)
         return state.decisions + starts + replans
 
     def stable_until(self, snapshot: Snapshot) -> float | None:
@@ -215,7 +200,7 @@ class JigsawPolicy(PolicyBase):
             for job in snapshot.running
             if job.plan_changed_at is not None and job.plan_changed_at + hold > now
         ]
-        until = stable_ranking_until(snapshot, self._las_ranking(), self.config.min_run_s)
+        until = stable_ranking_until(snapshot, self.memory, self.config.las, self.config.min_run_s)
         return min(until, min(holds)) if holds else until
 
     # -- 1. the fairness guard's ranking ----------------------------------------------------
@@ -224,63 +209,16 @@ class JigsawPolicy(PolicyBase):
         if self.config.base == "maxmin":
             shares = fair_shares(jobs, snapshot.cluster.num_gpus)
             return maxmin_order(jobs, snapshot.now, shares)
-        return self._las_ranking().order(jobs, snapshot.now)
+        return self.memory.las_order(jobs, snapshot.now, self.config.las)
 
-    def _las_ranking(self) -> LasRanking:
-        """The kept LAS ranking, started afresh if ``config`` was replaced since."""
-        if self._ranking.config != self.config.las:
-            self._ranking = LasRanking(self.config.las, incremental=self.incremental)
-        return self._ranking
-
-    # -- 3. the running gangs' bookings -----------------------------------------------------
-    def _booked_ledger(self, snapshot: Snapshot) -> tuple[GpuLedger, dict[str, Footprint]]:
-        config = self.config
-        if not self.incremental:
-            ledger = GpuLedger(
-                snapshot.cluster,
-                threshold=config.load_threshold,
-                min_residual=config.min_residual,
-            )
-            footprints: dict[str, Footprint] = {}
-            for job in snapshot.running:
-                footprint = self.catalog.footprint(job, _plan_of(job), job.placement)
-                footprints[job.id] = footprint
-                ledger.add_all(footprint)
-            return ledger, footprints
-        kept = self._kept
-        if kept.threshold != config.load_threshold or kept.min_residual != config.min_residual:
-            kept = self._kept = KeptLedger(
-                threshold=config.load_threshold, min_residual=config.min_residual
-            )
-        catalog = self.catalog
-        return kept.ledger(
-            snapshot.cluster,
-            snapshot.running,
-            lambda job: catalog.footprint(job, _plan_of(job), job.placement),
-        )
-
-    def _market(self, state: _Round, queue: list[Job]) -> SlackMarket:
-        return SlackMarket(
-            self.catalog,
-            self.oracle,
-            self._slack,
-            running=state.snapshot.running,
-            queue=queue,
-            ledger=state.ledger,
-            footprints=state.footprints,
-            gone=state.preempted,
-            now=state.snapshot.now,
-        )
-
-    # -- 2. fairness guard ------------------------------------------------------------------
+    # -- 2. the fair set --------------------------------------------------------------------
     def _fair_set(self, ranked: Sequence[Job], snapshot: Snapshot, holds: set[str]) -> set[str]:
         budget = snapshot.cluster.num_gpus
         fair: set[str] = set()
         now, min_run_s = snapshot.now, self.config.min_run_s
         for job in snapshot.running:
             started = job.run_started_at
-            # is_protected, inlined, as in gang_round: this is the replay's hot path.
-            if started is None or now - started < min_run_s:
+            if started is None or now - started < min_run_s:  # still starting, or fresh
                 fair.add(job.id)
                 budget -= job.spec.workers
         reserved = 0
@@ -297,20 +235,24 @@ class JigsawPolicy(PolicyBase):
                 reserved = job.spec.workers  # as in gang_round: no backfill past it
         return fair
 
+    # -- 3. the running gangs' bookings -----------------------------------------------------
+    def _booked_ledger(self, snapshot: Snapshot) -> tuple[GpuLedger, dict[str, Footprint]]:
+        catalog = self.catalog
+        return self.memory.booked_ledger(
+            snapshot.cluster,
+            snapshot.running,
+            lambda job: catalog.footprint(job, _plan_of(job), job.placement),
+            threshold=self.config.load_threshold,
+            min_residual=self.config.min_residual,
+        )
+
     # -- 4. placing a waiting job -----------------------------------------------------------
     def _place(self, job: Job, is_fair: bool, state: _Round) -> Start | None:
-        # A long queue holds many jobs of one shape; the answer for the first that found
-        # nothing holds for the rest until something is booked, unbooked or reserved.
-        if not self.incremental:
-            return self._try_place(job, is_fair, state)
+        """Jobs with equal plan options and fairness (``shape``) are placed alike, and one
+        that found no place finds none while the ledger is unchanged: within a round the
+        reservation only grows, and a preemption unbooks its victims."""
         shape = (*self.catalog.options_key(job), is_fair)
-        before = (state.ledger.changes, state.reserved, len(state.preempted))
-        if state.unplaced.get(shape) == before:
-            return None
-        start = self._try_place(job, is_fair, state)
-        if start is None and state.ledger.changes == before[0]:
-            state.unplaced[shape] = before
-        return start
+        return state.unplaced.place(shape, self._try_place, job, is_fair, state)
 
     def _try_place(self, job: Job, is_fair: bool, state: _Round) -> Start | None:
         ledger = state.ledger
@@ -388,17 +330,29 @@ class JigsawPolicy(PolicyBase):
         state.footprints[job.id] = footprint
         return Start(job.id, placement, option.plan, f"jigsaw: {how}, plan {option.label}")
 
+    def _market(self, state: _Round, queue: list[Job]) -> SlackMarket:
+        return SlackMarket(
+            self.catalog,
+            self.oracle,
+            self._slack,
+            running=state.snapshot.running,
+            queue=queue,
+            ledger=state.ledger,
+            footprints=state.footprints,
+            gone=state.preempted,
+            now=state.snapshot.now,
+        )
+
     # -- 5. in-place re-plans ---------------------------------------------------------------
     def _better_plans(self, job: Job) -> tuple[PlanOption, ...]:
         """The plans worth re-planning ``job`` to in place, best first, if its GPUs have
         room: more than ``replan_gain`` above its current plan's goodput, compared on the
         gang's own GPUs (an option's goodput is the exclusive, compact one, and a gang
         placed across nodes would otherwise "improve" to the plan it already runs, every
-        round). Kept per job record: records are immutable, and the answer depends on the
-        record alone."""
-        kept = self._better.get(job.id)
-        if kept is not None and kept[0] is job and kept[1] is self.config and self.incremental:
-            return kept[2]
+        round). The answer depends on the job's record and the config alone."""
+        return self._better.get(job, self.config, self._find_better_plans)
+
+    def _find_better_plans(self, job: Job) -> tuple[PlanOption, ...]:
         plan = _plan_of(job)
         bar = self.catalog.goodput(job, plan, job.placement) * (1.0 + self.config.replan_gain)
         better: list[PlanOption] = []
@@ -407,8 +361,7 @@ class JigsawPolicy(PolicyBase):
                 break  # options come best first (exclusive goodput >= on these GPUs)
             if option.plan != plan and self.catalog.goodput(job, option.plan, job.placement) > bar:
                 better.append(option)
-        self._better[job.id] = (job, self.config, tuple(better))
-        return self._better[job.id][2]
+        return tuple(better)
 
     def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
         replans: list[Decision] = []

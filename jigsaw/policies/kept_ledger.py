@@ -1,21 +1,18 @@
-"""The GPU ledger of the running gangs, kept across rounds and fixed up from what changed.
+"""The GPU ledger of the running gangs kept across rounds (part of
+:mod:`jigsaw.policies.round_memory`).
 
-A jigsaw round starts from a :class:`~jigsaw.policies.packing.GpuLedger` with every running
-gang's footprint booked. Booking all of them afresh costs O(running workers) every round.
-:class:`KeptLedger` keeps the booked state and, each round, compares the running gangs with
-what it holds. Job records are immutable, so a record (object) seen last round has the same
-plan and placement: only the records that are new since (found by identity, at C speed) are
-looked at. A gang that is new, whose footprint changed (a re-plan, a new placement, an edit),
-or that is gone (finished, preempted, cancelled, failed: whatever the reason, it is just
-absent) is unbooked or booked; only the GPUs those gangs touch are recomputed. The round then
-gets a copy it may change freely (O(GPUs) at C speed).
+Each round, the gangs whose record is new since the last round are looked at: a gang that is
+new, whose footprint changed (a re-plan, a new placement, an edit), or that is gone
+(finished, preempted, cancelled, failed: whatever the reason, it is just absent) is unbooked
+or booked, and only the GPUs those gangs touch are summed again. The round then gets a copy
+it may change freely.
 
 The copy is exactly the ledger a fresh booking in ``running`` order would give, so decisions
 do not change:
 
 - a GPU's load is summed in that order (float addition is not associative): each GPU keeps
   its bookings sorted by (submit time, job id, index in the footprint), which is the order in
-  which :meth:`~jigsaw.policies.snapshot.Snapshot.build` lists running jobs;
+  which :meth:`~jigsaw.snapshot.Snapshot.build` lists running jobs;
 - the partial GPUs are listed in the order of their first booking, as a fresh ledger's
   insertion-ordered index lists them;
 - free GPUs are listed per node in the cluster's order.
@@ -26,7 +23,7 @@ A different cluster (a node lost or added) or different thresholds start from em
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from jigsaw.cluster import Cluster, GpuId
 from jigsaw.domain import Job
@@ -47,7 +44,7 @@ class KeptLedger:
         self._gangs: dict[str, tuple[float, Footprint]] = {}
         """Per booked job: its submit time and the footprint booked."""
         self._footprints: dict[str, Footprint] = {}
-        self._seen: dict[int, Job] = {}
+        self._seen: Mapping[int, Job] = {}
         """The last round's running job objects by ``id()``; holding them keeps ids unique."""
         self._bookings: dict[GpuId, list[tuple[_Order, float, int]]] = {}
         self._node_gpus: dict[int, tuple[GpuId, ...]] = {}

@@ -3,10 +3,8 @@
 Each round ranks every active job by (priority, LAS queue, arrival): a higher-priority job
 always outranks a lower-priority one, so preemption falls on lower priorities first. The LAS
 queue of a job is how many attained-service thresholds (GPU-seconds) it has passed; a job
-waiting for long is promoted back to queue 0 (``LasConfig``). The ranking is kept across
-rounds and only changed keys are recomputed (:class:`~jigsaw.policies.las_ranking.LasRanking`;
-``incremental=False`` ranks from scratch). :func:`gang_round` turns the ranking into starts
-and preemptions; each preemption names its preemptor.
+waiting for long is promoted back to queue 0 (``LasConfig``). :func:`gang_round` turns the
+ranking into starts and preemptions; each preemption names its preemptor.
 """
 
 from __future__ import annotations
@@ -16,8 +14,8 @@ from jigsaw.decisions import Decision
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round, protection_ends
-from jigsaw.policies.las_ranking import LasRanking
 from jigsaw.policies.plan_resolution import BlocksOf
+from jigsaw.policies.round_memory import RoundMemory
 from jigsaw.snapshot import Snapshot
 
 
@@ -39,13 +37,14 @@ class LasPolicy(PolicyBase):
         self.min_run_s = min_run_s
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: free backfill, as Tiresias)."""
-        self._ranking = LasRanking(self.config, incremental=incremental)
+        self.memory = RoundMemory(incremental=incremental)
+        """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         if not snapshot.waiting:
             return []
-        ranking = self.ranking()
-        ranked = ranking.order(snapshot.running + snapshot.waiting, snapshot.now)
+        jobs = snapshot.running + snapshot.waiting
+        ranked = self.memory.las_order(jobs, snapshot.now, self.config)
         return gang_round(
             snapshot,
             ranked,
@@ -58,19 +57,15 @@ class LasPolicy(PolicyBase):
     def stable_until(self, snapshot: Snapshot) -> float:
         """Until a LAS key or a gang's protection changes, or a back-off ends, the ranking
         and so the round's decisions stay as they are (see :meth:`Policy.stable_until`)."""
-        return stable_ranking_until(snapshot, self.ranking(), self.min_run_s)
-
-    def ranking(self) -> LasRanking:
-        """The kept ranking, started afresh if ``config`` was replaced since."""
-        if self._ranking.config != self.config:
-            self._ranking = LasRanking(self.config, incremental=self._ranking.incremental)
-        return self._ranking
+        return stable_ranking_until(snapshot, self.memory, self.config, self.min_run_s)
 
 
-def stable_ranking_until(snapshot: Snapshot, ranking: LasRanking, min_run_s: float) -> float:
+def stable_ranking_until(
+    snapshot: Snapshot, memory: RoundMemory, config: LasConfig, min_run_s: float
+) -> float:
     now = snapshot.now
     return min(
-        ranking.stable_until(snapshot.running + snapshot.waiting, now),
+        memory.las_stable_until(snapshot.running + snapshot.waiting, now, config),
         protection_ends(snapshot.running, now, min_run_s),
         snapshot.next_retry_at if snapshot.next_retry_at is not None else float("inf"),
     )

@@ -1,28 +1,23 @@
-"""The LAS ranking kept across rounds: each round re-keys only the jobs whose key may differ.
+"""The LAS ranking kept across rounds (part of :mod:`jigsaw.policies.round_memory`).
 
-:func:`~jigsaw.policies.fairness.las_order` computes every active job's key and sorts them,
-every round. The key (priority, LAS queue, arrival, id) changes only when the job's record
+A job's key (:func:`~jigsaw.policies.fairness.las_standing`) changes only when its record
 changes (a start, a stop, an edit) or when time carries its attained service across a
 threshold or flips its starvation test. Each crossing is the root of a linear function of
 time, so a key computed at ``t`` stays right until the job's next root (``due``).
 
 :class:`LasRanking` keeps the keys in a sorted list and the roots in a heap. A round:
 
-1. checks the snapshot against the cache: the job records (objects) that were not in the
-   last snapshot are looked at, at C speed, by identity; of those, a job it has not seen is
-   keyed, and a job whose record changed in a field the key reads is re-keyed; a cached job
-   absent from the snapshot (finished, cancelled, failed, preempted out of sight) is
-   dropped. So a snapshot that does not match the cache is never ranked on stale data,
-   whatever happened between rounds (the service's store may hand over new objects every
-   round: then fields are compared, and only changed keys are recomputed);
-2. re-keys the jobs whose root is due (less ``MARGIN_S``, so float round-off at a crossing
-   never leaves a stale key);
+1. re-keys the records that are new since the last snapshot and whose key fields changed
+   (:func:`_signature`), and drops the jobs absent from the snapshot (finished, cancelled,
+   failed, preempted out of sight), so a snapshot is never ranked on stale data, whatever
+   happened between rounds;
+2. re-keys the jobs whose root is due (from ``MARGIN_S`` before it, so float round-off at
+   a crossing never leaves a stale key);
 3. reads the order off the sorted keys.
 
-Steps 1 and 2 cost O(changed records x log n) in Python plus O(n) at C speed (a dictionary
-of the snapshot's objects, a set difference); step 3 copies a list. The order is the one
-:func:`las_order` gives (tests/core/policies).
-``incremental=False`` ranks from scratch every round (the reference the tests compare with).
+The order is the one :func:`~jigsaw.policies.fairness.las_order` gives, and
+:meth:`LasRanking.stable_until` what :func:`~jigsaw.policies.fairness.las_stable_until`
+gives (tests/core/policies/test_las_ranking.py).
 """
 
 from __future__ import annotations
@@ -30,18 +25,11 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jigsaw.domain import Job
-from jigsaw.policies.fairness import (
-    LasConfig,
-    LasKey,
-    job_stable_until,
-    las_order,
-    las_stable_until,
-    las_standing,
-)
+from jigsaw.policies.fairness import LasConfig, LasKey, job_stable_until, las_standing
 from jigsaw.policies.record_diff import record_diff
 
 _Signature = tuple[float, float | None, int, int, int, float]
@@ -94,15 +82,14 @@ def key_and_due(job: Job, now: float, config: LasConfig) -> tuple[LasKey, float]
 class LasRanking:
     """The LAS order of the active jobs, kept across rounds (see the module docstring)."""
 
-    def __init__(self, config: LasConfig, *, incremental: bool = True) -> None:
+    def __init__(self, config: LasConfig) -> None:
         self.config = config
-        self.incremental = incremental
         self._entries: dict[str, _Entry] = {}
         self._keys: list[LasKey] = []
         """Sorted; unique, since a key ends with the job id."""
         self._jobs: list[Job] = []
         """The job of each key, in the same order: the ranking."""
-        self._seen: dict[int, Job] = {}
+        self._seen: Mapping[int, Job] = {}
         """The last snapshot's job objects by ``id()``; holding them keeps the ids unique."""
         self._due: list[tuple[float, str]] = []
         """Heap of (due, job id); an item whose due no longer matches its entry is stale."""
@@ -112,17 +99,13 @@ class LasRanking:
 
     # -- the two questions a policy asks ----------------------------------------------------
     def order(self, jobs: Sequence[Job], now: float) -> list[Job]:
-        """``jobs`` in LAS order at ``now`` (the order :func:`las_order` gives)."""
-        if not self.incremental:
-            return las_order(jobs, now, self.config)
+        """``jobs`` in LAS order at ``now``."""
         self._sync(jobs, now)
         return list(self._jobs)
 
     def stable_until(self, jobs: Sequence[Job], now: float) -> float:
-        """What :func:`las_stable_until` returns for ``jobs`` at ``now``, found from the
-        heap: only jobs whose cached root is near the earliest are computed afresh."""
-        if not self.incremental:
-            return las_stable_until(jobs, now, self.config)
+        """The earliest time at which a key may change, found from the heap: only jobs whose
+        cached root is near the earliest are computed afresh."""
         self._sync(jobs, now)
         heap, entries, config = self._due, self._entries, self.config
         best = math.inf

@@ -16,12 +16,10 @@ from jigsaw.placement import compact_placement
 _EPS = 1e-9
 
 
-class _EmptyLedger:
-    """The ledger of a cluster with nothing booked, built once per cluster and copied at C
-    speed each round (a round of jigsaw builds a fresh ledger)."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
+class GpuLedger:
+    def __init__(self, cluster: Cluster, *, threshold: float = 1.0, min_residual: float = 0.2):
+        self.threshold = threshold
+        self.min_residual = min_residual
         self.load: dict[GpuId, float] = {}
         self.memory_used: dict[GpuId, int] = {}
         self.memory_total: dict[GpuId, int] = {}
@@ -35,39 +33,13 @@ class _EmptyLedger:
                 self.memory_used[gpu] = 0
                 self.memory_total[gpu] = node.gpu_memory_bytes
                 self.workers[gpu] = 0
-        self.num_free = len(self.load)
-
-
-_last_empty: _EmptyLedger | None = None
-
-
-def _empty_ledger(cluster: Cluster) -> _EmptyLedger:
-    global _last_empty
-    if _last_empty is None or (
-        _last_empty.cluster is not cluster and _last_empty.cluster != cluster
-    ):
-        _last_empty = _EmptyLedger(cluster)
-    return _last_empty
-
-
-class GpuLedger:
-    def __init__(self, cluster: Cluster, *, threshold: float = 1.0, min_residual: float = 0.2):
-        self.threshold = threshold
-        self.min_residual = min_residual
-        empty = _empty_ledger(cluster)
-        self.load: dict[GpuId, float] = dict(empty.load)
-        self.memory_used: dict[GpuId, int] = dict(empty.memory_used)
-        self.memory_total: dict[GpuId, int] = empty.memory_total  # read-only
-        self.workers: dict[GpuId, int] = dict(empty.workers)
-        self.free_by_node: dict[int, list[GpuId]] = {
-            node: list(gpus) for node, gpus in empty.free_by_node.items()
-        }
         self.partial: dict[GpuId, None] = {}
-        self.num_free = empty.num_free
+        self.num_free = len(self.load)
         self.nodes_with_free: set[int] = {node for node, gpus in self.free_by_node.items() if gpus}
         """The nodes whose free list is not empty: a nearly full cluster, where packing is
         tried, has few, and the searches below look at those only."""
-        self._changes = 0
+        self.changes = 0
+        """How many bookings were added or removed so far: equal counts, same ledger."""
         self._no_room: dict[tuple[tuple[float, ...], tuple[int, ...], int], int] = {}
 
     @classmethod
@@ -92,20 +64,15 @@ class GpuLedger:
         ledger.workers, ledger.free_by_node = workers, free_by_node
         ledger.partial, ledger.num_free = partial, num_free
         ledger.nodes_with_free = {node for node, gpus in free_by_node.items() if gpus}
-        ledger._changes = 0
+        ledger.changes = 0
         ledger._no_room = {}
         return ledger
-
-    @property
-    def changes(self) -> int:
-        """How many bookings were added or removed so far: equal counts, same ledger."""
-        return self._changes
 
     # -- bookkeeping ------------------------------------------------------------------------
     def add(self, gpu: GpuId, load: float, memory: int) -> None:
         if gpu not in self.load:
             return  # a GPU of a lost node: the cycle retries that job, nothing to count
-        self._changes += 1
+        self.changes += 1
         if self.workers[gpu] == 0:
             free = self.free_by_node[gpu[0]]
             free.remove(gpu)
@@ -120,7 +87,7 @@ class GpuLedger:
     def remove(self, gpu: GpuId, load: float, memory: int) -> None:
         if gpu not in self.load:
             return
-        self._changes += 1
+        self.changes += 1
         self.workers[gpu] -= 1
         self.load[gpu] = max(self.load[gpu] - load, 0.0)
         self.memory_used[gpu] -= memory
@@ -200,11 +167,11 @@ class GpuLedger:
         asks again for every waiting gang of the same shape, and the answer is the same.
         """
         key = (tuple(loads), tuple(memories), max_scan)
-        if self._no_room.get(key) == self._changes:
+        if self._no_room.get(key) == self.changes:
             return None
         placement = self._search(loads, memories, max_scan)
         if placement is None:
-            self._no_room[key] = self._changes
+            self._no_room[key] = self.changes
         return placement
 
     def _search(

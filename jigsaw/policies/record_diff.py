@@ -1,24 +1,22 @@
-"""What changed between two rounds' job records, found by object identity.
-
-The store hands out a new immutable ``Job`` for every change, so the records a round sees that
-the last round did not are exactly the new or changed jobs; the comparison of identity sets
-runs at C speed. Kept policy state (:mod:`jigsaw.policies.las_ranking`,
-:mod:`jigsaw.policies.kept_ledger`) re-keys or re-books only those.
-"""
+"""What changed between two rounds' job records, found by object identity (part of
+:mod:`jigsaw.policies.round_memory`, which says why identity is enough)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import is_
 
 from jigsaw.domain import Job
 
 
 def record_diff(
     last: Mapping[int, Job], jobs: Sequence[Job]
-) -> tuple[dict[int, Job], list[Job], list[str]]:
+) -> tuple[Mapping[int, Job], list[Job], list[str]]:
     """``(seen, added, gone)``: this round's records by identity (the next round's ``last``),
     the records that are new since ``last``, and the ids of jobs whose last record is gone
     with no new record for them (finished, cancelled, or no longer in this view)."""
+    if len(jobs) == len(last) and all(map(is_, jobs, last.values())):
+        return last, [], []  # the same records in the same order: nothing changed
     seen = dict(zip(map(id, jobs), jobs, strict=True))
     if seen.keys() == last.keys():
         return seen, [], []

@@ -372,9 +372,5 @@ class SlackMarket:
         return Squeeze(tuple(starts), replan, host.id, gain)
 
 
-def _known(timings: dict[str, GangTiming | None]) -> dict[str, GangTiming]:
-    return {job_id: timing for job_id, timing in timings.items() if timing is not None}
-
-
 def _offer_key(item: tuple[float, int, _Offer]) -> tuple[float, int]:
     return item[0], item[1]

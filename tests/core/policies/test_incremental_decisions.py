@@ -152,10 +152,10 @@ def test_kept_ledger_books_only_what_changed() -> None:
     queue = [_waiting("w", 8, 50.0)]
     policy = JigsawPolicy(ORACLE)
     policy.decide(Snapshot.build(60.0, cluster, gangs + queue))
-    booked = policy._kept.rebooked
+    booked = policy.memory.rebooked
     assert booked == 12
     policy.decide(Snapshot.build(120.0, cluster, gangs[1:] + queue))
-    assert policy._kept.rebooked == booked + 1
+    assert policy.memory.rebooked == booked + 1
 
 
 def test_a_round_that_raises_leaves_no_half_kept_state() -> None:
@@ -186,7 +186,7 @@ def test_a_shape_that_found_no_place_is_tried_again_once_room_appears() -> None:
     policy = JigsawPolicy(ORACLE, config=JigsawConfig(packing=False))
     snapshot = Snapshot.build(60.0, cluster, [holder, first, second])
     ledger, footprints = policy._booked_ledger(snapshot)
-    state = _Round(snapshot, ledger, footprints, victims=[])
+    state = _Round(snapshot, ledger, footprints, [], policy.memory.shape_skip(ledger))
     assert policy._place(first, False, state) is None  # every GPU is taken
     assert policy._place(second, False, state) is None  # same shape, same ledger
     ledger.remove_all(footprints["h"])  # the holder's GPUs come free
