@@ -7,9 +7,10 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
 2. the *fair set*: walking the ranking, jobs whose whole gang fits in the cluster's GPU count
    (fresh gangs younger than ``min_run_s`` first: they have not paid back their restart);
 3. book every running gang's predicted load and memory in a :class:`GpuLedger`;
-4. place waiting jobs in rank order: on free GPUs with their best exclusive plan; else packed
-   with an SPB plan into other gangs' slack if its goodput is worth it; else, for a fair job
-   only, preempt the lowest-ranked unprotected gangs outside the fair set until it fits; the
+4. place waiting jobs in rank order (:mod:`jigsaw.policies.placing`): on free GPUs with their
+   best exclusive plan; else packed with an SPB plan into other gangs' slack if its goodput
+   is worth it; else, for a fair job only, preempt the lowest-ranked unprotected gangs
+   outside the fair set until it fits; the
    best-ranked job that still does not fit reserves its GPU count: jobs ranked below it may
    only pack, so free GPUs accumulate for it (no starvation behind small jobs);
    a one-worker job that still waits may run in the slack a running ``spb: auto`` gang opens
@@ -28,8 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from jigsaw.cluster import Placement
-from jigsaw.decisions import Decision, Preempt, Replan, Start
+from jigsaw.decisions import Decision, Replan, Start
 from jigsaw.domain import Job
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
@@ -39,12 +39,12 @@ from jigsaw.policies.fairness import LasConfig, fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
 from jigsaw.policies.las import stable_ranking_until
 from jigsaw.policies.packing import GpuLedger
+from jigsaw.policies.placing import Placer, Round
 from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
-from jigsaw.policies.round_memory import RecordCache, RoundMemory, ShapeSkip
+from jigsaw.policies.round_memory import RecordCache, RoundMemory
 from jigsaw.policies.slack import SlackMarket, SlackOptions
 from jigsaw.snapshot import Snapshot
 
-_EPS = 1e-9
 BASES = ("las", "maxmin")
 
 
@@ -96,21 +96,6 @@ class JigsawConfig:
             raise ValueError("min_plan_hold_s must be >= 0")
 
 
-@dataclass(slots=True)
-class _Round:
-    snapshot: Snapshot
-    ledger: GpuLedger
-    footprints: dict[str, Footprint]
-    victims: list[Job]
-    """Running, unprotected jobs outside the fair set, lowest-ranked first."""
-    unplaced: ShapeSkip
-    """The job shapes that found no place in ``ledger`` this round."""
-    decisions: list[Decision] = field(default_factory=list)
-    preempted: set[str] = field(default_factory=set)
-    reserved: int = 0
-    """Free GPUs held for the best-ranked waiting job that could not be placed this round."""
-
-
 class JigsawPolicy(PolicyBase):
     name = "jigsaw"
     periodic = True
@@ -132,6 +117,12 @@ class JigsawPolicy(PolicyBase):
             host_keep=self.config.host_keep,
             min_plan_hold_s=self.config.min_plan_hold_s,
             completion_guard=self.config.completion_guard,
+        )
+        self._placer = Placer(
+            self.catalog,
+            packing=self.config.packing,
+            fair_ratio=self.config.fair_packing_ratio,
+            backfill_ratio=self.config.backfill_packing_ratio,
         )
         self.memory = RoundMemory(incremental=incremental)
         """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""
@@ -158,7 +149,7 @@ class JigsawPolicy(PolicyBase):
             and job.id not in fair
             and not is_protected(job, now, config.min_run_s)
         ]
-        state = _Round(snapshot, ledger, footprints, victims, self.memory.shape_skip(ledger))
+        state = Round(snapshot, ledger, footprints, victims, self.memory.shape_skip(ledger))
         market: SlackMarket | None = None
         starts: list[Decision] = []
         for job in ranked:
@@ -247,90 +238,14 @@ class JigsawPolicy(PolicyBase):
         )
 
     # -- 4. placing a waiting job -----------------------------------------------------------
-    def _place(self, job: Job, is_fair: bool, state: _Round) -> Start | None:
+    def _place(self, job: Job, is_fair: bool, state: Round) -> Start | None:
         """Jobs with equal plan options and fairness (``shape``) are placed alike, and one
         that found no place finds none while the ledger is unchanged: within a round the
         reservation only grows, and a preemption unbooks its victims."""
         shape = (*self.catalog.options_key(job), is_fair)
-        return state.unplaced.place(shape, self._try_place, job, is_fair, state)
+        return state.unplaced.place(shape, self._placer.place, job, is_fair, state)
 
-    def _try_place(self, job: Job, is_fair: bool, state: _Round) -> Start | None:
-        ledger = state.ledger
-        best = self.catalog.default_option(job)
-        placement = None
-        if ledger.num_free - state.reserved >= job.spec.workers:
-            placement = ledger.exclusive(job.spec.workers)
-        if placement is not None:
-            return self._commit(job, best, placement, "exclusive", state)
-        ratio = self.config.fair_packing_ratio if is_fair else self.config.backfill_packing_ratio
-        packed = self._packed(job, best, ratio, ledger)
-        if packed is not None:
-            return self._commit(job, packed[0], packed[1], "packed", state)
-        if is_fair:
-            placement = self._preempt_for(job, state)
-            if placement is not None:
-                return self._commit(job, best, placement, "fair share", state)
-        return None
-
-    def _packed(
-        self, job: Job, best: PlanOption, ratio: float, ledger: GpuLedger
-    ) -> tuple[PlanOption, Placement] | None:
-        if not self.config.packing or job.spec.workers < 2 or not ledger.partial:
-            return None
-        if ledger.num_free == 0 and ledger.threshold - ledger.min_residual < 1.0 - _EPS:
-            return None  # rank 0 trains every block: its load needs a GPU nearly to itself
-        for option in self.catalog.options(job):
-            if option.goodput < ratio * best.goodput:
-                break
-            if option.is_full_backprop:
-                continue
-            placement = ledger.packed(option.loads, option.memories)
-            if placement is None:
-                continue
-            footprint = self.catalog.footprint(job, option.plan, placement)
-            if all(ledger.fits(gpu, load, memory) for gpu, load, memory in footprint):
-                return option, placement
-        return None
-
-    def _preempt_for(self, job: Job, state: _Round) -> Placement | None:
-        """Free GPUs by preempting victims, lowest-ranked first; undo if it still won't fit."""
-        ledger = state.ledger
-        available = [v for v in state.victims if v.id not in state.preempted]
-        if ledger.num_free + sum(v.spec.workers for v in available) < job.spec.workers:
-            return None
-        freed: list[Job] = []
-        placement: Placement | None = None
-        for victim in available:
-            ledger.remove_all(state.footprints[victim.id])
-            freed.append(victim)
-            placement = ledger.exclusive(job.spec.workers)
-            if placement is not None:
-                break
-        if placement is None:
-            for victim in freed:
-                ledger.add_all(state.footprints[victim.id])
-            return None
-        # A victim none of whose GPUs the new gang takes was freed for nothing (a guest in a
-        # gang's slack frees no GPU while its host stays): it keeps running.
-        taken = set(placement)
-        needed = [v for v in freed if taken.intersection(v.placement)]
-        for victim in freed:
-            if victim not in needed:
-                ledger.add_all(state.footprints[victim.id])
-        for victim in needed:
-            state.preempted.add(victim.id)
-            state.decisions.append(Preempt(victim.id, "jigsaw: outranked", by=job.id))
-        return placement
-
-    def _commit(
-        self, job: Job, option: PlanOption, placement: Placement, how: str, state: _Round
-    ) -> Start:
-        footprint = self.catalog.footprint(job, option.plan, placement)
-        state.ledger.add_all(footprint)
-        state.footprints[job.id] = footprint
-        return Start(job.id, placement, option.plan, f"jigsaw: {how}, plan {option.label}")
-
-    def _market(self, state: _Round, queue: list[Job]) -> SlackMarket:
+    def _market(self, state: Round, queue: list[Job]) -> SlackMarket:
         return SlackMarket(
             self.catalog,
             self.oracle,
@@ -363,7 +278,7 @@ class JigsawPolicy(PolicyBase):
                 better.append(option)
         return tuple(better)
 
-    def _replan_in_place(self, spb_running: Sequence[Job], state: _Round) -> list[Decision]:
+    def _replan_in_place(self, spb_running: Sequence[Job], state: Round) -> list[Decision]:
         replans: list[Decision] = []
         for job in spb_running:
             if job.id in state.preempted or not job.spec.plan_request.is_auto:

@@ -26,8 +26,9 @@ from jigsaw.plan import full_backprop
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy
 from jigsaw.policies.fairness import LasConfig
-from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy, _Round
+from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.las import LasPolicy
+from jigsaw.policies.placing import Round
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.snapshot import Snapshot
 
@@ -186,7 +187,7 @@ def test_a_shape_that_found_no_place_is_tried_again_once_room_appears() -> None:
     policy = JigsawPolicy(ORACLE, config=JigsawConfig(packing=False))
     snapshot = Snapshot.build(60.0, cluster, [holder, first, second])
     ledger, footprints = policy._booked_ledger(snapshot)
-    state = _Round(snapshot, ledger, footprints, [], policy.memory.shape_skip(ledger))
+    state = Round(snapshot, ledger, footprints, [], policy.memory.shape_skip(ledger))
     assert policy._place(first, False, state) is None  # every GPU is taken
     assert policy._place(second, False, state) is None  # same shape, same ledger
     ledger.remove_all(footprints["h"])  # the holder's GPUs come free
