@@ -32,7 +32,7 @@ What is kept for jobs that are gone is dropped once it outgrows the running set
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, TypeVar, TypeVarTuple
 
 from jigsaw.cluster import Cluster
 from jigsaw.domain import Job
@@ -43,7 +43,7 @@ from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import Footprint, PlanCatalog
 
 T = TypeVar("T")
-P = ParamSpec("P")
+Ts = TypeVarTuple("Ts")
 
 
 class RecordCache(Generic[T]):
@@ -79,19 +79,17 @@ class ShapeSkip:
         self._keep = keep
         self._unplaced: dict[Hashable, int] = {}
 
-    def place(
-        self, shape: Hashable, try_place: Callable[P, T | None], *args: P.args, **kwargs: P.kwargs
-    ) -> T | None:
-        """``try_place(*args, **kwargs)``, or None without trying when a job of the same
-        ``shape`` found no place and the ledger has not changed since. The caller promises
-        that a place depends on the shape and the ledger alone, or on what only takes room
-        away while the ledger stays as it is."""
+    def place(self, shape: Hashable, try_place: Callable[[*Ts], T | None], *args: *Ts) -> T | None:
+        """``try_place(*args)``, or None without trying when a job of the same ``shape`` found
+        no place and the ledger has not changed since. The caller promises that a place
+        depends on the shape and the ledger alone, or on what only takes room away while the
+        ledger stays as it is."""
         if not self._keep:
-            return try_place(*args, **kwargs)
+            return try_place(*args)
         changes = self._ledger.changes
         if self._unplaced.get(shape) == changes:
             return None
-        placed = try_place(*args, **kwargs)
+        placed = try_place(*args)
         # A try that found nothing but booked and unbooked on the way (a preemption it
         # undid) left the ledger the same with a new count: nothing to remember then.
         if placed is None and self._ledger.changes == changes:
