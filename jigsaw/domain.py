@@ -209,6 +209,8 @@ class Job:
     block_noise: tuple[BlockNoise, ...] = ()
     """The newest smoothed gradient statistics of each block, from the job's lease reports:
     what its online eta is computed from (:mod:`jigsaw.job_eta`)."""
+    plan_changed_at: float | None = None
+    """When the cycle last applied a re-plan to this job."""
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds received so far, counting the current run up to ``now``."""
