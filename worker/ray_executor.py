@@ -32,7 +32,8 @@ from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
 from jigsaw.plan import Plan
 from jigsaw.seams import ReplanRefused
 from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
-from worker.runtime.gang import Gang, GangRequest
+from worker.runtime.gang import Gang
+from worker.runtime.gang_launcher import GangRequest
 from worker.runtime.inventory import RayInventory, connect
 from worker.runtime.lease_trainer import plan_kind
 from worker.runtime.ledger import ProgressLedger
