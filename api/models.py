@@ -81,6 +81,8 @@ class JobRow(Base):
     preemptions: Mapped[int] = mapped_column(Integer)
     failures: Mapped[int] = mapped_column(Integer)
     reason: Mapped[str] = mapped_column(Text)
+    plan_changed_at: Mapped[float | None] = mapped_column(Double)
+    """When the scheduling cycle last applied a re-plan (``None``: never, or before 0003)."""
     extra: Mapped[dict[str, Any]] = mapped_column(JSON)
     epoch: Mapped[int | None] = mapped_column(BigInteger)
     """Epoch of the scheduler that last wrote this row (``None``: written by the API)."""

@@ -30,12 +30,9 @@ from parallel_common import Scenario, data_parallel_plan, gloo_body, run_scenari
 from spb_common import add_output_flag, emit, provenance
 
 from jigsaw.hardware import preset, with_overrides
-from jigsaw.oracle.plan_types import (
-    ParallelProfile,
-    PlanPrediction,
-    partition_pipeline,
-    predict_plan,
-)
+from jigsaw.oracle.parallel_profile import ParallelProfile
+from jigsaw.oracle.plan_partitions import partition_pipeline
+from jigsaw.oracle.plan_predictions import PlanPrediction, predict_plan
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.profiles import ModelProfile
 from worker.parallel_profile import measured_block_profile, parallel_profile

@@ -4,7 +4,7 @@ For each model, every block of ``jigsaw/data/profiles/<model>.json`` gets
 ``output_bytes_per_sample`` (what a pipeline stage boundary sends, FP32) and ``linear_layers``
 (the nn.Linear layers a hybrid plan can shard: in/out features, bias). Times and FLOPs are left
 as the profiler wrote them. The control plane reads these fields without torch
-(:func:`jigsaw.oracle.plan_types.parallel_profile_of`); a profile without them has data
+(:func:`jigsaw.oracle.parallel_profile.parallel_profile_of`); a profile without them has data
 parallelism as its only plan type.
 
     PYTHONPATH=. python bench/parallel_profile_fields.py [--models mlp vgg16_32_fc ...]

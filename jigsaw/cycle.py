@@ -38,7 +38,7 @@ from jigsaw.plan import Plan, SPBPlan
 from jigsaw.poison import find_poison, without
 from jigsaw.policies.base import Policy
 from jigsaw.reasons import ReasonCode
-from jigsaw.seams import Clock, Executor, Store
+from jigsaw.seams import Clock, Executor, ReplanRefused, Store
 from jigsaw.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -270,6 +270,9 @@ class SchedulingCycle:
         except (ConflictError, IllegalTransitionError, JobNotFoundError) as exc:
             log.info("skipped decision %s: %s", decision, exc)
             return False
+        except ReplanRefused as refused:
+            log.warning("re-plan of %s refused, nothing recorded: %s", decision.job_id, refused)
+            return False
         if self.on_decision is not None:
             self.on_decision(now, decision)
         return True
@@ -305,13 +308,15 @@ class SchedulingCycle:
             case Replan(placement=placement, plan=plan, reason=reason):
                 if not job.state.holds_resources:
                     raise IllegalTransitionError(f"job {job.id} is {job.state}, cannot re-plan")
+                # Executor first: a re-plan it refuses (ReplanRefused) is not recorded. Only a
+                # cancel writes a running job meanwhile, and the next round stops that gang.
+                self.executor.replan(job.id, placement, plan)
                 self.store.save(
                     replace(
                         job, plan=plan, placement=placement, reason=reason, plan_changed_at=now
                     ),
                     expected_version=job.version,
                 )
-                self.executor.replan(job.id, placement, plan)
 
     def _move(
         self,

@@ -26,6 +26,7 @@ from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Finished, Progressed, Started
 from jigsaw.oracle.timeslicing import GangTiming, timesliced_iteration_times
 from jigsaw.plan import Plan
+from jigsaw.seams import ReplanRefused
 
 _EPS = 1e-9
 
@@ -183,7 +184,9 @@ class RateDrivenExecutor:
         self._rerate(self._neighbours(gang.placement))
 
     def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
-        gang = self._gangs[job_id]
+        gang = self._gangs.get(job_id)
+        if gang is None:
+            raise ReplanRefused(f"job {job_id} has no gang to re-plan (it ended or was stopped)")
         self.stop(job_id, checkpoint=True)
         self._settle(gang)
         self.start(replace(gang.job, iterations_done=gang.done), placement, plan)

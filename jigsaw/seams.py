@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from jigsaw.cluster import Placement
 from jigsaw.domain import Job, JobEvent
+from jigsaw.errors import JigsawError
 from jigsaw.executor_events import ExecutorEvent
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import Plan
@@ -49,6 +50,10 @@ class Store(Protocol):
     def events(self, job_id: str) -> list[JobEvent]: ...
 
 
+class ReplanRefused(JigsawError):
+    """The executor did not apply a re-plan; the message says why (the job keeps its plan)."""
+
+
 class Executor(Protocol):
     """Runs gangs. Calls return at once; outcomes arrive through :meth:`poll`."""
 
@@ -56,7 +61,13 @@ class Executor(Protocol):
 
     def stop(self, job_id: str, *, checkpoint: bool) -> None: ...
 
-    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None: ...
+    def replan(self, job_id: str, placement: Placement, plan: Plan) -> None:
+        """Move a running gang to ``plan`` on ``placement`` (in place, or by migrating).
+
+        Raises :class:`ReplanRefused`, having changed nothing, when it cannot: the gang is
+        gone, or it cannot take that plan. The cycle asks before it records the new plan.
+        """
+        ...
 
     def poll(self, now: float) -> Sequence[ExecutorEvent]: ...
 

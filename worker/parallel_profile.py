@@ -1,4 +1,4 @@
-"""Build the oracle's :class:`~jigsaw.oracle.plan_types.ParallelProfile` from a workload:
+"""Build the oracle's :class:`~jigsaw.oracle.parallel_profile.ParallelProfile` from a workload:
 block costs (worker/spb/block_costs.py), each block's output size (what a pipeline stage
 boundary sends) and the linear layers a hybrid plan can shard."""
 
@@ -9,7 +9,7 @@ import platform
 import torch
 from torch import nn
 
-from jigsaw.oracle.plan_types import FLOAT_BYTES, LinearLayer, ParallelProfile
+from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
 from jigsaw.profiles import ModelProfile, parse_profile
 from worker.spb.block_costs import profile_workload
 from worker.zoo import Workload, load_workload

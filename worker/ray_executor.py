@@ -10,9 +10,9 @@
 - ``replan``  (SPB plans) on the same GPUs offers a new plan version the ranks install
               together at their next control point; on other GPUs (or another world size)
               migrates: checkpoint, then a new gang of the same attempt restores on the new
-              placement. A pipeline
-              or hybrid gang may migrate under the same plan, but refuses a new plan in
-              place: the scheduler stops it (checkpoint) and starts it again.
+              placement. A pipeline or hybrid gang may migrate under the same plan, but a new
+              plan in place raises ``ReplanRefused`` (so does a job without a gang): the
+              scheduler records nothing, and must stop it (checkpoint) and start it again.
 - ``poll``    hands over what the gang threads reported since the last poll, de-duplicated by
               the (job, attempt, iteration) ledger.
 
@@ -21,7 +21,6 @@ See docs/RUNTIME.md.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -31,14 +30,14 @@ from jigsaw.cluster import Cluster, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
 from jigsaw.plan import Plan
+from jigsaw.seams import ReplanRefused
 from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
-from worker.runtime.gang import Gang, GangRequest
+from worker.runtime.gang import Gang
+from worker.runtime.gang_launcher import GangRequest
 from worker.runtime.inventory import RayInventory, connect
 from worker.runtime.lease_trainer import plan_kind
 from worker.runtime.ledger import ProgressLedger
 from worker.runtime.settings import RuntimeSettings
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -131,18 +130,14 @@ class RayExecutor:
         with self._lock:
             gang = self._gangs.get(job_id)
         if gang is None:
-            log.info("replan of %s ignored: no gang", job_id)
-            return
+            raise ReplanRefused(f"job {job_id} has no gang to re-plan (it ended or was stopped)")
         if plan != gang.plan and not both_spb(gang.plan, plan):
             # Pipeline and hybrid workers hold different parts of the model: a new plan needs
             # a checkpoint in the old layout and a restart in the new one (stop, then start).
-            log.warning(
-                "replan of %s refused: %s cannot change to %s in place; stop and restart it",
-                job_id,
-                gang.plan.describe(),
-                plan.describe(),
+            raise ReplanRefused(
+                f"job {job_id} runs {gang.plan.describe()}, which cannot change to "
+                f"{plan.describe()} in place: stop it with a checkpoint and start it again"
             )
-            return
         if tuple(placement) == gang.placement:
             gang.offer_plan(plan)
             return

@@ -35,6 +35,7 @@ def job_values(job: Job) -> dict[str, Any]:
         "preemptions": job.preemptions,
         "failures": job.failures,
         "reason": job.reason,
+        "plan_changed_at": job.plan_changed_at,
         "extra": _typed_state(job),
     }
 
@@ -87,6 +88,7 @@ def job_from_row(row: Mapping[Any, Any]) -> Job:
         preemptions=row["preemptions"],
         failures=row["failures"],
         reason=row["reason"],
+        plan_changed_at=row["plan_changed_at"],
         **_typed_fields(row["extra"] or {}),
     )
 

@@ -89,10 +89,9 @@ class SqlStore:
     ) -> None:
         """Postgres: job, event and log line in one round trip. Without ``then`` the statement
         commits by itself (autocommit); with it, both share one transaction."""
-        statement = _new_job_statement(tuple(row))
         params = _new_job_params(row, event, self._epoch)
         with (self._writer if then is not None else self._single_statement).begin() as conn:
-            conn.execute(statement, params)
+            conn.execute(_NEW_JOB, params)
             if then is not None:
                 then(conn)
 
@@ -249,8 +248,9 @@ class SqlStore:
         return ConflictError(f"job {job.id} is {row.state}, not a source of {target}")
 
 
-# Built once: executing a constant statement with a parameter dict skips the per-call
-# statement construction and coercion that ``.values(**row)`` costs (see docs/BENCHMARKS.md).
+# Built once, as constants: executing a constant statement with a parameter dict skips the
+# per-call statement construction and coercion that ``.values(**row)`` costs (see
+# docs/BENCHMARKS.md).
 _INSERT_JOB = insert(jobs)
 _INSERT_EVENT = insert(job_events)
 _INSERT_LOG = insert(job_log_lines)
@@ -262,34 +262,31 @@ _ALLOCATIONS_OF = (
 _GET_JOB = select(jobs).where(jobs.c.id == bindparam("job_id"))
 
 
-_NEW_JOB_STATEMENTS: dict[tuple[str, ...], Insert] = {}
+_EVENT_COLUMNS = ("job_id", "from_state", "to_state", "reason", "at", "actor", "epoch", "code")
 
 
-def _new_job_statement(job_columns: tuple[str, ...]) -> Insert:
+def _new_job_statement() -> Insert:
     """Postgres: the job, its first event and its log line in ONE statement::
 
         WITH new_job AS (INSERT INTO jobs ...), new_event AS (INSERT INTO job_events ...)
         INSERT INTO job_log_lines ...
 
-    Built once per column set, with named parameters, so SQLAlchemy compiles it once.
+    A new job's row names every column of ``jobs`` (the codec's values and the four the
+    store sets), so one statement, with named parameters, serves every submission.
     Foreign keys are checked at the end of the statement, when all three rows exist."""
-    statement = _NEW_JOB_STATEMENTS.get(job_columns)
-    if statement is None:
-        new_job = insert(jobs).values({name: bindparam(f"job__{name}") for name in job_columns})
-        new_event = insert(job_events).values(
-            {name: bindparam(f"event__{name}") for name in _EVENT_COLUMNS}
-        )
-        statement = (
-            insert(job_log_lines)
-            .values(job_id=bindparam("job__id"), at=bindparam("event__at"), line=bindparam("line"))
-            .add_cte(new_job.cte("new_job"))
-            .add_cte(new_event.cte("new_event"))
-        )
-        _NEW_JOB_STATEMENTS[job_columns] = statement
-    return statement
+    new_job = insert(jobs).values({name: bindparam(f"job__{name}") for name in jobs.c.keys()})
+    new_event = insert(job_events).values(
+        {name: bindparam(f"event__{name}") for name in _EVENT_COLUMNS}
+    )
+    return (
+        insert(job_log_lines)
+        .values(job_id=bindparam("job__id"), at=bindparam("event__at"), line=bindparam("line"))
+        .add_cte(new_job.cte("new_job"))
+        .add_cte(new_event.cte("new_event"))
+    )
 
 
-_EVENT_COLUMNS = ("job_id", "from_state", "to_state", "reason", "at", "actor", "epoch", "code")
+_NEW_JOB = _new_job_statement()
 
 
 def _new_job_params(row: dict[str, Any], event: JobEvent, epoch: int | None) -> dict[str, Any]:

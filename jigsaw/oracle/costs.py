@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jigsaw.hardware import HardwareSpec
+from jigsaw.oracle.memory import worker_memory
 from jigsaw.profiles import ModelProfile
-
-OPTIMIZER_STATE_PER_PARAM_BYTE = 1.0
-"""SGD with momentum keeps one buffer per parameter (Adam would be 2.0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +55,9 @@ def model_costs(profile: ModelProfile, batch_size: int, hardware: HardwareSpec) 
     forward_all = batch_size * sum(forward)
     params = sum(b.param_bytes for b in blocks)
     # Every worker holds all weights, and -- because every worker applies the same update to
-    # every block -- a gradient buffer and optimizer state for all blocks too.
-    model_state = int(params * (2.0 + OPTIMIZER_STATE_PER_PARAM_BYTE))
+    # every block -- a gradient buffer and optimizer state for all blocks too: the memory of
+    # a worker with no activations.
+    model_state = worker_memory(params).model_bytes
     compute: list[float] = []
     memory: list[int] = []
     for depth in range(k):

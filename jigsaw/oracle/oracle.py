@@ -7,7 +7,7 @@
     exposed(c, x) = tail * c + softplus((1 - tail) * c - overlap * x)
     T_alone     = max_g W_g * (1 + straggler * (g_node - 1)) + exposed(comm, max_g W_g)
 
-Pipeline and hybrid plans are priced by :mod:`jigsaw.oracle.plan_types` (alone, compact);
+Pipeline and hybrid plans are priced by :mod:`jigsaw.oracle.plan_predictions` (alone, compact);
 on a placement their iteration stretches by the most loaded GPU's ``max(1, load)``, their own
 workers on a shared GPU and other jobs' ``gpu_load`` included. Their eta is 1: every sample
 trains every block (2BW's one-step weight delay is not priced).
@@ -31,12 +31,8 @@ from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import HardwareSpec
 from jigsaw.oracle.costs import ModelCosts, PlanCosts, model_costs, plan_costs
 from jigsaw.oracle.network import PlacementCosts, placement_costs
-from jigsaw.oracle.plan_types import (
-    PlanPrediction,
-    parallel_profile_of,
-    predict_plan,
-    replica_batch,
-)
+from jigsaw.oracle.parallel_profile import parallel_profile_of
+from jigsaw.oracle.plan_predictions import PlanPrediction, predict_plan, replica_batch
 from jigsaw.oracle.timeslicing import GangTiming
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan, full_backprop
@@ -232,9 +228,9 @@ class Oracle:
     def predict_plan_type(
         self, model: str, batch_size: int, plan: PipelinePlan | HybridPlan
     ) -> PlanPrediction:
-        """A pipeline or hybrid plan alone on a compact placement (:mod:`.plan_types`).
+        """A pipeline or hybrid plan alone on a compact placement (:mod:`.plan_predictions`).
         ``batch_size`` is the job's per-worker batch; a pipeline replica takes
-        :func:`~jigsaw.oracle.plan_types.replica_batch` of it, so the global batch is the
+        :func:`~jigsaw.oracle.plan_predictions.replica_batch` of it, so the global batch is the
         same under every plan type."""
         key = (model, batch_size, plan)
         cached = self._parallel.get(key)

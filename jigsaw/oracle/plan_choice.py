@@ -2,7 +2,7 @@
 
 A pure function of the model profile, the hardware spec, the worker count, the per-worker
 batch and a per-worker memory limit. It predicts every alternative with
-:mod:`jigsaw.oracle.plan_types`, all at the job's global batch (workers x batch):
+:mod:`jigsaw.oracle.plan_predictions`, all at the job's global batch (workers x batch):
 
 - ``data``: every worker holds the whole model.
 - ``pipeline``: for every stage count S with 2 <= S <= K that divides the workers, N/S
@@ -28,11 +28,10 @@ from typing import Literal
 from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import HardwareSpec
-from jigsaw.oracle.plan_types import (
-    ParallelProfile,
+from jigsaw.oracle.parallel_profile import ParallelProfile, parallel_profile_of
+from jigsaw.oracle.plan_partitions import partition_pipeline
+from jigsaw.oracle.plan_predictions import (
     PlanPrediction,
-    parallel_profile_of,
-    partition_pipeline,
     predict_data_parallel,
     predict_pipeline,
     predict_plan,

@@ -99,7 +99,9 @@ class ReplayExecutor(RateDrivenExecutor):
             super().replan(job_id, placement, plan)
         finally:
             self._replanning = None
-            self.checkpoints.pop(job_id, None)
+        # Only once the gang runs the new plan: a refused re-plan keeps a stopped job's
+        # checkpoint.
+        self.checkpoints.pop(job_id, None)
 
     def noise_reports(self, now: float) -> list[Progressed]:
         """Lease reports carrying the gradient statistics running gangs would have measured

@@ -152,6 +152,20 @@ def test_progress_save_keeps_state_and_events(store: Store) -> None:
     assert len(store.events("a")) == 2
 
 
+def test_the_time_of_the_last_replan_round_trips(store: Store) -> None:
+    """``plan_changed_at`` (set by the cycle when it applies a re-plan) survives every store,
+    through an insert and through a save."""
+    add(store, replace(new_job("b", 1.0), plan_changed_at=0.5))
+    assert store.get("b").plan_changed_at == 0.5
+    job = admit(store, add(store, new_job("a", 1.0)))
+    assert store.get("a").plan_changed_at is None
+    replanned = replace(job, plan=SPBPlan((0, 0), 4), plan_changed_at=12.25)
+    saved = store.save(replanned, expected_version=job.version)
+    back = store.get("a")
+    assert back == saved
+    assert back.plan_changed_at == 12.25 and back.plan == SPBPlan((0, 0), 4)
+
+
 # -- SQL-only guarantees ---------------------------------------------------------------
 @pytest.fixture(params=["sqlite", "postgres"])
 def sql_store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:

@@ -10,8 +10,13 @@ import pytest
 import torch
 from torch import nn
 
+from jigsaw.hardware import preset
+from jigsaw.oracle.memory import WorkerMemory
+from jigsaw.oracle.parallel_profile import parallel_profile_of
+from jigsaw.oracle.plan_predictions import predict_data_parallel, predict_plan, replica_batch
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan
+from jigsaw.profiles import ProfileCatalog
 from tests.worker.pipeline_support import collect_weights
 from worker.runtime.failures import classify
 from worker.runtime.gang_worker import build_lease_trainer
@@ -153,6 +158,35 @@ def test_static_memory_counts_weight_versions_gradients_and_momentum(tmp_path: P
     pipeline = static(PIPELINE)  # stages of blocks 1-2 and 3-4, two versions each
     assert pipeline[0] + pipeline[1] == 4 * full and pipeline[:2] == pipeline[2:]
     assert max(static(HYBRID)) < 3 * full  # blocks 2-4 are split four ways
+
+
+def test_the_memory_a_worker_enforces_is_the_memory_the_oracle_predicts(tmp_path: Path) -> None:
+    """One formula (jigsaw.oracle.memory.worker_memory) on both sides: for every plan type,
+    what each rank checks against the limit before its first step (weights, gradients,
+    optimizer state) is the oracle's prediction for that rank without activations; the
+    shipped mlp profile's parameter bytes are the model's exactly."""
+    profile = ProfileCatalog().get("mlp")
+    layers = parallel_profile_of(profile)
+    assert layers is not None
+    hardware = preset("cpu")
+
+    def model_state(memory: WorkerMemory) -> int:
+        return memory.params + memory.gradients + memory.optimizer
+
+    def static(plan: Plan) -> list[int]:
+        def body(rank: int, comm: Any) -> int:
+            return build_lease_trainer(
+                gang_config(plan, tmp_path), comm, "cpu"
+            ).static_memory_bytes()
+
+        return run_threads(plan.num_workers, body)
+
+    data = predict_data_parallel(profile, hardware, 4, 8)
+    assert static(SPBPlan((0, 1, 2, 3), 4)) == [model_state(m) for m in data.per_worker_memory]
+    pipeline = predict_plan(layers, hardware, PIPELINE, replica_batch(PIPELINE, 8))
+    assert static(PIPELINE) == [model_state(m) for m in pipeline.per_worker_memory]
+    hybrid = predict_plan(layers, hardware, HYBRID, 8)  # the largest shard, on every rank
+    assert max(static(HYBRID)) == model_state(hybrid.per_worker_memory[0])
 
 
 def test_the_memory_limit_names_both_figures_and_is_not_retried() -> None:

@@ -1,6 +1,7 @@
 """Pipeline and hybrid gangs on a real local Ray, through the RayExecutor (the service's path):
-train to the iteration target, survive a preemption by resuming from its checkpoint, and
-fail without retry when a worker needs more than the per-worker memory limit."""
+train to the iteration target, survive a preemption by resuming from its checkpoint, fail
+without retry when a worker needs more than the per-worker memory limit, and refuse an SPB
+plan in place, which the cycle then does not record."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from jigsaw.decisions import Decision, Replan, Start
 from jigsaw.domain import Job, JobSpec
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.lifecycle import JobState
 from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.placement import compact_placement, group_by_node, take
+from jigsaw.plan import SPBPlan
+from jigsaw.policies.base import PolicyBase
+from jigsaw.snapshot import Snapshot
+from tests.runtime.support import make_harness
 from worker.ray_executor import RayExecutor
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.settings import RuntimeSettings
@@ -131,6 +139,58 @@ def test_a_worker_over_the_memory_limit_fails_the_job_without_retry(tmp_path: Pa
         assert not any(isinstance(e, Progressed) for e in events)
     finally:
         executor.shutdown()
+
+
+class StartPipelineThenAskForSPB(PolicyBase):
+    """Test policy: start every waiting job as a two-stage pipeline, then ask every running
+    one, every round, to switch to an SPB plan in place (which a pipeline gang cannot)."""
+
+    name = "test-pipeline-then-spb"
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        free = group_by_node(snapshot.free_gpus())
+        decisions: list[Decision] = []
+        for job in snapshot.waiting:
+            placement = compact_placement(free, job.spec.workers)
+            if placement is not None:
+                take(free, placement)
+                decisions.append(Start(job.id, placement, TWO_STAGES, "test: pipeline"))
+        for job in snapshot.running:
+            if job.state is JobState.RUNNING:
+                decisions.append(Replan(job.id, SPB_PLAN, job.placement, "test: SPB in place"))
+        return decisions
+
+
+TWO_STAGES = PipelinePlan.for_workers(num_blocks=4, num_workers=2, replicas=1, micro_batches=2)
+SPB_PLAN = SPBPlan((0, 1), 4)
+
+
+def test_a_replan_the_pipeline_gang_refuses_is_not_recorded(tmp_path: Path) -> None:
+    """The cycle asks the executor before it records a re-plan: the pipeline gang refuses an
+    SPB plan in place, the job keeps its pipeline plan in the store (and no re-plan time),
+    and the gang trains on under the plan it has."""
+    h = make_harness(tmp_path, gpus=2, policy=StartPipelineThenAskForSPB())
+    try:
+        h.submit("p", spb="none", workers=2, iterations=100, batch_size=16)
+        reports = []
+        deadline = time.monotonic() + 150
+        while not h.progress_of("p"):
+            assert time.monotonic() < deadline, h.store.get("p").reason
+            reports.append(h.cycle.run_once())
+            time.sleep(0.3)
+        replans = [d for r in reports for d in r.decisions if isinstance(d, Replan)]
+        assert replans, "the job never ran, so nothing was asked"
+        assert sum(r.skipped for r in reports) == len(replans)
+        job = h.store.get("p")
+        assert job.state == JobState.RUNNING
+        assert job.plan == TWO_STAGES and job.plan_changed_at is None
+        gang = h.executor.gang("p")
+        assert gang is not None and gang.plan == TWO_STAGES
+        lease = next(e for e in h.events if isinstance(e, Progressed))
+        assert lease.metrics["plan_kind"] == "pipeline"
+        assert lease.metrics["plan_text"] == TWO_STAGES.describe()
+    finally:
+        h.executor.shutdown()
 
 
 # The wide model under the limit through the whole service (submit -> pipeline -> SUCCEEDED):

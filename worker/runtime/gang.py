@@ -8,6 +8,7 @@ return at once. The thread:
    node the scheduler chose (``ray.io/node-id`` label selector) - all or nothing;
 3. starts one :class:`~worker.runtime.gang_worker.GangWorker` per bundle, has rank 0 pick the
    rendezvous address, and sets every rank up (process group, trainer, restore);
+   (steps 2 and 3 are :class:`~worker.runtime.gang_launcher.GangLauncher`'s);
 4. runs leases, keeping two queued on every actor so no rank idles between leases, and
    reports each finished lease; watches heartbeats for hung ranks;
 5. tears the gang down (kills the actors, removes the placement group) whatever happened.
@@ -20,24 +21,19 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import ray
-from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
-from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from ray.util.placement_group import PlacementGroup
 
-from jigsaw.cluster import Placement
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
-from jigsaw.plan import Plan, PlanRequest
+from jigsaw.plan import Plan
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.failures import GangFailure, diagnose
-from worker.runtime.gang_worker import RemoteGangWorker
+from worker.runtime.gang_launcher import GangLauncher, GangRequest, release
 from worker.runtime.heartbeats import HeartbeatWatch
 from worker.runtime.inventory import RayInventory
-from worker.runtime.memory_limit import limit_bytes
 from worker.runtime.messages import (
-    GangConfig,
     Heartbeat,
     LeaseOrder,
     LeaseReport,
@@ -58,23 +54,6 @@ Emit = Callable[["Gang", ExecutorEvent], None]
 
 class _Halted(Exception):
     """The gang was told to stop (killed, or stopped after its checkpoint)."""
-
-
-@dataclass(frozen=True, slots=True)
-class GangRequest:
-    """What the executor asks a gang to run."""
-
-    job_id: str
-    attempt: int
-    model: str
-    placement: Placement
-    plan: Plan
-    batch_size: int
-    learning_rate: float
-    seed: int
-    iterations: int
-    plan_request: PlanRequest | None = None
-    """The job's request, when the plan was resolved without knowing the model's K."""
 
 
 class Gang:
@@ -207,82 +186,24 @@ class Gang:
         self._predecessor = None
 
     def _start_gang(self) -> int:
-        settings, request = self.settings, self.request
-        deadline = time.monotonic() + settings.startup_timeout_s
+        # Each reservation is held here as soon as it exists, so a kill from another thread
+        # (``_teardown``) releases it however far the launch got.
+        launcher = GangLauncher(self.request, self.settings, self._inventory, self._check_killed)
         with self._lock:
             if self._stop_requested:
                 raise _Halted
-        nodes = [self._inventory.node(gpu[0]) for gpu in request.placement]
-        bundle: dict[str, float] = {"GPU": settings.gpu_per_worker}
-        if settings.cpus_per_worker > 0:
-            bundle["CPU"] = settings.cpus_per_worker
-        pg = placement_group(
-            [dict(bundle) for _ in nodes],
-            strategy="PACK",
-            name=f"jigsaw-{request.job_id}-a{request.attempt}",
-            bundle_label_selector=[{"ray.io/node-id": node.node_id} for node in nodes],
-        )
+        pg = launcher.reserve()
         with self._lock:
             self._pg = pg
-        self._wait_ready(pg, deadline)
-        actors = [
-            RemoteGangWorker.options(
-                num_cpus=settings.cpus_per_worker,
-                num_gpus=settings.gpu_per_worker,
-                max_restarts=0,
-                scheduling_strategy=PlacementGroupSchedulingStrategy(
-                    placement_group=pg, placement_group_bundle_index=rank
-                ),
-                name=None,
-            ).remote(rank, gpu[1])
-            for rank, gpu in enumerate(request.placement)
-        ]
+        launcher.wait_ready(pg)
+        actors = launcher.start_actors(pg)
         with self._lock:
             self._actors = actors
             stop = self._stop_requested
         self._check_killed()
         if stop:
             raise _Halted
-        address = self._get(actors[0].rendezvous_address.remote(), deadline, "rendezvous")
-        latest = CheckpointStore(settings.checkpoint_dir, request.job_id).latest()
-        config = GangConfig(
-            job_id=request.job_id,
-            attempt=request.attempt,
-            model=request.model,
-            world_size=len(request.placement),
-            plan=self.plan,
-            batch_size=request.batch_size,
-            learning_rate=request.learning_rate,
-            seed=request.seed,
-            iterations=request.iterations,
-            checkpoint_root=str(settings.checkpoint_dir),
-            restore_from=str(latest[1]) if latest else None,
-            device=settings.device,
-            threads=settings.threads_per_worker,
-            control_every=settings.control_every,
-            eval_samples=settings.eval_samples,
-            checkpoints_kept=settings.checkpoints_kept,
-            plan_request=request.plan_request,
-            worker_memory_bytes=limit_bytes(settings.worker_memory_gib),
-        )
-        starts = self._get_all([a.setup.remote(config, address) for a in actors], deadline, "setup")
-        if len(set(starts)) != 1:
-            raise GangFailure(f"ranks restored different iterations {starts}", retryable=True)
-        return int(starts[0])
-
-    def _wait_ready(self, pg: PlacementGroup, deadline: float) -> None:
-        while True:
-            self._check_killed()
-            ready, _ = ray.wait([pg.ready()], timeout=1.0)
-            if ready:
-                return
-            if time.monotonic() > deadline:
-                raise GangFailure(
-                    f"could not reserve {len(self.placement)} workers on nodes "
-                    f"{sorted({g[0] for g in self.placement})} within "
-                    f"{self.settings.startup_timeout_s:.0f}s (node gone or GPUs busy)",
-                    retryable=True,
-                )
+        return launcher.set_up(actors, self.plan)
 
     def _started(self, iteration: int) -> None:
         self._check_killed()
@@ -364,39 +285,8 @@ class Gang:
                 self._heartbeats.check(self._actors)
         return list(ray.get(refs))
 
-    def _get(self, ref: ray.ObjectRef[Any], deadline: float, what: str) -> Any:
-        return self._get_all([ref], deadline, what)[0]
-
-    def _get_all(self, refs: list[ray.ObjectRef[Any]], deadline: float, what: str) -> list[Any]:
-        pending = list(refs)
-        while pending:
-            self._check_killed()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise GangFailure(
-                    f"gang {what} did not finish within {self.settings.startup_timeout_s:.0f}s",
-                    retryable=True,
-                )
-            ready, pending = ray.wait(pending, num_returns=len(pending), timeout=min(remaining, 1))
-            for ref in ready:
-                try:
-                    ray.get(ref, timeout=0)
-                except Exception as exc:
-                    self._check_killed()
-                    raise diagnose(exc, refs) from exc
-        return list(ray.get(refs))
-
     def _teardown(self) -> None:
         with self._lock:
             actors, self._actors = self._actors, []
             pg, self._pg = self._pg, None
-        for actor in actors:
-            try:
-                ray.kill(actor, no_restart=True)
-            except Exception as exc:  # already dead: nothing to release
-                log.debug("kill of a gang actor failed: %s", exc)
-        if pg is not None:
-            try:
-                remove_placement_group(pg)
-            except Exception as exc:
-                log.debug("removing placement group failed: %s", exc)
+        release(actors, pg)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.parallelism import HybridPlan
 from worker.hybrid import HybridConfig, HybridStepMetrics, HybridTrainer
 from worker.hybrid.checkpoint import load_hybrid, save_hybrid
@@ -66,8 +67,10 @@ class HybridLease(FixedPlanLease):
         )
 
     def static_memory_bytes(self) -> int:
-        momentum = 1 if self.trainer.config.momentum else 0
-        return tensor_bytes(self.trainer.params) * (2 + momentum)
+        return worker_memory(
+            tensor_bytes(self.trainer.params),
+            optimizer_copies=optimizer_state_copies(momentum=self.trainer.config.momentum),
+        ).model_bytes
 
     def save_checkpoint(self, directory: Path) -> None:
         save_hybrid(self.trainer, directory)

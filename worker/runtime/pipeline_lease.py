@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.parallelism import PipelinePlan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.pipeline.checkpoint import load_pipeline, save_pipeline
@@ -66,9 +67,11 @@ class PipelineLease(FixedPlanLease):
         )
 
     def static_memory_bytes(self) -> int:
-        params = tensor_bytes(self.trainer.module.parameters())
-        momentum = 1 if self.trainer.config.momentum else 0
-        return params * (self.trainer.plan.weight_versions() + 1 + momentum)
+        return worker_memory(
+            tensor_bytes(self.trainer.module.parameters()),
+            weight_versions=self.trainer.plan.weight_versions(),
+            optimizer_copies=optimizer_state_copies(momentum=self.trainer.config.momentum),
+        ).model_bytes
 
     def save_checkpoint(self, directory: Path) -> None:
         save_pipeline(self.trainer, directory)

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from jigsaw.gradient_noise import BlockNoise
+from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan
 from worker.runtime.lease_trainer import OnIteration, PlanChangeRefused, RunOutcome
@@ -81,11 +82,9 @@ class SPBLease:
         )
 
     def static_memory_bytes(self) -> int:
-        params = tensor_bytes(self.trainer.params)
-        optimizer = self.trainer.config.optimizer
-        momentum = self.trainer.config.momentum
-        state = 2 if optimizer == "adamw" else (1 if momentum else 0)
-        return params * (2 + state)
+        config = self.trainer.config
+        copies = optimizer_state_copies(config.optimizer, config.momentum)
+        return worker_memory(tensor_bytes(self.trainer.params), optimizer_copies=copies).model_bytes
 
     def save_checkpoint(self, directory: Path) -> None:
         self.trainer.save_checkpoint(directory)

@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from jigsaw.errors import InvalidSpecError, JigsawError
 from jigsaw.gradient_noise import BlockNoise
+from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.plan import SPBPlan, full_backprop, resolve_plan
 from worker.spb import checkpoint as ckpt
 from worker.spb.collectives import Collectives
@@ -35,7 +36,6 @@ from worker.spb.instrumentation import (
     IterationMetrics,
     PhaseClock,
     SavedActivationMeter,
-    optimizer_state_bytes,
     peak_rss_bytes,
     tensor_bytes,
 )
@@ -290,8 +290,11 @@ class SPBTrainer:
         if cuda:
             peak = int(torch.cuda.max_memory_allocated(self.device))
         else:
-            model_state = 2 * tensor_bytes(self.params) + optimizer_state_bytes(self.optimizer)
-            peak = model_state + saved
+            # The oracle's formula, with the activations this step saved.
+            copies = optimizer_state_copies(self.config.optimizer, self.config.momentum)
+            peak = worker_memory(
+                tensor_bytes(self.params), saved, optimizer_copies=copies
+            ).model_bytes
         metrics = IterationMetrics(
             iteration=self.iteration,
             rank=self.rank,

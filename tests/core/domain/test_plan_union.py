@@ -9,7 +9,8 @@ from jigsaw.domain import Job, JobSpec
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
-from jigsaw.oracle.plan_types import parallel_profile_of, predict_plan
+from jigsaw.oracle.parallel_profile import parallel_profile_of
+from jigsaw.oracle.plan_predictions import predict_plan
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan, plan_from_json, plan_to_json
 from jigsaw.profiles import ProfileCatalog

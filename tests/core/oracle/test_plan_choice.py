@@ -17,8 +17,8 @@ from jigsaw.hardware import preset, with_overrides
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.oracle import Oracle
+from jigsaw.oracle.parallel_profile import LinearLayer, ParallelProfile
 from jigsaw.oracle.plan_choice import NoPlanFitsError, PlanTypeChooser, choose_plan
-from jigsaw.oracle.plan_types import LinearLayer, ParallelProfile
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import SPBPlan
 from jigsaw.policies import create_policy

@@ -6,11 +6,9 @@ import pytest
 
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import preset, with_overrides
-from jigsaw.oracle.plan_types import (
-    LinearLayer,
-    ParallelProfile,
-    balanced_stages,
-    partition_pipeline,
+from jigsaw.oracle.parallel_profile import LinearLayer, ParallelProfile
+from jigsaw.oracle.plan_partitions import balanced_stages, partition_pipeline
+from jigsaw.oracle.plan_predictions import (
     predict_data_parallel,
     predict_hybrid,
     predict_pipeline,

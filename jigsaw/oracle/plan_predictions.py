@@ -6,8 +6,9 @@ profile, and its iteration time combines them with the hardware spec's compute r
 latency + bytes / bandwidth network model. The formulas follow what our engines do
 (worker/pipeline, worker/hybrid), term by term; docs/PARALLELISM.md writes them out.
 
-Conventions, shared with :mod:`jigsaw.oracle.costs`: FP32 everywhere; SGD with momentum keeps
-one state tensor per parameter; ``batch_size`` is per data-parallel worker (per replica for a
+Conventions, shared with :mod:`jigsaw.oracle.costs`: FP32 everywhere; a worker's memory is
+:func:`jigsaw.oracle.memory.worker_memory` of what it holds (SGD with momentum: one state
+tensor per parameter); ``batch_size`` is per data-parallel worker (per replica for a
 pipeline); a collective among ``n`` workers is a ring all-reduce that sends
 ``2 (n-1)/n x size`` per worker in ``2 (n-1)`` latency-bound steps; our engines do not overlap
 communication with compute, so iteration time adds them. Gathers are all-reduces of a padded
@@ -18,98 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Literal
 
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import HardwareSpec
+from jigsaw.oracle.memory import WorkerMemory, worker_memory
+from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.profiles import ModelProfile
 
 PlanKind = Literal["data", "pipeline", "hybrid"]
-FLOAT_BYTES = 4
 TARGET_BYTES = 8  # int64 class labels, gathered by the hybrid engine
-
-
-@dataclass(frozen=True, slots=True)
-class LinearLayer:
-    block: int
-    """1-based block holding the layer."""
-    in_features: int
-    out_features: int
-    bias: bool = True
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.in_features * self.out_features * FLOAT_BYTES
-
-    @property
-    def bias_bytes(self) -> int:
-        return self.out_features * FLOAT_BYTES if self.bias else 0
-
-    @property
-    def forward_flops_per_sample(self) -> float:
-        return 2.0 * self.in_features * self.out_features
-
-
-@dataclass(frozen=True, slots=True)
-class ParallelProfile:
-    """What the pipeline and hybrid formulas need beyond the block profile.
-
-    ``output_bytes_per_sample[i]`` is block i+1's output (what a stage boundary sends);
-    ``linear_layers`` are the nn.Linear layers with their block (what a hybrid shards).
-    """
-
-    blocks: ModelProfile
-    output_bytes_per_sample: tuple[int, ...]
-    linear_layers: tuple[LinearLayer, ...] = ()
-
-    def __post_init__(self) -> None:
-        if len(self.output_bytes_per_sample) != self.blocks.num_blocks:
-            raise InvalidSpecError(
-                f"{len(self.output_bytes_per_sample)} block outputs for a model of "
-                f"{self.blocks.num_blocks} blocks",
-                field="output_bytes_per_sample",
-            )
-
-    def linear_counts(self) -> tuple[int, ...]:
-        counts = [0] * self.blocks.num_blocks
-        for layer in self.linear_layers:
-            counts[layer.block - 1] += 1
-        return tuple(counts)
-
-
-def parallel_profile_of(profile: ModelProfile) -> ParallelProfile | None:
-    """The pipeline/hybrid view of a block profile, from the ``output_bytes_per_sample`` and
-    ``linear_layers`` its blocks carry (bench/parallel_profile_fields.py writes them), or
-    ``None`` when any block lacks its output size (analytic profiles, trace aliases)."""
-    outputs = [b.output_bytes_per_sample for b in profile.blocks]
-    if any(out is None for out in outputs):
-        return None
-    layers = tuple(
-        LinearLayer(b.index, fan_in, fan_out, bias)
-        for b in profile.blocks
-        for fan_in, fan_out, bias in b.linear_layers
-    )
-    return ParallelProfile(profile, tuple(int(out or 0) for out in outputs), layers)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerMemory:
-    params: int
-    gradients: int
-    optimizer: int
-    activations: int
-    workspace: int
-
-    @property
-    def model_bytes(self) -> int:
-        """Everything but the workspace: what the engines' accounting measures."""
-        return self.params + self.gradients + self.optimizer + self.activations
-
-    @property
-    def total(self) -> int:
-        return self.model_bytes + self.workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +69,7 @@ class PlanPrediction:
         return self.max_model_bytes <= per_worker_memory_limit_bytes
 
 
-class _Costs:
+class BlockSeconds:
     """Per-block per-sample seconds from measured times (same device kind) or FLOPs."""
 
     def __init__(self, profile: ModelProfile, hardware: HardwareSpec) -> None:
@@ -196,32 +116,23 @@ def all_reduce_s(hardware: HardwareSpec, size: float, members: int, span: int) -
     return 2 * (members - 1) * latency + ring_bytes(size, members) / bandwidth
 
 
-def _memory(params: int, activations: float, versions: int, hw: HardwareSpec) -> WorkerMemory:
-    return WorkerMemory(
-        params=versions * params,
-        gradients=params,
-        optimizer=params,
-        activations=round(activations),
-        workspace=hw.workspace_bytes,
-    )
-
-
 def predict_data_parallel(
     profile: ModelProfile, hardware: HardwareSpec, num_workers: int, batch_size: int
 ) -> PlanPrediction:
     """Every worker: forward + backward of all blocks on its batch, then one all-reduce."""
     _check_batch(batch_size)
-    costs = _Costs(profile, hardware)
+    costs = BlockSeconds(profile, hardware)
     k = profile.num_blocks
     compute = hardware.iteration_overhead_s + batch_size * costs.step_s(range(k))
     params = profile.param_bytes
     acts = batch_size * sum(b.activation_bytes_per_sample for b in profile.blocks)
     comm = all_reduce_s(hardware, params, num_workers, num_workers)
+    memory = worker_memory(params, acts, workspace_bytes=hardware.workspace_bytes)
     return PlanPrediction(
         kind="data",
         describe=f"data x {num_workers} workers",
         per_worker_compute_s=(compute,) * num_workers,
-        per_worker_memory=(_memory(params, acts, 1, hardware),) * num_workers,
+        per_worker_memory=(memory,) * num_workers,
         per_worker_bytes_sent=(round(ring_bytes(params, num_workers)),) * num_workers,
         communication_s=comm,
         iteration_time_s=compute + comm,
@@ -261,7 +172,7 @@ def predict_pipeline(
             f"batch size {batch_size} is not a multiple of {plan.micro_batches} micro-batches",
             field="batch_size",
         )
-    costs = _Costs(blocks, hardware)
+    costs = BlockSeconds(blocks, hardware)
     s_count, m = plan.num_stages, plan.micro_batches
     micro = batch_size // m
     latency, bandwidth = _link(hardware, plan.num_workers)
@@ -288,7 +199,14 @@ def predict_pipeline(
         acts = (
             in_flight * micro * sum(blocks.blocks[b].activation_bytes_per_sample for b in indices)
         )
-        memory.append(_memory(params, acts, plan.weight_versions(), hardware))
+        memory.append(
+            worker_memory(
+                params,
+                acts,
+                weight_versions=plan.weight_versions(),
+                workspace_bytes=hardware.workspace_bytes,
+            )
+        )
         sent.append(round(batch_size * (out_bytes + in_bytes) + ring_bytes(params, plan.replicas)))
     t = max(micro_times)
     if plan.schedule == "2bw":
@@ -333,7 +251,7 @@ def predict_hybrid(
         )
     plan.check_linear_layers(profile.linear_counts())
     _check_batch(batch_size)
-    costs = _Costs(blocks, hardware)
+    costs = BlockSeconds(blocks, hardware)
     n = plan.num_workers
     g = batch_size * n
     first = plan.first_sharded - 1
@@ -371,8 +289,7 @@ def predict_hybrid(
             collectives += 2
     latency, bandwidth = _link(hardware, n)
     comm = (collectives * 2 * (n - 1) * latency + sent / bandwidth) if n > 1 else 0.0
-    params_i = round(params)
-    memory = WorkerMemory(params_i, params_i, params_i, round(acts), hardware.workspace_bytes)
+    memory = worker_memory(round(params), acts, workspace_bytes=hardware.workspace_bytes)
     return PlanPrediction(
         kind="hybrid",
         describe=plan.describe(),
@@ -429,58 +346,3 @@ def _check_batch(batch_size: int) -> None:
         raise InvalidSpecError(
             f"batch size must be a positive integer, got {batch_size!r}", field="batch_size"
         )
-
-
-def balanced_stages(
-    profile: ModelProfile, hardware: HardwareSpec, num_stages: int
-) -> tuple[tuple[int, int], ...]:
-    """Contiguous stages minimising the slowest stage's per-sample compute (ties: fewer
-    parameters on the heaviest stage). Exhaustive: K is a handful of blocks."""
-    k = profile.num_blocks
-    if not 1 <= num_stages <= k:
-        raise InvalidSpecError(f"{num_stages} stages for a model of {k} blocks", field="stages")
-    costs = _Costs(profile, hardware)
-    best: tuple[float, int, tuple[tuple[int, int], ...]] | None = None
-    for cuts in combinations(range(1, k), num_stages - 1):
-        bounds = (0, *cuts, k)
-        stages = tuple((bounds[i] + 1, bounds[i + 1]) for i in range(num_stages))
-        slowest = max(costs.step_s(range(a - 1, b)) for a, b in stages)
-        heaviest = max(
-            sum(profile.blocks[i].param_bytes for i in range(a - 1, b)) for a, b in stages
-        )
-        key = (slowest, heaviest, stages)
-        if best is None or key[:2] < best[:2]:
-            best = key
-    assert best is not None
-    return best[2]
-
-
-def partition_pipeline(
-    profile: ParallelProfile,
-    hardware: HardwareSpec,
-    num_stages: int,
-    replicas: int,
-    micro_batches: int,
-    batch_size: int,
-    per_worker_memory_limit_bytes: int | None = None,
-    schedule: Literal["2bw", "gpipe"] = "2bw",
-) -> PipelinePlan | None:
-    """PipeDream-2BW's planner, exhaustively: the contiguous split into ``num_stages`` stages
-    with the shortest predicted iteration among those whose every worker fits the limit
-    (``None``: no limit). Returns None when no split fits."""
-    k = profile.blocks.num_blocks
-    if not 1 <= num_stages <= k:
-        raise InvalidSpecError(f"{num_stages} stages for a model of {k} blocks", field="stages")
-    best: tuple[float, PipelinePlan] | None = None
-    for cuts in combinations(range(1, k), num_stages - 1):
-        bounds = (0, *cuts, k)
-        stages = tuple((bounds[i] + 1, bounds[i + 1]) for i in range(num_stages))
-        plan = PipelinePlan(k, stages, micro_batches, replicas, schedule)
-        prediction = predict_pipeline(profile, hardware, plan, batch_size)
-        if per_worker_memory_limit_bytes is not None and not prediction.fits(
-            per_worker_memory_limit_bytes
-        ):
-            continue
-        if best is None or prediction.iteration_time_s < best[0]:
-            best = (prediction.iteration_time_s, plan)
-    return None if best is None else best[1]
