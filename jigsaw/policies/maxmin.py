@@ -16,7 +16,7 @@ from jigsaw.decisions import Decision
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
-from jigsaw.policies.gavel_share import gavel_order, gavel_shares
+from jigsaw.policies.gavel_share import GAVEL_HEAD_START_S, GAVEL_RESET_INTERVAL_S, GavelPriorities
 from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.snapshot import Snapshot
 
@@ -32,25 +32,32 @@ class MaxMinPolicy(PolicyBase):
         min_run_s: float = DEFAULT_MIN_RUN_S,
         reserve: bool = True,
         ranking: str = "deficit",
+        reset_interval_s: float = GAVEL_RESET_INTERVAL_S,
+        head_start_s: float = GAVEL_HEAD_START_S,
     ) -> None:
         if ranking not in ("deficit", "gavel"):
             raise ValueError(f"ranking must be 'deficit' or 'gavel', got {ranking!r}")
         self.ranking = ranking
         """``deficit``: most owed since arrival first; ``gavel``: Gavel's priority
         (:mod:`jigsaw.policies.gavel_share`)."""
+        self._gavel = GavelPriorities(reset_interval_s=reset_interval_s, head_start_s=head_start_s)
+        """Gavel's allocation and time counters, kept between its allocation resets."""
         self._blocks_of = blocks_of or default_catalog().num_blocks
         self.min_run_s = min_run_s
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
-        if not snapshot.waiting:
-            return []
         jobs = snapshot.running + snapshot.waiting
         capacity = len(snapshot.cluster.gpu_ids())
         if self.ranking == "gavel":
-            ranked = gavel_order(jobs, snapshot.now, gavel_shares(jobs, capacity))
+            # Ranked even when nobody waits: Gavel's resets happen in such rounds too.
+            ranked = self._gavel.order(jobs, snapshot.now, capacity)
+            if not snapshot.waiting:
+                return []
         else:
+            if not snapshot.waiting:
+                return []
             ranked = maxmin_order(jobs, snapshot.now, fair_shares(jobs, capacity))
         return gang_round(
             snapshot,
