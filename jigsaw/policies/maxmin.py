@@ -7,6 +7,11 @@ mechanism of Gavel (Narayanan et al., OSDI 2020) on a homogeneous cluster, where
 reduces to water-filling. :func:`gang_round` applies the ranking. A gang keeps its GPUs for
 at least ``min_run_s`` (``DEFAULT_MIN_RUN_S``, as every preemptive policy here) even when
 rounds are shorter, or time-slicing would spend most of the time checkpointing.
+
+``ranking="gavel"`` (Gavel's semantics, chosen for Gavel traces) ranks as Gavel's own
+simulator does instead: an allocation held between allocation resets and a priority from
+each job's run time since the last reset (:mod:`jigsaw.policies.gavel_share`). That ranking
+keeps state between rounds, so one policy instance serves one cluster.
 """
 
 from __future__ import annotations
