@@ -25,7 +25,7 @@ Read from stanford-futuredata/gavel (``scheduler/policies/max_min_fairness.py``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jigsaw.domain import Job
@@ -104,12 +104,25 @@ def _analytic_centre(floors: list[float], scales: list[float], capacity: float) 
     return x
 
 
+Allocate = Callable[[Sequence[Job], int, Mapping[str, float]], dict[str, float]]
+"""(active jobs, GPUs, the allocation until now) -> the new allocation ``x_j`` per job."""
+
+
+def maxmin_allocate(
+    jobs: Sequence[Job], capacity: int, previous: Mapping[str, float]
+) -> dict[str, float]:
+    del previous  # max-min starts afresh at every reset
+    return gavel_allocation(jobs, capacity)
+
+
 @dataclass(slots=True)
 class GavelPriorities:
     """Gavel's per-round priorities and the state they keep between allocation resets."""
 
     reset_interval_s: float = GAVEL_RESET_INTERVAL_S
     head_start_s: float = GAVEL_HEAD_START_S
+    allocate: Allocate = maxmin_allocate
+    """The policy's allocation, recomputed at each reset (max-min's LP, FIFO's queue)."""
     allocation: dict[str, float] = field(default_factory=dict)
     """``x_j`` of the jobs active at the last reset."""
     last_reset: float = 0.0
@@ -140,6 +153,11 @@ class GavelPriorities:
 
         return sorted(jobs, key=key)
 
+    def restart_reset_clock(self) -> None:
+        """Gavel's simulator does this when nothing runs and every job has arrived: the next
+        round resets if anything changed, however recent the last reset."""
+        self.last_reset = 0.0
+
     def _reset(self, jobs: Sequence[Job], now: float, capacity: int) -> None:
         elapsed = now - self.last_reset
         served = {job.id: _job_seconds(job, now) for job in jobs}
@@ -150,7 +168,7 @@ class GavelPriorities:
             deficits[job.id] = self.deficits.get(job.id, 0.0) + owed - run
         self.deficits = deficits
         self.served_at_reset = served
-        self.allocation = gavel_allocation(jobs, capacity)
+        self.allocation = self.allocate(jobs, capacity, self.allocation)
         self.last_reset = now
         self.changed = False
 

@@ -45,17 +45,26 @@ class MaxMinPolicy(PolicyBase):
         self.ranking = ranking
         """``deficit``: most owed since arrival first; ``gavel``: Gavel's priority
         (:mod:`jigsaw.policies.gavel_share`)."""
-        self._gavel = GavelPriorities(reset_interval_s=reset_interval_s, head_start_s=head_start_s)
+        self._gavel: GavelPriorities | None = None
         """Gavel's allocation and time counters, kept between its allocation resets."""
+        if ranking == "gavel":
+            self._gavel = GavelPriorities(
+                reset_interval_s=reset_interval_s, head_start_s=head_start_s
+            )
         self._blocks_of = blocks_of or default_catalog().num_blocks
         self.min_run_s = min_run_s
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""
 
+    def restart_reset_clock(self) -> None:
+        """The replay's signal under Gavel's semantics (jigsaw/simulator/allocation_resets.py)."""
+        if self._gavel is not None:
+            self._gavel.restart_reset_clock()
+
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         jobs = snapshot.running + snapshot.waiting
         capacity = len(snapshot.cluster.gpu_ids())
-        if self.ranking == "gavel":
+        if self._gavel is not None:
             # Ranked even when nobody waits: Gavel's resets happen in such rounds too.
             ranked = self._gavel.order(jobs, snapshot.now, capacity)
             if not snapshot.waiting:

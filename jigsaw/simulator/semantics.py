@@ -92,6 +92,7 @@ GAVEL = Semantics(
     allocation_reset_s=1_920.0,
     overheads=OverheadModel(launch_s=0.0, restart_s=0.0, replan_s=0.0),
     policy_options={
+        "fifo": {"ranking": "gavel"},
         "las": {"min_run_s": 0.0, "reserve": False},
         "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},
         "jigsaw": {"config": JigsawConfig(min_run_s=0.0)},

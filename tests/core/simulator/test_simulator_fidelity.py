@@ -17,6 +17,7 @@ import pytest
 
 from jigsaw.domain import Job, JobSpec
 from jigsaw.errors import InvalidSpecError, TraceFormatError
+from jigsaw.policies.gavel_fifo import gavel_fifo_allocation
 from jigsaw.policies.gavel_share import GavelPriorities, gavel_allocation
 from jigsaw.policies.maxmin import MaxMinPolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
@@ -256,6 +257,57 @@ def test_under_gavel_fifo_runs_the_first_job_to_completion(tmp_path: Path) -> No
     done = {j.id: j.finished_at for j in result.store.all_jobs()}
     assert done == pytest.approx({"gavel-000001": 1440.0, "gavel-000002": 2880.0}, abs=2 * STEP_S)
     assert result.summary["preemptions"] == 0
+
+
+def test_gavel_fifo_allocation_can_hold_more_gangs_than_gpus() -> None:
+    """Gavel counts GPUs free while walking its old allocation in arrival order: a finished
+    job early in that order hands its place to the queue head before the running jobs after
+    it are counted, so a 2-GPU head joins a running 1-GPU job on 2 GPUs."""
+    running, head, behind = (
+        _job("running", 1, at=1.0),
+        _job("head", 2, at=2.0),
+        _job("x", 1, at=3.0),
+    )
+    previous = {"finished": 1.0, "running": 1.0}
+    assert gavel_fifo_allocation([running, head, behind], 2, previous) == {
+        "running": 1.0,
+        "head": 1.0,
+    }
+    # With GPUs counted first it would not fit, and FIFO never skips its head.
+    assert gavel_fifo_allocation([running, head, behind], 2, {"running": 1.0}) == {"running": 1.0}
+
+
+def test_gavel_fifo_time_slices_an_over_full_allocation(tmp_path: Path) -> None:
+    """A ends at 100 s; the reset at 360 s (the second may follow the one at 0 at once) gives
+    its place to the 2-GPU C beside the running B on 2 GPUs. B and C then take turns by
+    Gavel's priority, where a strict FIFO would make C wait for B's 10,000 s."""
+    result = _gavel_replay(
+        tmp_path,
+        [(RESNET, 100.0, 0.0), (RESNET, 10_000.0, 0.0), (RESNET, 10_000.0, 0.0)],
+        "fifo",
+        gpus=2,
+        scales={3: 2},
+    )
+    lines = [line.split()[:3] for line in result.log.lines or []]
+    assert lines[:5] == [
+        ["0.000", "start", "gavel-000001"],
+        ["0.000", "start", "gavel-000002"],
+        ["720.000", "preempt", "gavel-000002"],
+        ["720.000", "start", "gavel-000003"],
+        ["1080.000", "preempt", "gavel-000003"],
+    ]
+
+
+def test_gavel_resets_at_once_when_nothing_runs_and_all_have_arrived(tmp_path: Path) -> None:
+    """Resets at 0, at 100 s (A ended; the reset clock still read 0) and, when B ends at
+    200 s, at once again: Gavel's simulator restarts its reset clock when nothing runs and
+    every job has arrived. Without that, C (never allocated) would wait for 1,920 s after
+    the reset at 100 s, on an idle cluster; here the replay gave up on it."""
+    result = _gavel_replay(
+        tmp_path, [(RESNET, 100.0, 0.0), (RESNET, 100.0, 0.0), (RESNET, 50.0, 0.0)], "fifo", gpus=1
+    )
+    c = result.store.get("gavel-000003")
+    assert c.finished_at == pytest.approx(250.0, abs=3 * STEP_S)
 
 
 def test_a_job_type_without_throughput_for_the_worker_type_is_refused(tmp_path: Path) -> None:
