@@ -13,8 +13,8 @@ traces (docs/SCHEDULER.md, "Simulator semantics"). So a replay follows:
   (stanford-futuredata/gavel ``scheduler/scheduler.py``): 360 s rounds of whole steps
   (``GavelRate.round_s``) that end early when every gang of the round has finished,
   newcomers schedulable only at allocation resets (at least 1,920 s apart), no restart cost,
-  no protection (Gavel time-slices at round granularity), no reservation, and maxmin ranked
-  by Gavel's priority, its allocation held between resets.
+  no protection (Gavel time-slices at round granularity), no reservation, and fifo and
+  maxmin run as Gavel's own (its allocation, held between resets, and its priority).
 
 No flag picks them; the output says which one ran (``semantics`` in the JSON summary).
 """
@@ -85,7 +85,7 @@ GAVEL = Semantics(
     "gavel",
     "gavel: 360 s rounds of whole steps ending with their last gang, newcomers at "
     "allocation resets (>= 1,920 s apart), no restart cost, no protection, "
-    "maxmin = Gavel's priority",
+    "fifo and maxmin = Gavel's allocation and priority",
     round_s=360.0,
     admit_in_rounds=True,
     rounds_end_when_idle=True,
