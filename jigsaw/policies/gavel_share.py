@@ -159,6 +159,7 @@ class GavelPriorities:
         self.last_reset = 0.0
 
     def _reset(self, jobs: Sequence[Job], now: float, capacity: int) -> None:
+        # As in Gavel, a reset clock at 0 (the first interval, or restarted) counts from 0.
         elapsed = now - self.last_reset
         served = {job.id: _job_seconds(job, now) for job in jobs}
         deficits = {}
