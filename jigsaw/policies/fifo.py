@@ -5,6 +5,9 @@ blocks the jobs behind it. A gang larger than the cluster's alive GPUs (a node w
 skipped, not waited for: it could never start (the service marks it, api/unschedulable.py).
 Every worker gets a GPU of its own; plans are resolved from the
 job's own spec (``auto`` means full backprop here: FIFO is not SPB-aware).
+
+``ranking="gavel"`` (Gavel's semantics, chosen for Gavel traces) runs FIFO as Gavel's own
+simulator does instead, round by round (:mod:`jigsaw.policies.gavel_fifo`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision, Start
 from jigsaw.placement import compact_placement, group_by_node, take
 from jigsaw.policies.base import PolicyBase, register
+from jigsaw.policies.gavel_fifo import gavel_fifo_allocation, gavel_fifo_round
+from jigsaw.policies.gavel_share import GavelPriorities
 from jigsaw.policies.plan_resolution import BlocksOf, resolve_for
 from jigsaw.snapshot import Snapshot
 
@@ -23,10 +28,24 @@ class FifoPolicy(PolicyBase):
     """Decides from the oldest waiting jobs only, never more of them than there are free
     GPUs plus one: the simulator may hold the rest of the queue back (same decisions)."""
 
-    def __init__(self, blocks_of: BlocksOf | None = None) -> None:
+    def __init__(self, blocks_of: BlocksOf | None = None, *, ranking: str = "arrival") -> None:
+        if ranking not in ("arrival", "gavel"):
+            raise ValueError(f"ranking must be 'arrival' or 'gavel', got {ranking!r}")
         self._blocks_of = blocks_of or default_catalog().num_blocks
+        self._gavel: GavelPriorities | None = None
+        if ranking == "gavel":
+            self._gavel = GavelPriorities(allocate=gavel_fifo_allocation)
+            self.periodic = True  # Gavel time-slices an over-full FIFO allocation by rounds
+            self.serves_arrival_prefix = False
+
+    def restart_reset_clock(self) -> None:
+        """The replay's signal under Gavel's semantics (jigsaw/simulator/allocation_resets.py)."""
+        if self._gavel is not None:
+            self._gavel.restart_reset_clock()
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
+        if self._gavel is not None:
+            return gavel_fifo_round(snapshot, self._gavel, self._blocks_of)
         free = group_by_node(snapshot.free_gpus())
         decisions: list[Decision] = []
         alive = snapshot.cluster.num_gpus

@@ -7,6 +7,11 @@ mechanism of Gavel (Narayanan et al., OSDI 2020) on a homogeneous cluster, where
 reduces to water-filling. :func:`gang_round` applies the ranking. A gang keeps its GPUs for
 at least ``min_run_s`` (``DEFAULT_MIN_RUN_S``, as every preemptive policy here) even when
 rounds are shorter, or time-slicing would spend most of the time checkpointing.
+
+``ranking="gavel"`` (Gavel's semantics, chosen for Gavel traces) ranks as Gavel's own
+simulator does instead: an allocation held between allocation resets and a priority from
+each job's run time since the last reset (:mod:`jigsaw.policies.gavel_share`). That ranking
+keeps state between rounds, so one policy instance serves one cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from jigsaw.decisions import Decision
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
-from jigsaw.policies.gavel_share import gavel_order, gavel_shares
+from jigsaw.policies.gavel_share import GAVEL_HEAD_START_S, GAVEL_RESET_INTERVAL_S, GavelPriorities
 from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.snapshot import Snapshot
 
@@ -32,25 +37,41 @@ class MaxMinPolicy(PolicyBase):
         min_run_s: float = DEFAULT_MIN_RUN_S,
         reserve: bool = True,
         ranking: str = "deficit",
+        reset_interval_s: float = GAVEL_RESET_INTERVAL_S,
+        head_start_s: float = GAVEL_HEAD_START_S,
     ) -> None:
         if ranking not in ("deficit", "gavel"):
             raise ValueError(f"ranking must be 'deficit' or 'gavel', got {ranking!r}")
         self.ranking = ranking
         """``deficit``: most owed since arrival first; ``gavel``: Gavel's priority
         (:mod:`jigsaw.policies.gavel_share`)."""
+        self._gavel: GavelPriorities | None = None
+        """Gavel's allocation and time counters, kept between its allocation resets."""
+        if ranking == "gavel":
+            self._gavel = GavelPriorities(
+                reset_interval_s=reset_interval_s, head_start_s=head_start_s
+            )
         self._blocks_of = blocks_of or default_catalog().num_blocks
         self.min_run_s = min_run_s
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""
 
+    def restart_reset_clock(self) -> None:
+        """The replay's signal under Gavel's semantics (jigsaw/simulator/allocation_resets.py)."""
+        if self._gavel is not None:
+            self._gavel.restart_reset_clock()
+
     def decide(self, snapshot: Snapshot) -> list[Decision]:
-        if not snapshot.waiting:
-            return []
         jobs = snapshot.running + snapshot.waiting
         capacity = len(snapshot.cluster.gpu_ids())
-        if self.ranking == "gavel":
-            ranked = gavel_order(jobs, snapshot.now, gavel_shares(jobs, capacity))
+        if self._gavel is not None:
+            # Ranked even when nobody waits: Gavel's resets happen in such rounds too.
+            ranked = self._gavel.order(jobs, snapshot.now, capacity)
+            if not snapshot.waiting:
+                return []
         else:
+            if not snapshot.waiting:
+                return []
             ranked = maxmin_order(jobs, snapshot.now, fair_shares(jobs, capacity))
         return gang_round(
             snapshot,

@@ -9,13 +9,23 @@ reset clock starts at 0, and a reset at time 0 leaves it at 0, so the next chang
 at once; and when every job has arrived and nothing runs, it forces the next reset.
 
 The replay holds arrivals here and releases them at a reset (``ReplayOptions.allocation_reset_s``).
+A policy that keeps Gavel's allocation itself (fifo and maxmin with ``ranking="gavel"``) runs
+the same clock, and is told of the one event it cannot see: that every job has arrived.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from jigsaw.simulator.workload import Arrival
+
+
+@runtime_checkable
+class FollowsAllocationResets(Protocol):
+    def restart_reset_clock(self) -> None:
+        """Nothing runs and every job has arrived: reset at the next change, however soon."""
+        ...
 
 
 @dataclass(slots=True)

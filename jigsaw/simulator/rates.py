@@ -7,6 +7,7 @@ have alone, full backprop, on a compact placement: the yardstick for "useful" wo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -101,6 +102,7 @@ class GavelRate:
         worker_type: str,
         job_types: Mapping[str, str],
         oracle_rate: OracleRate,
+        round_s: float | None = None,
     ) -> None:
         if worker_type not in throughputs.worker_types():
             raise InvalidSpecError(
@@ -112,10 +114,19 @@ class GavelRate:
         self.worker_type = worker_type
         self.job_types = dict(job_types)
         self.oracle_rate = oracle_rate
+        self.round_s = round_s
+        """Gavel's rounds run whole steps: ``floor(rate x round_s)`` a round, so a job ends
+        with a short last round for the steps left over (None: progress is continuous)."""
 
     def reference_rate(self, job: Job) -> float:
         job_type = self.job_types[job.id]
         return self.throughputs.steps_per_second(self.worker_type, job_type, job.spec.workers)
+
+    def _round_rate(self, job: Job) -> float:
+        rate = self.reference_rate(job)
+        if self.round_s is None:
+            return rate
+        return max(math.floor(rate * self.round_s), 1) / self.round_s
 
     def rate(
         self,
@@ -127,7 +138,7 @@ class GavelRate:
         relative = self.oracle_rate.rate(job, placement, plan, other_load) / (
             self.oracle_rate.reference_rate(job)
         )
-        return self.reference_rate(job) * relative
+        return self._round_rate(job) * relative
 
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.oracle_rate.load(job, placement, plan)
@@ -139,7 +150,7 @@ class GavelRate:
         relative = self.oracle_rate.rate_at(job, plan, iteration_s) / (
             self.oracle_rate.reference_rate(job)
         )
-        return self.reference_rate(job) * relative
+        return self._round_rate(job) * relative
 
     def startup_s(self, job: Job) -> float:
         del job

@@ -34,7 +34,7 @@ from jigsaw.executor_events import Finished, Started
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.policies.base import Policy
-from jigsaw.simulator.allocation_resets import AllocationResets
+from jigsaw.simulator.allocation_resets import AllocationResets, FollowsAllocationResets
 from jigsaw.simulator.decisionlog import DecisionLog
 from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds
 from jigsaw.simulator.rates import OverheadModel, ReferenceRate
@@ -215,8 +215,10 @@ class Replay:
                 if not (dirty or waiting) or (not dirty and now + 1e-9 < quiet_until):
                     continue
                 if resets is not None:
-                    idle = not self.executor.running_jobs()
-                    if resets.due(now, idle_and_all_arrived=idle and not pending):
+                    all_arrived_idle = not self.executor.running_jobs() and not pending
+                    if all_arrived_idle and isinstance(self.policy, FollowsAllocationResets):
+                        self.policy.restart_reset_clock()
+                    if resets.due(now, idle_and_all_arrived=all_arrived_idle):
                         for arrival in resets.release():
                             self._arrive(arrival)
                     elif not periodic:

@@ -155,7 +155,7 @@ def _make_rates(
     }
     arrivals = arrivals_from_trace(jobs, lambda j: rate_of[j.id])
     job_types = {a.job_id: a.trace.original_model or "" for a in arrivals}
-    return GavelRate(table, worker_type, job_types, oracle_rate), arrivals
+    return GavelRate(table, worker_type, job_types, oracle_rate, setup.round_s), arrivals
 
 
 def pollux_rates(

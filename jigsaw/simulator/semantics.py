@@ -10,10 +10,11 @@ traces (docs/SCHEDULER.md, "Simulator semantics"). So a replay follows:
   and las is its Tiresias baseline (two queues split at 16 GPU-hours, no starvation
   promotion, no protection);
 - ``gavel`` for Gavel ``.trace`` files replayed with ``--throughputs``: Gavel's simulator
-  (stanford-futuredata/gavel ``scheduler/scheduler.py``): 360 s rounds that end early when
-  every gang of the round has finished, newcomers schedulable only at allocation resets
-  (at least 1,920 s apart), no restart cost, no protection (Gavel time-slices at round
-  granularity), no reservation, and maxmin ranked by Gavel's priority.
+  (stanford-futuredata/gavel ``scheduler/scheduler.py``): 360 s rounds of whole steps
+  (``GavelRate.round_s``) that end early when every gang of the round has finished,
+  newcomers schedulable only at allocation resets (at least 1,920 s apart), no restart cost,
+  no protection (Gavel time-slices at round granularity), no reservation, and fifo and
+  maxmin run as Gavel's own (its allocation, held between resets, and its priority).
 
 No flag picks them; the output says which one ran (``semantics`` in the JSON summary).
 """
@@ -82,14 +83,16 @@ POLLUX = Semantics(
 
 GAVEL = Semantics(
     "gavel",
-    "gavel: 360 s rounds ending with their last gang, newcomers at allocation resets "
-    "(>= 1,920 s apart), no restart cost, no protection, maxmin = Gavel's priority",
+    "gavel: 360 s rounds of whole steps ending with their last gang, newcomers at "
+    "allocation resets (>= 1,920 s apart), no restart cost, no protection, "
+    "fifo and maxmin = Gavel's allocation and priority",
     round_s=360.0,
     admit_in_rounds=True,
     rounds_end_when_idle=True,
     allocation_reset_s=1_920.0,
     overheads=OverheadModel(launch_s=0.0, restart_s=0.0, replan_s=0.0),
     policy_options={
+        "fifo": {"ranking": "gavel"},
         "las": {"min_run_s": 0.0, "reserve": False},
         "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},
         "jigsaw": {"config": JigsawConfig(min_run_s=0.0)},

@@ -46,7 +46,7 @@ def read_gavel(path: str | Path) -> list[TraceJob]:
                 raise TraceFormatError(label, line, "priority_weight must be > 0")
             jobs.append(
                 TraceJob(
-                    id=f"gavel-{line}",
+                    id=f"gavel-{line:06d}",
                     submit_time_s=parse_non_negative_float(fields[9], "arrival_time", label, line),
                     num_workers=parse_positive_int(fields[6], "scale_factor", label, line),
                     model=model,

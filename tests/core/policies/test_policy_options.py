@@ -35,7 +35,7 @@ def test_jigsaw_config_with_nested_las() -> None:
     ("policy", "raw", "message"),
     [
         ("las", {"min_run": 5}, "policy 'las' has no option 'min_run'; its options: config"),
-        ("fifo", {"min_run_s": 5}, "policy 'fifo' has no option 'min_run_s'; its options: none"),
+        ("fifo", {"min_run_s": 5}, "policy 'fifo' has no option 'min_run_s'; its options: ranking"),
         ("las", {"oracle": 1}, "has no option 'oracle'"),
         ("las", {"config": {"thresholds": [10, 5]}}, "las.config: LAS thresholds must be"),
         ("jigsaw", {"config": {"las": {"knob": 1}}}, "jigsaw.config.las has no option 'knob'"),

@@ -120,8 +120,11 @@ def test_a_lone_gavel_job_takes_steps_over_its_measured_throughput(tmp_path: Pat
     rates, arrivals = make_rates(jobs, setup, oracle)
     result = replay(arrivals, "fifo", rates, oracle, setup, gavel=True)
     job = result.store.all_jobs()[0]
-    steps_per_s = rates.reference_rate(job)
-    assert job.finished_at - job.started_at == pytest.approx(job.spec.iterations / steps_per_s)
+    # Gavel's rounds run whole steps: floor(steps/s x 360) every 360 s.
+    steps_per_round = math.floor(rates.reference_rate(job) * 360.0)
+    assert job.finished_at - job.started_at == pytest.approx(
+        job.spec.iterations / steps_per_round * 360.0
+    )
 
 
 def test_unknown_worker_type_is_a_readable_error() -> None:

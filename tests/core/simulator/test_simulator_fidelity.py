@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from jigsaw.domain import Job, JobSpec
 from jigsaw.errors import InvalidSpecError, TraceFormatError
-from jigsaw.policies.gavel_share import gavel_order, gavel_shares
+from jigsaw.policies.gavel_fifo import gavel_fifo_allocation
+from jigsaw.policies.gavel_share import GavelPriorities, gavel_allocation
 from jigsaw.policies.maxmin import MaxMinPolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.pollux_rate import PolluxRate, per_node_counts
@@ -181,6 +183,7 @@ def test_a_workload_naming_an_application_without_curves_is_refused(tmp_path: Pa
 
 RESNET = "ResNet-18 (batch size 16)"
 RESNET_RATE = 32.353384328946916  # steps/s on a v100, tests/data/gavel_throughputs_excerpt.json
+RESNET_2_RATE = 100.14206200421837  # the same job type on 2 v100s
 STEP_S = 1 / RESNET_RATE
 """A trace gives whole steps: work is exact to one step's time."""
 
@@ -190,7 +193,7 @@ def test_a_gavel_newcomer_waits_for_the_running_round_to_end(tmp_path: Path) -> 
     result = _gavel_replay(
         tmp_path, [(RESNET, 1000.0, 0.0), (RESNET, 100.0, 100.0)], "fifo", gpus=2
     )
-    b = result.store.get("gavel-2")
+    b = result.store.get("gavel-000002")
     assert b.finished_at == pytest.approx(360.0 + 100.0, abs=STEP_S)
 
 
@@ -209,12 +212,14 @@ def test_a_gavel_newcomer_waits_for_the_next_allocation_reset(tmp_path: Path, po
         for line in result.log.lines or []
         if " start " in line
     }
-    assert started == pytest.approx({"gavel-1": 0.0, "gavel-2": 360.0, "gavel-3": 2520.0})
+    assert started == pytest.approx(
+        {"gavel-000001": 0.0, "gavel-000002": 360.0, "gavel-000003": 2520.0}
+    )
 
 
 def test_a_gavel_newcomer_on_an_idle_cluster_starts_at_once(tmp_path: Path) -> None:
     result = _gavel_replay(tmp_path, [(RESNET, 50.0, 0.0), (RESNET, 100.0, 500.0)], "fifo", gpus=2)
-    late = result.store.get("gavel-2")
+    late = result.store.get("gavel-000002")
     assert late.finished_at == pytest.approx(500.0 + 100.0, abs=STEP_S)
 
 
@@ -229,7 +234,7 @@ def test_a_gavel_round_ends_when_its_last_gang_ends(tmp_path: Path) -> None:
         "fifo",
         gpus=1,
     )
-    b = result.store.get("gavel-2")
+    b = result.store.get("gavel-000002")
     assert b.finished_at == pytest.approx(50.0 + 100.0, abs=2 * STEP_S)
 
 
@@ -240,7 +245,7 @@ def test_gavel_maxmin_alternates_two_equal_jobs_round_by_round(tmp_path: Path) -
     starts = [line.split()[:3] for line in result.log.lines or [] if " start " in line]
     owners = [job for _, _, job in starts]
     times = [float(at) for at, _, _ in starts]
-    assert owners[:6] == ["gavel-1", "gavel-2"] * 3
+    assert owners[:6] == ["gavel-000001", "gavel-000002"] * 3
     assert times[:6] == pytest.approx([0.0, 360.0, 720.0, 1080.0, 1440.0, 1800.0])
     # No protection and no restart cost: the two finish within one round of each other.
     done = sorted(j.finished_at or 0.0 for j in result.store.all_jobs())
@@ -250,8 +255,59 @@ def test_gavel_maxmin_alternates_two_equal_jobs_round_by_round(tmp_path: Path) -
 def test_under_gavel_fifo_runs_the_first_job_to_completion(tmp_path: Path) -> None:
     result = _gavel_replay(tmp_path, [(RESNET, 1440.0, 0.0), (RESNET, 1440.0, 0.0)], "fifo", gpus=1)
     done = {j.id: j.finished_at for j in result.store.all_jobs()}
-    assert done == pytest.approx({"gavel-1": 1440.0, "gavel-2": 2880.0}, abs=2 * STEP_S)
+    assert done == pytest.approx({"gavel-000001": 1440.0, "gavel-000002": 2880.0}, abs=2 * STEP_S)
     assert result.summary["preemptions"] == 0
+
+
+def test_gavel_fifo_allocation_can_hold_more_gangs_than_gpus() -> None:
+    """Gavel counts GPUs free while walking its old allocation in arrival order: a finished
+    job early in that order hands its place to the queue head before the running jobs after
+    it are counted, so a 2-GPU head joins a running 1-GPU job on 2 GPUs."""
+    running, head, behind = (
+        _job("running", 1, at=1.0),
+        _job("head", 2, at=2.0),
+        _job("x", 1, at=3.0),
+    )
+    previous = {"finished": 1.0, "running": 1.0}
+    assert gavel_fifo_allocation([running, head, behind], 2, previous) == {
+        "running": 1.0,
+        "head": 1.0,
+    }
+    # With GPUs counted first it would not fit, and FIFO never skips its head.
+    assert gavel_fifo_allocation([running, head, behind], 2, {"running": 1.0}) == {"running": 1.0}
+
+
+def test_gavel_fifo_time_slices_an_over_full_allocation(tmp_path: Path) -> None:
+    """A ends at 100 s; the reset at 360 s (the second may follow the one at 0 at once) gives
+    its place to the 2-GPU C beside the running B on 2 GPUs. B and C then take turns by
+    Gavel's priority, where a strict FIFO would make C wait for B's 10,000 s."""
+    result = _gavel_replay(
+        tmp_path,
+        [(RESNET, 100.0, 0.0), (RESNET, 10_000.0, 0.0), (RESNET, 10_000.0, 0.0)],
+        "fifo",
+        gpus=2,
+        scales={3: 2},
+    )
+    lines = [line.split()[:3] for line in result.log.lines or []]
+    assert lines[:5] == [
+        ["0.000", "start", "gavel-000001"],
+        ["0.000", "start", "gavel-000002"],
+        ["720.000", "preempt", "gavel-000002"],
+        ["720.000", "start", "gavel-000003"],
+        ["1080.000", "preempt", "gavel-000003"],
+    ]
+
+
+def test_gavel_resets_at_once_when_nothing_runs_and_all_have_arrived(tmp_path: Path) -> None:
+    """Resets at 0, at 100 s (A ended; the reset clock still read 0) and, when B ends at
+    200 s, at once again: Gavel's simulator restarts its reset clock when nothing runs and
+    every job has arrived. Without that, C (never allocated) would wait for 1,920 s after
+    the reset at 100 s, on an idle cluster; here the replay gave up on it."""
+    result = _gavel_replay(
+        tmp_path, [(RESNET, 100.0, 0.0), (RESNET, 100.0, 0.0), (RESNET, 50.0, 0.0)], "fifo", gpus=1
+    )
+    c = result.store.get("gavel-000003")
+    assert c.finished_at == pytest.approx(250.0, abs=3 * STEP_S)
 
 
 def test_a_job_type_without_throughput_for_the_worker_type_is_refused(tmp_path: Path) -> None:
@@ -298,19 +354,28 @@ def _pollux_replay(
     return result, rates
 
 
-def _gavel_line(job_type: str, steps: int, arrival: float) -> str:
-    return f"{job_type}\tcmd\tdir\t--steps\t1\t{steps}\t1\t1\t-1\t{arrival}\n"
+def _gavel_line(job_type: str, steps: int, arrival: float, scale: int = 1) -> str:
+    return f"{job_type}\tcmd\tdir\t--steps\t1\t{steps}\t{scale}\t1\t-1\t{arrival}\n"
 
 
 def _gavel_replay(
-    tmp_path: Path, jobs: list[tuple[str, float, float]], policy: str, *, gpus: int
+    tmp_path: Path,
+    jobs: list[tuple[str, float, float]],
+    policy: str,
+    *,
+    gpus: int,
+    scales: dict[int, int] | None = None,
 ) -> ReplayResult:
-    """``jobs``: (job type, seconds of work alone on a v100, arrival)."""
+    """``jobs``: (job type, seconds of work alone on a v100, arrival); ``scales``: GPUs of
+    the job on that trace line (1-based), 1 by default."""
     trace = tmp_path / "t.trace"
-    rate = {RESNET: RESNET_RATE}
-    trace.write_text(
-        "".join(_gavel_line(kind, round(seconds * rate[kind]), at) for kind, seconds, at in jobs)
-    )
+    rate = {(RESNET, 1): RESNET_RATE, (RESNET, 2): RESNET_2_RATE}
+    scale_of = scales or {}
+    lines = []
+    for line, (kind, seconds, at) in enumerate(jobs, start=1):
+        scale = scale_of.get(line, 1)
+        lines.append(_gavel_line(kind, int(seconds * rate[kind, scale]), at, scale))
+    trace.write_text("".join(lines))
     throughputs = DATA / "gavel_throughputs_excerpt.json"
     setup = SimulationSetup(
         gpus=gpus,
@@ -344,29 +409,97 @@ def test_reference_rate_is_compact(tmp_path: Path) -> None:
 # -- Gavel: max-min ranking -----------------------------------------------------------------
 
 
-def _job(job_id: str, workers: int, *, at: float = 0.0, served: float = 0.0) -> Job:
+def _job(job_id: str, workers: int, *, at: float = 0.0) -> Job:
     spec = JobSpec(name=job_id, model="mlp", workers=workers, iterations=100)
-    return Job(id=job_id, spec=spec, submitted_at=at, attained_gpu_seconds=served)
+    return Job(id=job_id, spec=spec, submitted_at=at)
 
 
-def test_gavel_shares_give_every_job_the_same_gpu_share() -> None:
+def _ids(jobs: list[Job]) -> list[str]:
+    return [job.id for job in jobs]
+
+
+def test_gavel_allocation_gives_every_job_the_same_gpu_share_when_loaded() -> None:
     jobs = [_job("one", 1), _job("four", 4), _job("two", 2)]
-    shares = gavel_shares(jobs, capacity=3)
+    shares = gavel_allocation(jobs, capacity=3)
     gpu_share = {job.id: shares[job.id] * job.spec.workers for job in jobs}
     assert gpu_share == pytest.approx(dict.fromkeys(gpu_share, 1.0))
     assert shares["four"] == pytest.approx(shares["one"] / 4)
-    # Enough GPUs for everyone: everyone runs all the time.
-    assert set(gavel_shares(jobs, capacity=7).values()) == {1.0}
 
 
-def test_gavel_ranks_jobs_without_gpu_time_first_then_least_served_per_share() -> None:
-    old = _job("old", 1, at=0.0, served=50.0)
-    older = _job("older", 1, at=-1e6, served=100.0)
-    newcomer = _job("new", 1, at=900.0)
-    ranked = gavel_order(
-        [older, old, newcomer], 1000.0, dict.fromkeys(("old", "older", "new"), 0.5)
+@pytest.mark.parametrize(
+    ("capacity", "workers", "ecos"),
+    [
+        # Gavel's LP solved by its own code and solver (cvxpy + ECOS, /work/peers/gavel).
+        (4, (1, 4), (1.0, 0.4995)),
+        (4, (1, 2, 2), (1.0, 0.6432, 0.6432)),
+        (8, (1, 4, 2), (1.0, 0.6462, 0.7453)),
+    ],
+)
+def test_gavel_allocation_leaves_the_lp_leftover_where_an_interior_point_solver_does(
+    capacity: int, workers: tuple[int, ...], ecos: tuple[float, ...]
+) -> None:
+    """Past the max-min level (every job gets 1 GPU here) the LP is indifferent; Gavel's
+    solver stops inside that face, near its analytic centre, not at a water-filled corner
+    (which gave the 4-GPU gang 0.75 on 4 GPUs)."""
+    jobs = [_job(f"j{i}", n) for i, n in enumerate(workers)]
+    shares = gavel_allocation(jobs, capacity)
+    assert [shares[job.id] for job in jobs] == pytest.approx(list(ecos), abs=0.025)
+    assert sum(shares[job.id] * job.spec.workers for job in jobs) < capacity
+
+
+def test_gavel_priorities_restart_at_a_reset_and_break_ties_by_deficit() -> None:
+    """Between resets a job's priority is x / (half a round + the time it ran since the
+    reset). At a reset (here: a newcomer) every count restarts; the job owed most over the
+    last interval (x times the interval minus what it ran) goes first, not the newcomer."""
+    priorities = GavelPriorities()
+    a, b = _job("a", 1), _job("b", 1)
+    assert _ids(priorities.order([a, b], 0.0, capacity=1)) == ["a", "b"]
+    a = replace(a, attained_gpu_seconds=360.0)
+    assert _ids(priorities.order([a, b], 360.0, capacity=1)) == ["b", "a"]
+    # Until 2,000 s a ran 1,080 s and b 720 s; each was owed half of the 2,000 s.
+    a = replace(a, attained_gpu_seconds=1080.0)
+    b = replace(b, attained_gpu_seconds=720.0)
+    c = _job("c", 1, at=1900.0)
+    assert _ids(priorities.order([a, b, c], 2000.0, capacity=1)) == ["b", "c", "a"]
+    assert priorities.deficits == pytest.approx({"a": -80.0, "b": 280.0, "c": 0.0})
+
+
+def test_gavel_maxmin_shares_job_time_not_gpu_time(tmp_path: Path) -> None:
+    """Two 1-GPU jobs and a 2-GPU gang on 2 GPUs: x = 2/3, 2/3, 1/3, equal GPU shares.
+    Gavel compares each job's own run time with x, so the gang runs every third round
+    (ranking by GPU-seconds over x ran it every fourth)."""
+    result = _gavel_replay(
+        tmp_path,
+        [(RESNET, 20_000.0, 0.0), (RESNET, 20_000.0, 0.0), (RESNET, 20_000.0, 0.0)],
+        "maxmin",
+        gpus=2,
+        scales={3: 2},
     )
-    assert [job.id for job in ranked] == ["new", "old", "older"]
+    starts = [
+        float(line.split()[0])
+        for line in result.log.lines or []
+        if " start gavel-000003 " in line and float(line.split()[0]) < 3000.0
+    ]
+    assert starts == pytest.approx([360.0, 1440.0, 2520.0])
+
+
+def test_gavel_rounds_run_whole_steps(tmp_path: Path) -> None:
+    """Gavel runs floor(rate x 360) steps a round: 5 rounds of A's 1,800 s leave one step,
+    and A needs a sixth round, which it gets only after B's turn (maxmin alternates)."""
+    result = _gavel_replay(
+        tmp_path, [(RESNET, 1800.0, 0.0), (RESNET, 10_000.0, 0.0)], "maxmin", gpus=1
+    )
+    a = result.store.get("gavel-000001")
+    one_step = 360.0 / math.floor(RESNET_RATE * 360.0)
+    assert a.finished_at == pytest.approx(3600.0 + one_step, abs=1e-6)
+
+
+def test_gavel_jobs_arriving_together_keep_the_trace_order(tmp_path: Path) -> None:
+    """Gavel breaks ties by job id, the trace line: line 10 comes after line 9, not after
+    line 1 as a text sort of the ids put it."""
+    result = _gavel_replay(tmp_path, [(RESNET, 10.0, 0.0)] * 11, "fifo", gpus=1)
+    order = [line.split()[2] for line in result.log.lines or [] if " start " in line]
+    assert order == [f"gavel-{line:06d}" for line in range(1, 12)]
 
 
 def test_maxmin_refuses_an_unknown_ranking() -> None:
