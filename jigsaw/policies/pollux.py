@@ -114,7 +114,7 @@ class PolluxPolicy(PolicyBase):
                 v.job.id,
                 sizes[v.job.id],
                 v.current,
-                min_size=sizes[v.job.id] if v.goodput is None else 1,
+                min_size=sizes[v.job.id] if v.goodput is None else v.job.spec.worker_range[0],
             )
             for v in views
         ]

@@ -15,7 +15,8 @@ its network link). A job that no longer fits after that shrinks to what does, or
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,64 +78,33 @@ def pack(requests: Sequence[PackRequest], cluster: Cluster) -> dict[str, Placeme
     it can, and falls back to them if its new size does not fit (a move to the same size
     would be a restart for nothing).
     """
-    free: dict[int, list[GpuId]] = {
-        node.index: list(node.gpu_ids()) for node in cluster.alive_nodes
-    }
-    spanning: set[int] = set()
-    """Nodes that hold a job spanning several nodes."""
+    gpus = _Gpus(cluster)
     placed: dict[str, Placement] = {}
     live = [r for r in requests if r.size > 0]
-    holding = [r for r in live if r.current and _available(r.current, free)]
+    holding = [r for r in live if r.current and gpus.available(r.current)]
     for request in holding:
-        _take(request.current, free, spanning)
+        gpus.take(request.current)
     for request in holding:
         if len(request.current) == request.size:
             placed[request.job_id] = request.current
-    for request in holding:
-        if request.size < len(request.current):
-            _give_back(request.current, free, spanning, placed)
-            kept = _subset(request.current, request.size)
-            _take(kept, free, spanning)
-            placed[request.job_id] = kept
-    per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
+        elif request.size < len(request.current):
+            gpus.give_back(request.current)
+            placed[request.job_id] = gpus.take(_subset(request.current, request.size))
     for request in sorted(
         (r for r in live if r.job_id not in placed), key=lambda r: (-r.size, r.job_id)
     ):
         held = request.current if request in holding else ()
         if held:
-            _give_back(held, free, spanning, placed)
+            gpus.give_back(held)
         placement: Placement = ()
         for size in range(request.size, max(request.min_size, 1) - 1, -1):
-            placement = _extend(held, size, free, spanning, per_node) if held else ()
-            placement = placement or _fit(size, free, spanning, per_node)
+            placement = (gpus.extend(held, size) if held else ()) or gpus.fit(size)
             if not placement and size == len(held):
                 placement = held
             if placement:
                 break
-        if placement:
-            _take(placement, free, spanning)
-        placed[request.job_id] = placement
-    for request in requests:
-        placed.setdefault(request.job_id, ())
-    return placed
-
-
-def _give_back(
-    placement: Placement,
-    free: dict[int, list[GpuId]],
-    spanning: set[int],
-    placed: Mapping[str, Placement],
-) -> None:
-    """Return ``placement``'s GPUs to ``free`` (its nodes stay spanned only if another
-    placed job spans them)."""
-    for gpu in placement:
-        free[gpu[0]].append(gpu)
-        free[gpu[0]].sort()
-    if len({gpu[0] for gpu in placement}) > 1:
-        spanning.clear()
-        for other in placed.values():
-            if len({gpu[0] for gpu in other}) > 1:
-                spanning.update(gpu[0] for gpu in other)
+        placed[request.job_id] = gpus.take(placement) if placement else ()
+    return {r.job_id: placed.get(r.job_id, ()) for r in requests}
 
 
 def _subset(placement: Placement, size: int) -> Placement:
@@ -146,54 +116,62 @@ def _subset(placement: Placement, size: int) -> Placement:
     return tuple(sorted([gpu for gpus in ordered for gpu in gpus][:size]))
 
 
-def _extend(
-    held: Placement, size: int, free: Mapping[int, list[GpuId]], spanning: set[int], per_node: int
-) -> Placement:
-    """``held`` grown to ``size`` with free GPUs of its own nodes first (empty if the result
-    would break the placement rules)."""
-    if size < len(held):
+class _Gpus:
+    """Free GPUs per node, and how many jobs spanning several nodes each node holds."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.free = {node.index: list(node.gpu_ids()) for node in cluster.alive_nodes}
+        self.per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
+        self.spanning: Counter[int] = Counter()
+
+    def available(self, placement: Placement) -> bool:
+        return all(gpu in self.free.get(gpu[0], ()) for gpu in placement)
+
+    def take(self, placement: Placement) -> Placement:
+        for gpu in placement:
+            self.free[gpu[0]].remove(gpu)
+        nodes = {gpu[0] for gpu in placement}
+        if len(nodes) > 1:
+            self.spanning.update(nodes)
+        return placement
+
+    def give_back(self, placement: Placement) -> None:
+        for gpu in placement:
+            self.free[gpu[0]].append(gpu)
+            self.free[gpu[0]].sort()
+        nodes = {gpu[0] for gpu in placement}
+        if len(nodes) > 1:
+            self.spanning.subtract(nodes)
+
+    def extend(self, held: Placement, size: int) -> Placement:
+        """``held`` grown to ``size`` with the free GPUs of its own nodes (the job stays
+        where it was): empty when they are too few, or when the result would span nodes
+        another spanning job uses, or a job of one node's size would span nodes."""
+        nodes = sorted({gpu[0] for gpu in held})
+        grown = list(held) + [g for node in nodes for g in self.free[node] if g not in held]
+        if size < len(held) or len(grown) < size:
+            return ()
+        chosen = grown[:size]
+        used = {gpu[0] for gpu in chosen}
+        if len(used) > 1 and (size <= self.per_node or any(self.spanning[n] for n in used)):
+            return ()
+        return tuple(sorted(chosen))
+
+    def fit(self, size: int) -> Placement:
+        if size <= self.per_node:
+            # The fullest node that still fits the whole job keeps big holes for big jobs.
+            fitting = [(len(gpus), node) for node, gpus in self.free.items() if len(gpus) >= size]
+            if fitting:
+                _, node = min(fitting)
+                return tuple(self.free[node][:size])
+        # Across nodes: only nodes no other spanning job uses; emptiest first.
+        open_nodes = sorted(
+            (node for node, gpus in self.free.items() if gpus and not self.spanning[node]),
+            key=lambda node: (-len(self.free[node]), node),
+        )
+        chosen: list[GpuId] = []
+        for node in open_nodes:
+            chosen.extend(self.free[node][: size - len(chosen)])
+            if len(chosen) == size:
+                return tuple(sorted(chosen))
         return ()
-    nodes = sorted({gpu[0] for gpu in held})
-    chosen = list(held)
-    for node in nodes:
-        chosen.extend(g for g in free[node] if g not in chosen)
-    chosen = [g for g in chosen if g in held] + [g for g in chosen if g not in held]
-    chosen = chosen[:size]
-    if len(chosen) == size and (size > per_node or len({g[0] for g in chosen}) == 1):
-        if len({g[0] for g in chosen}) == 1 or not (set(nodes) & spanning):
-            return tuple(sorted(chosen))
-    return ()
-
-
-def _available(placement: Placement, free: Mapping[int, list[GpuId]]) -> bool:
-    return all(gpu in free.get(gpu[0], ()) for gpu in placement)
-
-
-def _take(placement: Placement, free: dict[int, list[GpuId]], spanning: set[int]) -> None:
-    nodes = {gpu[0] for gpu in placement}
-    for gpu in placement:
-        free[gpu[0]].remove(gpu)
-    if len(nodes) > 1:
-        spanning |= nodes
-
-
-def _fit(
-    size: int, free: Mapping[int, list[GpuId]], spanning: set[int], per_node: int
-) -> Placement:
-    if size <= per_node:
-        # The fullest node that still fits the whole job keeps big holes for big jobs.
-        fitting = [(len(gpus), node) for node, gpus in free.items() if len(gpus) >= size]
-        if fitting:
-            _, node = min(fitting)
-            return tuple(free[node][:size])
-    # Across nodes: only nodes no other spanning job uses; emptiest first.
-    open_nodes = sorted(
-        ((len(gpus), node) for node, gpus in free.items() if gpus and node not in spanning),
-        key=lambda item: (-item[0], item[1]),
-    )
-    chosen: list[GpuId] = []
-    for count, node in open_nodes:
-        chosen.extend(free[node][: min(count, size - len(chosen))])
-        if len(chosen) == size:
-            return tuple(sorted(chosen))
-    return ()

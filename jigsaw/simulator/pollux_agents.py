@@ -12,14 +12,12 @@ meaning). :class:`PolluxAgents` plays those agents for a replay:
 - the noise is the application's curve (``grad_sqr``, ``grad_var``) at the job's epoch and
   current global batch; the epoch comes from the iterations done at the last checkpoint
   plus what the gang has run since at its current speed;
-- the step-time model is :func:`jigsaw.goodput.fit_step_times` on the job's own profile
-  (``learn=False``: on every row of the application, a scheduler that knows everything).
+- the step-time model is :func:`jigsaw.goodput.fit_step_times` on the job's own profile.
 """
 
 from __future__ import annotations
 
 from jigsaw.domain import Job
-from jigsaw.goodput.calibration import calibrate
 from jigsaw.goodput.model import BatchLimits, GoodputModel
 from jigsaw.goodput.noise import GradientNoise
 from jigsaw.goodput.source import JobGoodput
@@ -32,12 +30,10 @@ Shape = tuple[int, int, int]
 
 
 class PolluxAgents:
-    def __init__(self, rate: PolluxRate, *, learn: bool = True) -> None:
+    def __init__(self, rate: PolluxRate) -> None:
         self._rate = rate
-        self._learn = learn
         self._profiles: dict[str, dict[Shape, StepObservation]] = {}
         self._fits: dict[str, tuple[int, StepTimeModel]] = {}
-        self._calibrated: dict[str, StepTimeModel] = {}
 
     def job_goodput(self, job: Job, now: float) -> JobGoodput | None:
         app = self._rate.apps.get(job.spec.model)
@@ -93,12 +89,7 @@ class PolluxAgents:
             )
 
     def _step_times(self, job: Job, profile: dict[Shape, StepObservation]) -> StepTimeModel:
-        if not self._learn:
-            model = self._calibrated.get(job.spec.model)
-            if model is None:
-                model = calibrate(self._rate.apps[job.spec.model].measurements)
-                self._calibrated[job.spec.model] = model
-            return model
+        """Refitted whenever the profile has grown."""
         cached = self._fits.get(job.id)
         if cached is None or cached[0] != len(profile):
             cached = self._fits[job.id] = (len(profile), fit_step_times(list(profile.values())))

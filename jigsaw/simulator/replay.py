@@ -332,6 +332,7 @@ class Replay:
             "busy_efficiency": useful / busy if busy > 0 else math.nan,
             "preemptions": sum(j.preemptions for j in jobs),
             "replans": self.log.counts["replan"],
+            "resizes": self.log.counts["resize"],
             "packed_starts": self.log.packed_starts,
             "starts": self.log.counts["start"],
             "rounds": rounds,

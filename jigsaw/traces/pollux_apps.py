@@ -67,7 +67,6 @@ class PolluxApp:
             raise TraceFormatError(name, 0, f"{name}: no step-time measurements")
         self.name = name
         self.curves = curves
-        self.measurements = tuple(measurements)
         by_placement: dict[str, list[Measurement]] = defaultdict(list)
         by_config: dict[tuple[int, int], dict[int, list[tuple[float, float]]]] = defaultdict(
             lambda: defaultdict(list)
