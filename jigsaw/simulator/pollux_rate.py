@@ -130,7 +130,7 @@ class PolluxRate:
         if work is None:
             app = self._app(job)
             initial = app.split(job.spec.workers, job.spec.global_batch).batch
-            work = self._work[key] = JobWork(app.curves, initial)
+            work = self._work[key] = JobWork(app.curves, initial, job.spec.iterations)
         return work
 
     def iterations_per_second(self, job: Job, per_node: tuple[int, ...]) -> float:

@@ -28,17 +28,28 @@ class JobWork:
     curves: AppCurves
     initial_batch: float
     """``B0``: the global batch the job's iterations are counted at."""
+    iterations: float | None = None
+    """The job's iterations, when rounded from the curves' exact count: every epoch's share
+    is stretched alike so that the epochs end exactly there (the executor's unit)."""
     per_epoch: list[float] = field(init=False)
     """Iterations at ``B0`` each epoch needs."""
     ends: list[float] = field(init=False)
     """Iterations at ``B0`` done when each epoch ends (cumulative ``per_epoch``)."""
+    progress_per_iteration: list[float] = field(init=False)
+    """Units of progress one of those iterations makes in each epoch (``g_e(B0)``, or a
+    little less when stretched)."""
     _gains: dict[float, list[float]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        at_start = self.gains(self.initial_batch)
-        self.per_epoch = [
-            (self.curves.epoch_progress(e + 1) - self.curves.epoch_progress(e)) / g
-            for e, g in enumerate(at_start)
+        needed = [
+            self.curves.epoch_progress(e + 1) - self.curves.epoch_progress(e)
+            for e in range(self.curves.epochs)
+        ]
+        exact = [n / g for n, g in zip(needed, self.gains(self.initial_batch), strict=True)]
+        stretch = 1.0 if self.iterations is None else self.iterations / sum(exact)
+        self.per_epoch = [count * stretch for count in exact]
+        self.progress_per_iteration = [
+            n / count for n, count in zip(needed, self.per_epoch, strict=True)
         ]
         self.ends = []
         total = 0.0
@@ -97,11 +108,10 @@ class JobWork:
         times, dones = [0.0], [done]
         if done >= self.total:
             return times, dones
-        initial = self.gains(self.initial_batch)
         seconds = 0.0
         for e in range(self.epoch_at(done), len(self.ends)):
             start = max(done, self.ends[e] - self.per_epoch[e])
-            seconds += (self.ends[e] - start) * initial[e] * costs[e]
+            seconds += (self.ends[e] - start) * self.progress_per_iteration[e] * costs[e]
             times.append(seconds)
             dones.append(self.ends[e])
         return times, dones
