@@ -51,8 +51,11 @@ from jigsaw.snapshot import Snapshot
 RESTART_S = 30.0
 """What Pollux charges a reallocation, in the speedup it discounts and in the simulator."""
 FAIRNESS_POWER = -1.0
+"""Exponent of the power mean of speedups; more negative is fairer (Pollux uses -1)."""
 ZERO_GUARD = 1e-3
+"""Added to every scaled speedup, so a job left out costs 1,000 rather than infinity."""
 MAX_NODES_PER_JOB = 16
+"""Pollux never spreads one job over more nodes than this."""
 
 
 @dataclass(frozen=True, slots=True)

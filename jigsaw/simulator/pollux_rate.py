@@ -3,12 +3,15 @@
 A Pollux job's work (``iterations``) already counts statistical efficiency at its initial
 batch (:meth:`jigsaw.traces.pollux_apps.PolluxApp.iterations`), so at its initial size and
 batch the rate is plain iterations per second: ``1 / PolluxApp.iteration_s`` at the gang's
-per-node GPU counts. At any other size or per-worker batch (an elastic job a policy resized)
-the gang runs Pollux's split of its new global batch at that placement's step time, and its
-iterations are converted through statistical efficiency epoch by epoch
-(:class:`jigsaw.traces.pollux_progress.JobWork`): the rate is the one that reaches the end
-exactly when the rest of the work at that speed and batch would. SPB plans do not change
-it (Pollux applications have no SPB profile). Gangs that share a GPU (only the jigsaw policy
+per-node GPU counts. At any other size or batch (an elastic job a policy started or
+resized), the gang runs Pollux's split of its global batch at that placement's step time,
+and its iterations are converted through statistical efficiency epoch by epoch
+(:class:`jigsaw.traces.pollux_progress.JobWork`). Under ``batch_policy: adaptive`` the batch
+is the goodput-optimal one of each epoch, as Pollux's agent re-chooses it between epochs
+without a restart. The rate is the mean one that reaches the end exactly when that would,
+and :meth:`PolluxRate.progress_curve` says where the gang stands on the way (its speed
+changes by epoch), so a resize checkpoints exactly. SPB plans do not change the speed
+(Pollux applications have no SPB profile). Gangs that share a GPU (only the jigsaw policy
 packs) slow down as in :class:`jigsaw.rate_executor.ConstantRate`.
 """
 
