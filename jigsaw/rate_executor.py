@@ -10,8 +10,8 @@ Progress is settled lazily: a running gang keeps (iterations at last settle, rat
 time), and finish times sit in a heap, so a poll costs O(finished + re-rated) rather than
 O(running). A rate model whose gangs do not progress in a straight line between re-ratings
 (:class:`CurvedProgress`: an elastic job whose speed changes by epoch) also gives a curve,
-and such a gang is settled on it. Rates change only when a gang starts, stops or re-plans next to a job sharing its
-GPUs, and then only for the jobs on those GPUs.
+and such a gang is settled on it. Rates change only when a gang starts, stops or re-plans
+next to a job sharing its GPUs, and then only for the jobs on those GPUs.
 """
 
 from __future__ import annotations

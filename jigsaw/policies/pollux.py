@@ -73,7 +73,6 @@ class _JobView:
 class PolluxPolicy(PolicyBase):
     name = "pollux"
     periodic = True
-    resizes_running_jobs = True
 
     def __init__(
         self,
@@ -96,6 +95,8 @@ class PolluxPolicy(PolicyBase):
             )
         self._blocks_of = blocks_of or default_catalog().num_blocks
         self._source = goodput
+        self.resizes_running_jobs = goodput is not None
+        """Without job reports nothing is resized: rounds are needed only when jobs wait."""
         self.restart_s = restart_s
         self.fairness_power = fairness_power
         self._resizes: dict[str, int] = {}
