@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jigsaw.cluster import Cluster
-from jigsaw.decisions import Decision, Preempt, Replan, Start
+from jigsaw.decisions import Decision, Preempt, Replan, Resize, Start
 from jigsaw.domain import Job, transition
 from jigsaw.errors import (
     ConflictError,
@@ -280,7 +280,7 @@ class SchedulingCycle:
     def _apply_one(self, decision: Decision, now: float) -> None:
         job = self.store.get(decision.job_id)
         match decision:
-            case Start(placement=placement, plan=plan, reason=reason):
+            case Start(placement=placement, plan=plan, reason=reason, worker_batch=batch):
                 admitted = self._move(
                     job,
                     JobState.ADMITTED,
@@ -289,6 +289,7 @@ class SchedulingCycle:
                     placement=placement,
                     plan=plan,
                     attempt=job.attempt + 1,
+                    worker_batch=batch,
                 )
                 self.executor.start(admitted, placement, plan)
             case Preempt(reason=reason, by=by):
@@ -317,6 +318,22 @@ class SchedulingCycle:
                     ),
                     expected_version=job.version,
                 )
+            case Resize(placement=placement, plan=plan, worker_batch=batch, reason=reason):
+                if job.state is not _RUNNING:
+                    raise IllegalTransitionError(f"job {job.id} is {job.state}, cannot resize")
+                # RUNNING -> RUNNING: the run interval restarts, so the GPU-seconds attained
+                # so far are counted at the old size.
+                self._move(
+                    job,
+                    JobState.RUNNING,
+                    reason,
+                    now,
+                    code=ReasonCode.RESIZED,
+                    placement=placement,
+                    plan=plan,
+                    worker_batch=batch,
+                )
+                self.executor.resize(job.id, placement, plan, batch)
 
     def _move(
         self,

@@ -16,6 +16,9 @@ class Start:
     placement: Placement
     plan: Plan
     reason: str
+    worker_batch: int | None = None
+    """Samples each worker takes per iteration; ``None``: the spec's ``batch_size`` (every
+    policy that does not choose batches)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,4 +40,21 @@ class Replan:
     reason: str
 
 
-Decision = Start | Preempt | Replan
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Restart a running elastic job at its next lease boundary on ``placement`` with ``plan``
+    (its worker count is the new size) and ``worker_batch`` samples per worker per iteration.
+
+    Unlike :class:`Replan` a resize restarts the gang from a checkpoint (the executor charges
+    the restart) and may change the global batch (``plan.num_workers * worker_batch``).
+    Only policies that size jobs emit it; the others never do.
+    """
+
+    job_id: str
+    placement: Placement
+    plan: Plan
+    worker_batch: int
+    reason: str
+
+
+Decision = Start | Preempt | Replan | Resize

@@ -40,6 +40,18 @@ class JobSpec:
     """``auto | data | pipeline | hybrid``; empty means the default: ``auto`` for a zoo model,
     ``data`` for anything else (an entrypoint has no profile to predict from; a trace alias
     ran data parallel in its trace)."""
+    min_workers: int | None = None
+    """Elastic jobs: the fewest workers a policy may run the job on (``None``: ``workers``)."""
+    max_workers: int | None = None
+    """Elastic jobs: the most workers a policy may give the job (``None``: ``workers``)."""
+    batch_policy: str = "fixed"
+    """``fixed``: the global batch ``workers * batch_size`` is kept at every size (a resize
+    changes speed, never statistics); ``adaptive``: a policy may choose the global batch
+    within ``min_global_batch..max_global_batch``."""
+    min_global_batch: int | None = None
+    """``adaptive`` only: the smallest global batch (samples per iteration, all workers)."""
+    max_global_batch: int | None = None
+    """``adaptive`` only: the largest global batch."""
     plan_request: PlanRequest = field(init=False, repr=False, compare=False)
     """``spb`` parsed once, at construction; ``spb`` itself holds its canonical spelling."""
 
@@ -63,6 +75,34 @@ class JobSpec:
         object.__setattr__(self, "plan_request", request)
         object.__setattr__(self, "spb", request.text)
         object.__setattr__(self, "parallelism", _checked_parallelism(self))
+        _check_elasticity(self)
+
+    @property
+    def worker_range(self) -> tuple[int, int]:
+        """The fewest and the most workers the job may run on (both ``workers`` unless the
+        job is elastic)."""
+        low = self.min_workers if self.min_workers is not None else self.workers
+        high = self.max_workers if self.max_workers is not None else self.workers
+        return low, high
+
+    @property
+    def global_batch(self) -> int:
+        """Samples per iteration over all workers at the initial size."""
+        return self.workers * self.batch_size
+
+    @property
+    def batch_range(self) -> tuple[int, int]:
+        """The global batches a policy may choose: the initial one alone unless adaptive."""
+        if self.batch_policy == "adaptive":
+            assert self.min_global_batch is not None and self.max_global_batch is not None
+            return self.min_global_batch, self.max_global_batch
+        return self.global_batch, self.global_batch
+
+    @property
+    def is_elastic(self) -> bool:
+        """A policy may change the job's worker count or its global batch."""
+        low, high = self.worker_range
+        return low < high or self.batch_policy == "adaptive"
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> JobSpec:
@@ -81,6 +121,8 @@ class JobSpec:
         if isinstance(values.get("spb"), list):
             values["spb"] = PlanRequest.parse(values["spb"]).text
         for name, kind in _FIELD_TYPES.items():
+            if name in _OPTIONAL_FIELDS and values.get(name) is None:
+                continue
             if name in values and not _is_instance(values[name], kind):
                 raise InvalidSpecError(
                     f"field {name!r} must be {kind.__name__}, got {values[name]!r}", field=name
@@ -123,7 +165,16 @@ _FIELD_TYPES: dict[str, type] = {
     "queue": str,
     "user": str,
     "parallelism": str,
+    "min_workers": int,
+    "max_workers": int,
+    "batch_policy": str,
+    "min_global_batch": int,
+    "max_global_batch": int,
 }
+_OPTIONAL_FIELDS = frozenset({"min_workers", "max_workers", "min_global_batch", "max_global_batch"})
+"""Fields whose ``None`` means "not given" (elastic jobs only)."""
+
+BATCH_POLICIES = ("fixed", "adaptive")
 
 
 def default_parallelism(model: str) -> str:
@@ -146,6 +197,70 @@ def _checked_parallelism(spec: JobSpec) -> str:
             field="spb",
         )
     return value
+
+
+def _check_elasticity(spec: JobSpec) -> None:
+    """What can be checked of an elastic request without the cluster (its size and quotas
+    are checked at submission)."""
+    for name in ("min_workers", "max_workers"):
+        value = getattr(spec, name)
+        _require(
+            value is None or 1 <= value <= MAX_WORKERS,
+            name,
+            f"{name} must be in 1..{MAX_WORKERS}",
+        )
+    low, high = spec.worker_range
+    _require(low <= high, "min_workers", f"min_workers ({low}) is above max_workers ({high})")
+    _require(
+        low <= spec.workers <= high,
+        "workers",
+        f"workers ({spec.workers}) must lie in min_workers..max_workers ({low}..{high})",
+    )
+    _require(
+        spec.batch_policy in BATCH_POLICIES,
+        "batch_policy",
+        f"batch_policy must be one of {', '.join(BATCH_POLICIES)}, got {spec.batch_policy[:40]!r}",
+    )
+    if spec.is_elastic:
+        _require(
+            spec.parallelism == "data" or spec.parallelism == "auto",
+            "batch_policy" if spec.batch_policy == "adaptive" else "max_workers",
+            f"only data-parallel jobs are elastic; parallelism {spec.parallelism!r} keeps its "
+            "size and batch: drop min_workers, max_workers and batch_policy, or set "
+            "parallelism to data",
+        )
+    if spec.batch_policy == "fixed":
+        for name in ("min_global_batch", "max_global_batch"):
+            _require(
+                getattr(spec, name) is None,
+                name,
+                f"{name} bounds an adaptive batch; with batch_policy fixed the global batch "
+                "stays workers * batch_size",
+            )
+        uneven = [n for n in range(low, high + 1) if spec.global_batch % n]
+        _require(
+            not uneven,
+            "batch_size",
+            f"batch_policy fixed keeps the global batch {spec.global_batch} (workers * "
+            f"batch_size) at every size, but it does not split evenly over {uneven[:1]} "
+            "workers: choose a global batch every size in min_workers..max_workers divides, "
+            "or batch_policy adaptive",
+        )
+        return
+    for name in ("min_global_batch", "max_global_batch"):
+        value = getattr(spec, name)
+        _require(
+            value is not None and value >= 1,
+            name,
+            f"batch_policy adaptive needs {name} (a positive global batch)",
+        )
+    lowest, highest = spec.batch_range
+    _require(
+        lowest <= spec.global_batch <= highest,
+        "batch_size",
+        f"the initial global batch {spec.global_batch} (workers * batch_size) must lie in "
+        f"min_global_batch..max_global_batch ({lowest}..{highest})",
+    )
 
 
 def _is_instance(value: Any, kind: type) -> bool:
@@ -211,6 +326,9 @@ class Job:
     what its online eta is computed from (:mod:`jigsaw.job_eta`)."""
     plan_changed_at: float | None = None
     """When the cycle last applied a re-plan to this job."""
+    worker_batch: int | None = None
+    """Samples each worker takes per iteration in the current run, as the last start or
+    resize set it; ``None``: the spec's ``batch_size``."""
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds received so far, counting the current run up to ``now``."""
@@ -222,6 +340,11 @@ class Job:
     @property
     def remaining_iterations(self) -> float:
         return max(self.spec.iterations - self.iterations_done, 0.0)
+
+    @property
+    def current_worker_batch(self) -> int:
+        """Samples per worker per iteration now (the spec's until a policy chose another)."""
+        return self.worker_batch if self.worker_batch is not None else self.spec.batch_size
 
 
 def new_job_id() -> str:

@@ -60,6 +60,7 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     ),
     JobState.RUNNING: frozenset(
         {
+            JobState.RUNNING,  # resized: restarted from a checkpoint at a new size or batch
             JobState.PREEMPTED,  # checkpointed and stopped to make room; names the preemptor
             JobState.RETRYING,  # a worker or node died; the gang restarts from a checkpoint
             JobState.SUCCEEDED,  # reached its iteration target

@@ -8,8 +8,10 @@ given the other gangs' summed load on each GPU.
 
 Progress is settled lazily: a running gang keeps (iterations at last settle, rate, settle
 time), and finish times sit in a heap, so a poll costs O(finished + re-rated) rather than
-O(running). Rates change only when a gang starts, stops or re-plans next to a job sharing its
-GPUs, and then only for the jobs on those GPUs.
+O(running). A rate model whose gangs do not progress in a straight line between re-ratings
+(:class:`CurvedProgress`: an elastic job whose speed changes by epoch) also gives a curve,
+and such a gang is settled on it. Rates change only when a gang starts, stops or re-plans
+next to a job sharing its GPUs, and then only for the jobs on those GPUs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -48,6 +50,22 @@ class RateModel(Protocol):
 
     def startup_s(self, job: Job) -> float:
         """Time from launch (or resume from checkpoint) to the first iteration."""
+        ...
+
+
+ProgressCurve = Callable[[float], float]
+"""Share of its remaining work a gang has done after a share of the time it needs for it
+(monotone, 0 -> 0, 1 -> 1)."""
+
+
+class CurvedProgress(Protocol):
+    """A rate model whose gangs do not progress at a constant rate between re-ratings (an
+    elastic Pollux job whose batch follows its epochs): ``rate`` still gives the mean rate
+    to the end, which sets the finish time, and the curve says where the gang is on the way,
+    so a resize or preemption checkpoints exactly where it stands."""
+
+    def progress_curve(self, job: Job, placement: Placement, plan: Plan) -> ProgressCurve | None:
+        """The curve from ``job.iterations_done`` on (``None``: linear)."""
         ...
 
 
@@ -106,6 +124,10 @@ class _Gang:
     timing: GangTiming | None = None
     guest_use: float = 0.0
     """GPUs' worth of compute this gang uses as a guest (time-sliced next to a larger gang)."""
+    curve: ProgressCurve | None = None
+    """Where the gang stands between re-ratings, when not on a straight line (curve_from)."""
+    curve_from: tuple[float, float] = (0.0, 0.0)
+    """(time, iterations done) where ``curve`` starts: the last re-rating."""
 
 
 class RateDrivenExecutor:
@@ -124,6 +146,8 @@ class RateDrivenExecutor:
         self._sliced: TimeSlicedRates | None = (
             rates if callable(timing) and callable(rate_at) else None  # type: ignore[assignment]
         )
+        curved = getattr(rates, "progress_curve", None)
+        self._curved: CurvedProgress | None = rates if callable(curved) else None  # type: ignore[assignment]
         self.shared_gpu_seconds = 0.0
         """Integral over time of the number of GPUs holding two gangs or more."""
         self.guest_gpu_seconds = 0.0
@@ -192,6 +216,16 @@ class RateDrivenExecutor:
         self.start(replace(gang.job, iterations_done=gang.done), placement, plan)
         self._gangs[job_id].started_reported = gang.started_reported
 
+    def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
+        """Checkpoint where the gang is and restart it at the new size and batch; the restart
+        costs ``startup_s`` again (the rate model sees the job's new ``worker_batch``)."""
+        gang = self._gangs[job_id]
+        self.stop(job_id, checkpoint=True)
+        self._settle(gang)
+        resumed = replace(gang.job, iterations_done=gang.done, worker_batch=worker_batch)
+        self.start(resumed, placement, plan)
+        self._gangs[job_id].started_reported = gang.started_reported
+
     def running_jobs(self) -> set[str]:
         return set(self._gangs)
 
@@ -257,9 +291,14 @@ class RateDrivenExecutor:
     def _settle(self, gang: _Gang) -> None:
         moment = max(self._now, gang.starts_at)
         if moment > gang.settled_at:
-            gang.done = min(
-                gang.done + gang.rate * (moment - gang.settled_at), float(gang.job.spec.iterations)
-            )
+            total = float(gang.job.spec.iterations)
+            if gang.curve is not None and gang.rate > 0:
+                since, done = gang.curve_from
+                left = total - done
+                share = min((moment - since) * gang.rate / left, 1.0) if left > 0 else 1.0
+                gang.done = min(done + left * gang.curve(share), total)
+            else:
+                gang.done = min(gang.done + gang.rate * (moment - gang.settled_at), total)
             gang.settled_at = moment
 
     def _component(self, job_ids: set[str]) -> set[str]:
@@ -322,8 +361,15 @@ class RateDrivenExecutor:
             self._account_occupancy()
             self._guest_use -= gang.guest_use
             gang.guest_use = 0.0
+            job = gang.job
+            if self._curved is not None:
+                # A curved gang's mean rate and curve both run from where it stands now.
+                at_now = replace(job, iterations_done=gang.done)
+                gang.curve = self._curved.progress_curve(at_now, gang.placement, gang.plan)
+                gang.curve_from = (max(gang.settled_at, gang.starts_at), gang.done)
+                job = at_now if gang.curve is not None else job
             if iteration_s is not None and self._sliced is not None:
-                gang.rate = self._sliced.rate_at(gang.job, gang.plan, iteration_s)
+                gang.rate = self._sliced.rate_at(job, gang.plan, iteration_s)
                 gang.guest_use = self._guest_share(gang, iteration_s)
                 self._guest_use += gang.guest_use
             else:
@@ -331,7 +377,7 @@ class RateDrivenExecutor:
                     gpu: self._gpu_load[gpu] - gang.load.get(gpu, 0.0)
                     for gpu in set(gang.placement)
                 }
-                gang.rate = self._rates.rate(gang.job, gang.placement, gang.plan, others)
+                gang.rate = self._rates.rate(job, gang.placement, gang.plan, others)
             self._token += 1
             gang.token = self._token
             remaining = gang.job.spec.iterations - gang.done

@@ -18,6 +18,8 @@ class ReasonCode(StrEnum):
     """Still waiting, but the cluster shrank below the gang (``PENDING -> PENDING``)."""
     ADMITTED = "Admitted/Scheduled"
     RUNNING = "Running/WorkersUp"
+    RESIZED = "Running/Resized"
+    """A policy restarted the running gang at a new size or batch (``RUNNING -> RUNNING``)."""
     SUCCEEDED = "Succeeded/IterationsReached"
     PREEMPTED = "Preempted/Scheduler"
     PREEMPTED_BY = "Preempted/OutrankedBy"

@@ -69,6 +69,12 @@ class Executor(Protocol):
         """
         ...
 
+    def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
+        """Checkpoint the running gang and restart it on ``placement`` with ``plan`` (its
+        worker count is the new size), each worker taking ``worker_batch`` samples per
+        iteration. Unlike :meth:`replan` it costs a restart."""
+        ...
+
     def poll(self, now: float) -> Sequence[ExecutorEvent]: ...
 
     def running_jobs(self) -> set[str]:

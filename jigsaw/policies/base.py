@@ -21,6 +21,9 @@ class Policy(Protocol):
     serves_arrival_prefix: bool
     """Decides from the oldest waiting jobs only, never more of them than there are free GPUs
     plus one: the simulator may hold the rest of the queue back."""
+    resizes_running_jobs: bool
+    """Changes running jobs' sizes round after round (pollux): the simulator asks it every
+    round while any gang runs, not only when something arrived, finished or waits."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]: ...
 
@@ -38,6 +41,7 @@ class PolicyBase:
     name = "policy"
     periodic = False
     serves_arrival_prefix = False
+    resizes_running_jobs = False
 
     def stable_until(self, snapshot: Snapshot) -> float | None:
         del snapshot

@@ -63,6 +63,7 @@ class QuotaPolicy(PolicyBase):
         self.quotas = quotas
         self.name = inner.name
         self.periodic = inner.periodic
+        self.resizes_running_jobs = inner.resizes_running_jobs
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         usage = _Usage(snapshot.running)

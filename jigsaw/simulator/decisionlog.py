@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from jigsaw.decisions import Decision, Preempt, Replan, Start
+from jigsaw.decisions import Decision, Preempt, Replan, Resize, Start
 
 
 def describe(at: float, decision: Decision) -> str:
@@ -16,13 +16,21 @@ def describe(at: float, decision: Decision) -> str:
         case Start(job_id=job_id, placement=placement, plan=plan, reason=reason):
             gpus = " ".join(f"{n}:{g}" for n, g in placement)
             depths = plan.describe()
-            return f"{at:.3f} start {job_id} plan={depths} gpus={gpus} ({reason})"
+            # Only batch-choosing policies set it; the others' lines stay as they were.
+            batch = "" if decision.worker_batch is None else f" batch={decision.worker_batch}"
+            return f"{at:.3f} start {job_id} plan={depths}{batch} gpus={gpus} ({reason})"
         case Preempt(job_id=job_id, reason=reason, by=by):
             return f"{at:.3f} preempt {job_id} by={by or '-'} ({reason})"
         case Replan(job_id=job_id, placement=placement, plan=plan, reason=reason):
             gpus = " ".join(f"{n}:{g}" for n, g in placement)
             depths = plan.describe()
             return f"{at:.3f} replan {job_id} plan={depths} gpus={gpus} ({reason})"
+        case Resize(job_id=job_id, placement=placement, plan=plan, worker_batch=batch):
+            gpus = " ".join(f"{n}:{g}" for n, g in placement)
+            return (
+                f"{at:.3f} resize {job_id} plan={plan.describe()} batch={batch} gpus={gpus} "
+                f"({decision.reason})"
+            )
     raise TypeError(f"not a decision: {decision!r}")
 
 
@@ -30,7 +38,7 @@ class DecisionLog:
     def __init__(self, *, keep_lines: bool = False) -> None:
         self._hash = hashlib.sha256()
         self.lines: list[str] | None = [] if keep_lines else None
-        self.counts = {"start": 0, "preempt": 0, "replan": 0}
+        self.counts = {"start": 0, "preempt": 0, "replan": 0, "resize": 0}
         self.packed_starts = 0
 
     def record(self, at: float, decision: Decision) -> None:

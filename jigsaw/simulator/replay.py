@@ -154,11 +154,14 @@ class Replay:
         stalled = False
         resets = self._resets
         periodic = self.policy.periodic
+        resizing = self.policy.resizes_running_jobs
+        """Such a policy wants every round while a gang runs (as if a job were waiting)."""
         while True:
             waiting = (
                 bool(self._backlog)
                 or (len(self.store.active_jobs()) > len(self.executor.running_jobs()))
                 or (resets is not None and bool(resets.held))
+                or (resizing and bool(self.executor.running_jobs()))
             )
             upcoming = [pending[-1].at] if pending else []
             executor_at = self.executor.next_event_time()
@@ -331,6 +334,7 @@ class Replay:
             "busy_efficiency": useful / busy if busy > 0 else math.nan,
             "preemptions": sum(j.preemptions for j in jobs),
             "replans": self.log.counts["replan"],
+            "resizes": self.log.counts["resize"],
             "packed_starts": self.log.packed_starts,
             "starts": self.log.counts["start"],
             "rounds": rounds,

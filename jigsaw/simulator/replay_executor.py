@@ -1,13 +1,14 @@
-"""The simulated executor as the simulator uses it: overheads by kind of start, exact
-checkpoints at preemption, and a record of how many GPUs are busy over time."""
+"""The simulated executor as the simulator uses it: overheads by kind of start (a resize costs
+a restart), exact checkpoints at preemption and resize, and a record of how many GPUs are busy
+over time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
-from jigsaw.executor_events import Progressed
+from jigsaw.executor_events import ExecutorEvent, Progressed
 from jigsaw.plan import Plan
 from jigsaw.rate_executor import RateDrivenExecutor, RateModel
 from jigsaw.seams import Clock
@@ -26,6 +27,8 @@ class _StartupByKind:
         # Time-slicing on shared GPUs (jigsaw.rate_executor.TimeSlicedRates), when offered.
         self.timing = getattr(inner, "timing", None)
         self.rate_at = getattr(inner, "rate_at", None)
+        # Elastic gangs whose progress is not a straight line (CurvedProgress), when offered.
+        self.progress_curve = getattr(inner, "progress_curve", None)
 
     def startup_s(self, job: Job) -> float:
         base = self.inner.startup_s(job)
@@ -34,6 +37,7 @@ class _StartupByKind:
             "resume": self.overheads.restart_s,
             "migrate": self.overheads.restart_s,
             "replan": self.overheads.replan_s,
+            "resize": self.overheads.restart_s,
         }[self.kind]
         return base + extra
 
@@ -56,6 +60,9 @@ class ReplayExecutor(RateDrivenExecutor):
         self.checkpoints: dict[str, float] = {}
         self._noise_report = getattr(rates, "noise_report", None)
         self._reported_segment: dict[str, int] = {}
+        self._resize_checkpoints: dict[str, float] = {}
+        """Progress at each resize's checkpoint, reported at the next poll as the workers'
+        lease report would be (the store learns where a resized job restarted from)."""
 
     @property
     def reports_noise(self) -> bool:
@@ -102,6 +109,27 @@ class ReplayExecutor(RateDrivenExecutor):
         # Only once the gang runs the new plan: a refused re-plan keeps a stopped job's
         # checkpoint.
         self.checkpoints.pop(job_id, None)
+
+    def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
+        self._replanning = "resize"
+        try:
+            super().resize(job_id, placement, plan, worker_batch)
+        finally:
+            self._replanning = None
+            self.checkpoints.pop(job_id, None)
+        self._resize_checkpoints[job_id] = self._gangs[job_id].done
+
+    def poll(self, now: float) -> Sequence[ExecutorEvent]:
+        events = super().poll(now)
+        if not self._resize_checkpoints:
+            return events
+        reports = [
+            Progressed(job_id, now, done)
+            for job_id, done in sorted(self._resize_checkpoints.items())
+            if job_id in self._gangs
+        ]
+        self._resize_checkpoints.clear()
+        return [*events, *reports]
 
     def noise_reports(self, now: float) -> list[Progressed]:
         """Lease reports carrying the gradient statistics running gangs would have measured

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.plan import SPBPlan
-from jigsaw.policies.base import Policy
+from jigsaw.policies.base import Policy, policy_factory
 from jigsaw.policies.builder import build_policy
 from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app, with_curve_eta
 from jigsaw.simulator.eta_curves import APPS, RATIOS_FILE, CurveEta
@@ -196,7 +197,7 @@ def replay(
         **chosen.policy_options.get(policy_name, {}),
         **setup.policy_options.get(policy_name, {}),
     }
-    policy = make_policy(policy_name, oracle, **options_for)
+    policy = make_policy(policy_name, oracle, **options_for, **job_reports_for(policy_name, rates))
     in_rounds = setup.admit_in_rounds
     if in_rounds is None:
         in_rounds = chosen.admit_in_rounds or gavel
@@ -226,6 +227,17 @@ def replay(
         }
     )
     return result
+
+
+def job_reports_for(policy_name: str, rates: ReferenceRate) -> dict[str, Any]:
+    """What a policy that sizes jobs from their reports (``goodput``) is given: the rate
+    model's simulated job agents, fresh for each replay (under Pollux semantics,
+    :class:`~jigsaw.simulator.pollux_agents.PolluxAgents`); nothing for other policies."""
+    source = getattr(rates, "goodput_source", None)
+    if not callable(source):
+        return {}
+    accepted = inspect.signature(policy_factory(policy_name)).parameters
+    return {"goodput": source()} if "goodput" in accepted else {}
 
 
 def describe_sources(oracle: Oracle, arrivals: list[Arrival]) -> dict[str, Any]:

@@ -95,6 +95,7 @@ def arrivals_from_trace(
             parallelism=job.parallelism or "data",
             batch_size=job.batch_size,
             user=job.user or "trace",
+            **(job.elasticity.spec_fields() if job.elasticity is not None else {}),
         )
         arrivals.append(Arrival(job_id, job.submit_time_s, spec, job))
     arrivals.sort(key=lambda a: a.at)

@@ -8,6 +8,12 @@ therefore read from the application's validation curves in ``apps/`` beside the 
 (``<root>/workloads*/workload-N.csv`` -> ``<root>/apps/<app>/``):
 ``ceil(PolluxApp.iterations(num_replicas, batch_size))`` (docs/SCHEDULER.md, "Pollux
 workloads"). A workload naming an application without curves is refused, with file and line.
+
+The trace's ``num_replicas`` and ``batch_size`` are each job's *initial request*: policies
+that keep sizes (fifo, las, maxmin, jigsaw) run it so. As in Pollux's simulator, a policy that
+sizes jobs may run it on 1 up to :attr:`~jigsaw.traces.pollux_apps.PolluxApp.max_replicas`
+GPUs at any global batch of the validated range (``batch_policy: adaptive``), except ncf,
+which Pollux keeps at one replica and its trace batch (:meth:`PolluxApp.elasticity`).
 """
 
 from __future__ import annotations
@@ -61,15 +67,17 @@ def read_pollux(path: str | Path, *, apps_dir: str | Path | None = None) -> list
                     f"batch_size {global_batch} is outside the validated range "
                     f"{app.curves.init_batch_size}..{app.curves.max_batch_size} of {app_name}",
                 )
+            worker_batch = math.ceil(global_batch / replicas)
             jobs.append(
                 TraceJob(
                     id=name,
                     submit_time_s=submitted,
                     num_workers=replicas,
                     model=app_name,
-                    batch_size=math.ceil(global_batch / replicas),
+                    batch_size=worker_batch,
                     iterations=max(1, math.ceil(app.iterations(replicas, global_batch) - 1e-9)),
                     original_model=app_name,
+                    elasticity=app.elasticity(replicas, worker_batch),
                     source=f"{label}:{line}",
                 )
             )

@@ -28,9 +28,12 @@ from pathlib import Path
 from jigsaw.errors import TraceFormatError
 from jigsaw.oracle.calibration import Measurement, load_app
 from jigsaw.traces.pollux_curves import AppCurves, has_curves, load_app_curves
+from jigsaw.traces.record import Elasticity
 
 MAX_LOCAL_BSZ_OVERRIDE = {"yolov3": 8}
 """Pollux caps yolov3's micro-batch below its measured maximum (its ``applications.py``)."""
+RIGID_APPS = frozenset({"ncf"})
+"""Pollux's simulator runs these at one replica and their trace batch under every policy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,28 @@ class PolluxApp:
             name, max(r.local_bsz for r in placement_rows)
         )
         self._iterations: dict[tuple[int, int], float] = {}
+
+    def elasticity(self, replicas: int, worker_batch: int) -> Elasticity | None:
+        """How Pollux's own policy may size a job that asked for ``replicas`` x
+        ``worker_batch``: any count from 1 up to one micro-batch of the smallest measured size
+        per replica at the largest validated batch, and any global batch in the validated
+        range (widened to hold the request, which the per-replica ceiling may put a few
+        samples past it). ``None`` for the applications Pollux keeps rigid."""
+        if self.name in RIGID_APPS:
+            return None
+        initial = replicas * worker_batch
+        return Elasticity(
+            min_workers=1,
+            max_workers=max(self.max_replicas, replicas),
+            batch_policy="adaptive",
+            min_global_batch=min(self.curves.init_batch_size, initial),
+            max_global_batch=max(self.curves.max_batch_size, initial),
+        )
+
+    @property
+    def max_replicas(self) -> int:
+        """Pollux's cap: the largest validated batch in micro-batches of the smallest size."""
+        return max(1, int(self.curves.max_batch_size // self.min_local_bsz))
 
     def split(self, replicas: int, global_batch: int) -> BatchSplit:
         local = math.ceil(global_batch / replicas - 1e-8)

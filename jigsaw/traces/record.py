@@ -4,8 +4,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from jigsaw.errors import TraceFormatError
+
+
+@dataclass(frozen=True, slots=True)
+class Elasticity:
+    """How a trace's job may be resized (the JobSpec fields of the same names)."""
+
+    min_workers: int
+    max_workers: int
+    batch_policy: str = "fixed"
+    min_global_batch: int | None = None
+    max_global_batch: int | None = None
+
+    def spec_fields(self) -> dict[str, Any]:
+        return {
+            "min_workers": self.min_workers,
+            "max_workers": self.max_workers,
+            "batch_policy": self.batch_policy,
+            "min_global_batch": self.min_global_batch,
+            "max_global_batch": self.max_global_batch,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +56,9 @@ class TraceJob:
     replay then spends nothing on choosing a type)."""
     original_model: str | None = None
     """The trace's own name for the workload (Pollux application, Gavel job type)."""
+    elasticity: Elasticity | None = None
+    """Set when the trace's semantics let a policy resize the job (Pollux workloads);
+    ``num_workers`` and ``batch_size`` are then its initial request."""
     source: str = ""
     """``path:line`` this job came from."""
 

@@ -1,0 +1,261 @@
+"""Pollux (Qiao et al., OSDI 2021) as a policy: each round, every job's GPU count and batch.
+
+Written from the paper and from petuum/adaptdl's osdi21-artifact simulator, read for its
+meaning (docs/SCHEDULER.md, "pollux"). Each 60 s round:
+
+1. **What each job can do.** Its goodput at every size it may take, from what its agent
+   has reported (:class:`~jigsaw.goodput.source.GoodputSource`): the step-time model fitted
+   to the shapes it has run and its gradient noise, at the goodput-optimal batch for that
+   size (:meth:`~jigsaw.goodput.model.GoodputModel.best`). A job may take at most twice the
+   most GPUs it has measured (one at first): it learns how it scales as it grows. A job that
+   has measured nothing is assumed to scale perfectly.
+2. **Speedup** of a size: its goodput over the goodput at the job's fair share (``ceil(GPUs
+   / jobs)`` GPUs on one node). Any change to a job's allocation restarts it, so a changed
+   size counts ``max(age - restarts x 30 s, 0) / (age + 30 s)`` of its speedup.
+3. **Sizes** maximise the power mean with ``p = -1`` (a harmonic mean) of every job's
+   speedup / GPUs per node, 0 for a job left out, each term guarded by
+   ``+ 1e-3``: leaving a job out costs far more than slowing one down, so every job runs
+   while GPUs last, and the rest go where they speed jobs up most.
+   (:func:`~jigsaw.policies.pollux_allocation.choose_sizes`, exact where Pollux searches.)
+4. **Placement** and decisions: kept sizes keep their GPUs; the rest are packed
+   (:func:`~jigsaw.policies.pollux_allocation.pack`) and become Start, Resize (with the
+   batch of step 1) or Preempt decisions.
+
+Jobs that are not elastic, or that the source knows nothing of, keep the size they asked
+for and are assumed to scale perfectly: the policy still shares the cluster fairly among
+them, but only elastic jobs change size or batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from jigsaw.catalog import default_catalog
+from jigsaw.cluster import Placement
+from jigsaw.decisions import Decision, Preempt, Resize, Start
+from jigsaw.domain import Job
+from jigsaw.errors import InvalidSpecError
+from jigsaw.goodput.model import compact_nodes
+from jigsaw.goodput.source import GoodputSource, JobGoodput
+from jigsaw.lifecycle import JobState
+from jigsaw.plan import Plan, SPBPlan, full_backprop
+from jigsaw.policies.base import PolicyBase, register
+from jigsaw.policies.plan_resolution import BlocksOf, job_blocks, resolve_for
+from jigsaw.policies.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
+from jigsaw.snapshot import Snapshot
+
+RESTART_S = 30.0
+"""What Pollux charges a reallocation, in the speedup it discounts and in the simulator."""
+FAIRNESS_POWER = -1.0
+"""Exponent of the power mean of speedups; more negative is fairer (Pollux uses -1)."""
+ZERO_GUARD = 1e-3
+"""Added to every scaled speedup, so a job left out costs 1,000 rather than infinity."""
+MAX_NODES_PER_JOB = 16
+"""Pollux never spreads one job over more nodes than this."""
+
+
+@dataclass(frozen=True, slots=True)
+class _JobView:
+    job: Job
+    current: Placement
+    goodput: JobGoodput | None
+    costs: np.ndarray
+
+    @property
+    def resizable(self) -> bool:
+        return self.goodput is not None and self.job.state is JobState.RUNNING
+
+
+class PolluxPolicy(PolicyBase):
+    name = "pollux"
+    periodic = True
+
+    def __init__(
+        self,
+        blocks_of: BlocksOf | None = None,
+        *,
+        goodput: GoodputSource | None = None,
+        restart_s: float = RESTART_S,
+        fairness_power: float = FAIRNESS_POWER,
+    ) -> None:
+        if goodput is not None and not callable(getattr(goodput, "job_goodput", None)):
+            raise InvalidSpecError(
+                "pollux's goodput option is the simulator's source of job reports, "
+                "not a JSON value",
+                field="policy_options",
+            )
+        if not fairness_power < 0:
+            raise InvalidSpecError(
+                f"fairness_power must be negative (Pollux uses -1), got {fairness_power}",
+                field="policy_options",
+            )
+        self._blocks_of = blocks_of or default_catalog().num_blocks
+        self._source = goodput
+        self.resizes_running_jobs = goodput is not None
+        """Without job reports nothing is resized: rounds are needed only when jobs wait."""
+        self.restart_s = restart_s
+        self.fairness_power = fairness_power
+        self._resizes: dict[str, int] = {}
+        """Resizes this policy decided per job (Pollux discounts a job's restarts)."""
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        jobs = [*snapshot.running, *snapshot.waiting]
+        if not jobs:
+            return []
+        self._resizes = {job.id: self._resizes.get(job.id, 0) for job in jobs}
+        cluster = snapshot.cluster
+        capacity = cluster.num_gpus
+        per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
+        fair_share = math.ceil(capacity / len(jobs))
+        views = [self._view(job, snapshot.now, fair_share, capacity, per_node) for job in jobs]
+        sizes = choose_sizes([SizeCosts(v.job.id, v.costs) for v in views], capacity)
+        requests = [
+            PackRequest(
+                v.job.id,
+                sizes[v.job.id],
+                v.current,
+                min_size=sizes[v.job.id] if v.goodput is None else v.job.spec.worker_range[0],
+            )
+            for v in views
+        ]
+        placements = pack(requests, cluster)
+        return self._decisions(views, placements)
+
+    # -- 1-3: each job's costs of each size ------------------------------------------------
+    def _view(
+        self, job: Job, now: float, fair_share: int, capacity: int, per_node: int
+    ) -> _JobView:
+        current = job.placement if job.state.holds_resources else ()
+        source = self._source
+        goodput = source.job_goodput(job, now) if source is not None else None
+        sizes = np.arange(capacity + 1)
+        allowed = np.zeros(capacity + 1, dtype=bool)
+        allowed[0] = True
+        if job.state is JobState.ADMITTED:
+            allowed[:] = False  # starting: it keeps what it was given this round
+            allowed[len(current)] = True
+        elif goodput is None:
+            if job.spec.workers <= capacity:
+                allowed[job.spec.workers] = True
+        else:
+            low, high = job.spec.worker_range
+            explored = max(2 * goodput.largest_measured, 1)
+            cap = min(high, explored, goodput.limits.max_replicas(), capacity)
+            cap = min(cap, MAX_NODES_PER_JOB * per_node)
+            allowed[max(low, 1) : max(cap, min(low, capacity)) + 1] = True
+        speedup = self._speedups(goodput, current, fair_share, per_node, capacity)
+        changed = sizes != len(current)
+        discount = np.where(changed, self._restart_discount(job, now), 1.0)
+        # A speedup of one node's worth of GPUs counts 1 (Pollux's dominant-share scaling).
+        scaled = speedup * discount / per_node
+        costs = np.where(allowed, (scaled + ZERO_GUARD) ** self.fairness_power, np.inf)
+        return _JobView(job, current, goodput, costs)
+
+    def _speedups(
+        self,
+        goodput: JobGoodput | None,
+        current: Placement,
+        fair_share: int,
+        per_node: int,
+        capacity: int,
+    ) -> np.ndarray:
+        sizes = np.arange(capacity + 1)
+        linear = sizes / fair_share
+        model = goodput.model if goodput is not None else None
+        if model is None:
+            return linear
+        replicas = np.maximum(sizes, 1)
+        nodes = np.array([compact_nodes(int(n), per_node) for n in replicas])
+        if current:
+            nodes[len(current)] = len({gpu[0] for gpu in current})
+        values, _, _ = model.best_many(nodes, replicas)
+        base = model.best(1, fair_share).goodput
+        if base <= 0:
+            return linear
+        speedups: np.ndarray = np.where(sizes > 0, values / base, 0.0)
+        return speedups
+
+    def _restart_discount(self, job: Job, now: float) -> float:
+        """Pollux's ``max(age - restarts x delay, 0) / (age + delay)``."""
+        restarts = max(job.attempt - 1, 0) + self._resizes.get(job.id, 0)
+        age = max(now - job.submitted_at, 0.0)
+        return max(age - restarts * self.restart_s, 0.0) / (age + self.restart_s)
+
+    # -- 4: decisions ---------------------------------------------------------------------
+    def _decisions(
+        self, views: Sequence[_JobView], placements: dict[str, Placement]
+    ) -> list[Decision]:
+        preempts: list[Decision] = []
+        resizes: list[tuple[int, Decision]] = []
+        starts: list[Decision] = []
+        for view in views:
+            job, placement = view.job, placements[view.job.id]
+            if placement == view.current:
+                continue
+            if view.current and not placement:
+                preempts.append(Preempt(job.id, "pollux: no GPUs this round"))
+            elif view.current and view.resizable:
+                batch = self._worker_batch(view, placement)
+                assert batch is not None
+                reason = (
+                    f"pollux: {len(view.current)} -> {len(placement)} GPUs, "
+                    f"batch {batch * len(placement)}"
+                )
+                plan = self._plan(job, len(placement))
+                self._resizes[job.id] += 1
+                resizes.append(
+                    (
+                        len(placement) - len(view.current),
+                        Resize(job.id, placement, plan, batch, reason),
+                    )
+                )
+            elif not view.current and placement:
+                batch = self._worker_batch(view, placement)
+                plan = (
+                    self._plan(job, len(placement))
+                    if view.goodput
+                    else resolve_for(job, self._blocks_of)
+                )
+                total = f", batch {batch * len(placement)}" if batch is not None else ""
+                starts.append(
+                    Start(
+                        job.id,
+                        placement,
+                        plan,
+                        f"pollux: start on {len(placement)} GPUs{total}",
+                        worker_batch=batch,
+                    )
+                )
+        # Shrinks free GPUs before grows and starts take them.
+        return [*preempts, *(d for _, d in sorted(resizes, key=lambda x: x[0])), *starts]
+
+    def _worker_batch(self, view: _JobView, placement: Placement) -> int | None:
+        goodput = view.goodput
+        if goodput is None:
+            return None
+        spec, workers = view.job.spec, len(placement)
+        if spec.batch_policy == "fixed":
+            return spec.global_batch // workers
+        limits = goodput.limits
+        if goodput.model is not None:
+            nodes = len({gpu[0] for gpu in placement})
+            choice = goodput.model.best(nodes, workers)
+            if choice.goodput > 0:
+                return choice.worker_batch
+        # Nothing measured yet: the smallest batch the size allows, as Pollux starts.
+        smallest = max(limits.min_batch, limits.min_local * workers)
+        return math.ceil(smallest / workers)
+
+    def _plan(self, job: Job, workers: int) -> Plan:
+        """Full backprop on ``workers`` (elastic jobs are data parallel; Pollux knows no
+        SPB), over the K the job ran with, else the catalog's."""
+        if isinstance(job.plan, SPBPlan):
+            return full_backprop(workers, job.plan.num_blocks)
+        return full_backprop(workers, job_blocks(job, self._blocks_of) or 1)
+
+
+register("pollux", uses=frozenset({"blocks_of"}))(PolluxPolicy)
