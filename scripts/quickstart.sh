@@ -21,6 +21,15 @@ export JIGSAW_GPUS=${JIGSAW_GPUS:-4}
 export JIGSAW_POLICY=${JIGSAW_POLICY:-jigsaw}
 export JIGSAW_POLICY_OPTIONS=${JIGSAW_POLICY_OPTIONS:-'{"config": {"pack_gain": 0.0, "min_plan_hold_s": 0.0}}'}
 export JIGSAW_URL="http://127.0.0.1:$PORT"
+# A port in use (another server, an earlier demo) must cost one line and start nothing:
+# not the control plane, not Ray. (`serve` refuses such a port too, before it starts them.)
+if ! "$PY" -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$PORT" 2>/dev/null; then
+  echo "error: port $PORT is in use; stop what holds it, or run on another port: JIGSAW_PORT=$((PORT + 1)) make run" >&2
+  exit 1
+fi
 mkdir -p "$JIGSAW_DATA_DIR"
 log="$JIGSAW_DATA_DIR/server.log"
 started=$(date +%s)
