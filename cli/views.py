@@ -23,6 +23,7 @@ from cli.formatting import (
     styled_state,
 )
 from cli.plan_types_view import plan_types_view
+from cli.plans import chosen_kind, long_plan, parsed_plan, plan_kind, short_plan, worker_role
 
 JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
@@ -47,7 +48,7 @@ def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> Ren
             job.get("queue", "-"),
             styled_state(job["state"]),
             _progress_cell(job),
-            format_plan(job.get("plan")),
+            short_plan(job),
             format_loss(job.get("last_loss")),
             format_age(job.get("created_at")),
         )
@@ -69,8 +70,8 @@ def job_summary(job: dict[str, Any]) -> RenderableType:
         ("Queue", f"{job.get('queue', '-')}  (priority {job.get('priority', 0)})"),
         ("State", f"{styled_state(job['state'])}  {_reason(job)}"),
         ("Progress", _progress_cell(job)),
-        ("SPB plan", format_plan(job.get("plan"))),
-        ("Eta", _eta_cell(job.get("eta"))),
+        ("Plan", long_plan(job)),
+        ("η", _eta_cell(job)),
         ("Placement", format_placement(job.get("placement"))),
         ("Last loss", format_loss(job.get("last_loss"))),
         ("Attempt", _attempt_cell(job)),
@@ -106,23 +107,32 @@ def job_description(
         Text("Plan type (oracle prediction per alternative)", style="bold underline"),
         plan_types_view(job.get("plan_types")),
         Text(""),
-        Text("Statistical efficiency (eta) per plan", style="bold underline"),
-        eta_table(job.get("eta")),
+        Text("Statistical efficiency (η) per plan", style="bold underline"),
+        eta_table(job),
         Text(""),
         Text("Plan history", style="bold underline"),
-        plan_history_table(progress),
+        plan_history_table(progress)
+        if plan_kind(job) in (None, "data")
+        else Text(f"  {long_plan(job)}, for the whole run (only SPB depths change)", style="dim"),
         Text(""),
         Text("Events", style="bold underline"),
         events_table(events),
     )
 
 
-def eta_table(eta: dict[str, Any] | None) -> RenderableType:
-    """eta of every candidate plan with its source; ``online`` once the job's own gradient
-    noise covers every block."""
+def eta_table(job: dict[str, Any]) -> RenderableType:
+    """η of every SPB plan the job may be given, with its source (``online`` once its own
+    gradient noise covers every block). Only data-parallel jobs have SPB plans."""
+    kind = chosen_kind(job)
+    if kind not in (None, "data"):
+        return Text(
+            f"  1 for every {kind} plan: no SPB, every block's gradient averages the whole batch",
+            style="dim",
+        )
+    eta = job.get("eta")
     if not eta or not eta.get("candidates"):
         return Text("  unknown until the first lease reports the model's blocks", style="dim")
-    table = plain_table("plan", "depths", "eta", "source")
+    table = plain_table("PLAN", "DEPTHS", "η", "SOURCE")
     for candidate in eta["candidates"]:
         table.add_row(
             str(candidate["plan"]),
@@ -133,7 +143,13 @@ def eta_table(eta: dict[str, Any] | None) -> RenderableType:
     return table
 
 
-def _eta_cell(eta: dict[str, Any] | None) -> str:
+def _eta_cell(job: dict[str, Any]) -> str:
+    """η of the plan the job runs (statistical efficiency: progress per iteration against
+    full backprop), with its source."""
+    eta = job.get("eta")
+    kind = plan_kind(job)
+    if kind not in (None, "data"):
+        return "1.000 (no SPB: every block's gradient averages the whole batch)"
     if not eta:
         return "-"
     current = eta.get("current")
@@ -142,7 +158,7 @@ def _eta_cell(eta: dict[str, Any] | None) -> str:
         f"{eta.get('fewest_observations', 0)}/{eta.get('needed_observations', 0)} observations"
     )
     if not current:
-        return f"- (no plan yet; {measured})"
+        return f"- (known once the job runs a plan; {measured})"
     return f"{current['eta']:.3f} ({current['source']}; {measured})"
 
 
@@ -150,11 +166,13 @@ def placement_table(job: dict[str, Any]) -> RenderableType:
     placement = job.get("placement") or []
     if not placement:
         return Text("not placed (holds no GPUs)", style="dim")
-    plan = job.get("plan") or []
-    table = plain_table("RANK", "GPU", "STOP DEPTH")
+    plan = parsed_plan(job)
+    depths = list(job.get("plan") or [])
+    kind = plan_kind(job)
+    table = plain_table("RANK", "GPU", "STOP DEPTH" if kind in (None, "data") else "ROLE")
     for rank, gpu in enumerate(placement):
-        depth = str(plan[rank]) if rank < len(plan) else "-"
-        table.add_row(str(rank), format_gpu(gpu), depth)
+        role = worker_role(plan, rank, depths)
+        table.add_row(str(rank), format_gpu(gpu), role.removeprefix("depth "))
     return table
 
 
@@ -210,15 +228,11 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
     head.add_column()
     for key, value in spec.items():
         head.add_row(key, str(value))
-    kind = result.get("plan_kind", "spb")
-    chosen = next(
-        (a for a in (result.get("plan_types") or {}).get("alternatives", []) if a.get("chosen")),
-        None,
-    )
-    if kind == "spb":
-        head.add_row("plan", f"{format_plan(plan)}  ({num_blocks} blocks)")
+    kind = plan_kind(result) or "data"
+    if kind == "data":
+        head.add_row("plan", f"data parallel, SPB {format_plan(plan)}  ({num_blocks} blocks)")
     else:
-        head.add_row("plan", f"{chosen['describe'] if chosen else kind}")
+        head.add_row("plan", long_plan(result))
     iteration = prediction.get("iteration_time_s")
     head.add_row(
         "iteration time",
@@ -226,11 +240,13 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
         if isinstance(iteration, int | float)
         else "-",
     )
-    workers = plain_table("RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY", "SENT", no_wrap=True)
+    workers = plain_table(
+        "RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY (WITH WORKSPACE)", "SENT", no_wrap=True
+    )
     memory = prediction.get("per_worker_memory_bytes") or []
     compute = prediction.get("per_worker_compute_s") or []
     sent = prediction.get("per_worker_bytes_sent") or []
-    depths: Sequence[int | None] = plan if kind == "spb" else [None] * len(memory)
+    depths: Sequence[int | None] = plan if kind == "data" else [None] * len(memory)
     for rank, depth in enumerate(depths):
         workers.add_row(
             str(rank),
@@ -245,6 +261,11 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
         head,
         Text(""),
         workers,
+        Text(
+            "  MEMORY (WITH WORKSPACE): the whole worker, model and runtime workspace; the plan "
+            "types' MODEL MEMORY is the model's part, what the per-worker limit covers",
+            style="dim",
+        ),
         Text(""),
         Text("Plan types", style="bold underline"),
         plan_types_view(result.get("plan_types")),
@@ -266,45 +287,139 @@ def cluster_view(cluster: dict[str, Any]) -> RenderableType:
         )
     colors = _job_colors(cluster.get("gpus", []))
     gpus = Table(title="GPUs", title_justify="left", box=None, header_style="bold")
-    for column in ("GPU", "LOAD", "MEMORY", "WORKERS (job/rank, stop depth)"):
-        gpus.add_column(column, no_wrap=column != "WORKERS (job/rank, stop depth)")
+    workers_header = "WORKERS (job/rank role, booked load)"
+    for column in ("GPU", "LOAD", "MEMORY", workers_header):
+        gpus.add_column(column, no_wrap=column != workers_header)
+    sliced: list[str] = []
     for gpu in cluster.get("gpus", []):
         workers = gpu.get("workers") or []
+        load = float(gpu.get("load") or 0.0)
         cell = Text()
         for i, worker in enumerate(workers):
             if i:
                 cell.append("  ")
             label = f"{worker.get('job_name') or worker.get('job_id')}/r{worker.get('rank')}"
             cell.append(label, style=colors.get(worker.get("job_id", ""), "white"))
-            cell.append(f" d={worker.get('depth', '-')}", style="dim")
+            cell.append(f" {_role(worker)}", style="dim")
+            if len(workers) > 1 and worker.get("predicted_load") is not None:
+                cell.append(f" {float(worker['predicted_load']) * 100:.0f}%", style="dim")
         if len({w.get("job_id") for w in workers}) > 1:
             cell.append("  ◆ shared", style="bold")
+        if load > 1.0:
+            sliced.append(f"{format_gpu(gpu['id'])} books {load * 100:.0f}%")
         gpus.add_row(
             format_gpu(gpu["id"]),
-            _load_cell(float(gpu.get("load") or 0.0)),
+            _load_cell(load),
             f"{format_bytes(gpu.get('memory_used_bytes'))} / "
             f"{format_bytes(gpu.get('memory_bytes'))}",
             cell if workers else Text("idle", style="dim"),
         )
-    return Group(nodes, Text(""), gpus)
+    parts: list[RenderableType] = [nodes, Text(""), gpus]
+    if sliced:
+        parts.append(
+            Text(
+                f"time-sliced: {', '.join(sliced)} of its time; its workers take turns, each "
+                "slower than alone (LOAD shows at most 100%; each worker's booked load is "
+                "beside it)",
+                style="dim",
+            )
+        )
+    return Group(*parts)
+
+
+def _role(worker: dict[str, Any]) -> str:
+    """``d=2`` for a data-parallel worker (its stop depth), else the role the server names
+    (``stage 2/4``, ``shard 3/4``)."""
+    if worker.get("depth") is not None:
+        return f"d={worker['depth']}"
+    return str(worker.get("role") or "not planned")
 
 
 def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
     if not items:
         return Text("The queue is empty: no job is waiting.", style="dim")
-    table = plain_table("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT", no_wrap=True)
+    table = plain_table("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT", "REASON")
     for item in items:
+        blocked = item.get("blocked")
         table.add_row(
             str(item.get("position", "-")),
             item.get("job_id", "-"),
             item.get("name", "-"),
             item.get("user", "-"),
-            format_time(item.get("estimated_start_at")) if not item.get("blocked") else "never",
-            format_duration(item.get("estimated_wait_s"))
-            if not item.get("blocked")
-            else str(item["blocked"]),
+            format_time(item.get("estimated_start_at")) if not blocked else "never",
+            format_duration(item.get("estimated_wait_s")) if not blocked else "-",
+            Text(str(item.get("reason") or blocked or "")),
         )
     return table
+
+
+def models_table(models: dict[str, Any]) -> RenderableType:
+    """The zoo: K, parameters, and per plan type whether it fits the server's per-worker
+    memory limit (its model memory), with the source of its η."""
+    items = models.get("items") or []
+    if not items:
+        return Text("The server lists no models.", style="dim")
+    kinds = ("data", "pipeline", "hybrid")
+    table = plain_table(
+        "MODEL", "K", "PARAMS", "PROFILE", *(k.upper() for k in kinds), "η (SOURCE)"
+    )
+    for model in items:
+        fits = {kind: _fit_cell(model, kind) for kind in kinds}
+        table.add_row(
+            str(model.get("name")),
+            str(model.get("num_blocks", "-")),
+            _count(model.get("parameters")),
+            str(model.get("profile", "-")),
+            *(fits[kind] for kind in kinds),
+            _eta_sources(model),
+        )
+    workers = models.get("workers")
+    head = Text(
+        f"Plan types for {workers} worker{'' if workers == 1 else 's'} x batch "
+        f"{models.get('batch_size')}, against the server's per-worker memory limit of "
+        f"{format_bytes(models.get('memory_limit_bytes'))} ({models.get('gpu_type')}). "
+        "yes/no: fits; *: what parallelism auto picks; the size: model memory per worker. "
+        "η: the prior of an SPB staircase until a job measures its own (online)."
+    )
+    refusals = [
+        Text(f"{model.get('name')}: {model['refusal']}", style="dim")
+        for model in items
+        if model.get("refusal")
+    ]
+    return Group(head, Text(""), table, *([Text(""), *refusals] if refusals else []))
+
+
+def _fit_cell(model: dict[str, Any], kind: str) -> Text:
+    of_kind = [a for a in model.get("plan_types") or [] if a.get("kind") == kind]
+    if not of_kind:
+        return Text("none fits" if model.get("refusal") else "-", style="dim")
+    best = min(of_kind, key=lambda a: (not a.get("fits"), a.get("max_worker_memory_bytes", 0)))
+    chosen = any(a.get("chosen") for a in of_kind)
+    text = Text("yes" if best.get("fits") else "no", style="green" if best.get("fits") else "red")
+    text.append("*" if chosen else " ")
+    text.append(f" {format_bytes(best.get('max_worker_memory_bytes'))}", style="dim")
+    return text
+
+
+def _eta_sources(model: dict[str, Any]) -> str:
+    """η of a data-parallel staircase (its source), and 1 for the other types (no SPB)."""
+    parts: list[str] = []
+    for fit in model.get("plan_types") or []:
+        if fit.get("kind") == "data":
+            parts.append(f"staircase {float(fit.get('eta', 0)):.3f} ({fit.get('eta_source')})")
+            break
+    if any(f.get("kind") != "data" for f in model.get("plan_types") or []):
+        parts.append("pipeline/hybrid 1 (no SPB)")
+    return "; ".join(parts) or "-"
+
+
+def _count(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "-"
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f}{unit}"
+    return str(int(value))
 
 
 def token_table(items: Sequence[dict[str, Any]]) -> RenderableType:
@@ -334,11 +449,16 @@ def _job_colors(gpus: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def _load_cell(load: float, width: int = 10) -> Text:
-    filled = min(round(min(load, 1.0) * width), width)
+    """The GPU's booked load as a bar, capped at 100%: a GPU cannot run more than all the
+    time; a time-sliced one is marked ``sliced`` (the view's footnote gives the booking)."""
+    shown = min(load, 1.0)
+    filled = min(round(shown * width), width)
     style = "green" if load <= 0.8 else "yellow" if load <= 1.0 else "red"
     text = Text("█" * filled, style=style)
     text.append("░" * (width - filled), style="dim")
-    text.append(f" {load * 100:4.0f}%")
+    text.append(f" {shown * 100:4.0f}%")
+    if load > 1.0:
+        text.append(" sliced", style="bold")
     return text
 
 
