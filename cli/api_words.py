@@ -35,6 +35,8 @@ def cli_detail(status: int, body: Mapping[str, Any], detail: str, flags: Mapping
     job_id = body.get("job_id")
     if status == 404 and isinstance(job_id, str):
         return f"no job with id {job_id!r}; `jigsaw-cli list` shows your jobs"
+    if status == 404 and detail.startswith("no such route"):
+        return "the server does not know this request: it is older than this jigsaw-cli"
     field = body.get("field")
     if not isinstance(field, str):
         return detail

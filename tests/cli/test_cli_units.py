@@ -172,6 +172,8 @@ def test_a_non_duration_names_the_flag(text: str) -> None:
          "`jigsaw-cli submit --help`, with _ for -)"),
         (422, {"field": "workers"}, "field 'workers': must be in 1..1024",
          "field 'workers': must be in 1..1024"),
+        (404, {}, "no such route; the API lives under /api/v1 (see /docs)",
+         "the server does not know this request: it is older than this jigsaw-cli"),
     ],
 )  # fmt: skip
 def test_server_errors_in_the_clis_words(
