@@ -147,8 +147,7 @@ def _eta_cell(job: dict[str, Any]) -> str:
     """η of the plan the job runs (statistical efficiency: progress per iteration against
     full backprop), with its source."""
     eta = job.get("eta")
-    kind = plan_kind(job)
-    if kind not in (None, "data"):
+    if chosen_kind(job) not in (None, "data"):
         return "1.000 (no SPB: every block's gradient averages the whole batch)"
     if not eta:
         return "-"

@@ -156,20 +156,20 @@ def test_own_job_names_other_users_job_only_by_alias(
             assert "hidden-" not in seen_by_admin
 
 
-def test_preempted_by_is_the_alias_the_reason_names(
-    played: tuple[ApiClient, list[Sighting]],
-) -> None:
-    api, sightings = played
-    preempted = [s for s in sightings if s.says == "preempted by"]
-    if not preempted:
-        pytest.skip("only a preemption sets preempted_by")
-    sighting = preempted[0]
-    job = api.client.get(f"/api/v1/jobs/{sighting.own}", headers=api.headers("alice")).json()
-    assert job["state"] == "PREEMPTED"
-    assert job["preempted_by"].startswith("hidden-")
-    assert f"preempted by {job['preempted_by']}" in job["reason"]
-    as_admin = api.client.get(f"/api/v1/jobs/{sighting.own}", headers=api.headers("admin"))
-    assert as_admin.json()["preempted_by"] == sighting.other
+def test_preempted_by_is_the_alias_the_reason_names(database_url: str, tmp_path: Path) -> None:
+    las = SCENARIOS[0]
+    api = make_api(
+        database_url, tmp_path, private_jobs=True, policy=las.policy, policy_options=las.options
+    )
+    with api.client:
+        sighting = las.play(api, Rounds(api))[0]
+        job = api.client.get(f"/api/v1/jobs/{sighting.own}", headers=api.headers("alice")).json()
+        assert job["state"] == "PREEMPTED"
+        assert job["preempted_by"].startswith("hidden-")
+        assert f"preempted by {job['preempted_by']}" in job["reason"]
+        as_admin = api.client.get(f"/api/v1/jobs/{sighting.own}", headers=api.headers("admin"))
+        assert as_admin.json()["preempted_by"] == sighting.other
+    api.state.engine.dispose()
 
 
 def test_with_private_jobs_off_everyone_sees_the_ids(sqlite_url: str, tmp_path: Path) -> None:
