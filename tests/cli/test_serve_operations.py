@@ -19,26 +19,9 @@ import httpx
 import pytest
 
 from tests.cli.conftest import FAST_SIMULATION, base_env
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO, free_port, processes_in_session
 
 pytestmark = pytest.mark.integration
-
-
-def in_session(session: int) -> list[str]:
-    """Processes still alive in ``session`` (a process group leader's id), as 'pid name'."""
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[3]) == session and fields[0] != "Z":
-            alive.append(f"{entry.name} {name}")
-    return alive
 
 
 @pytest.fixture
@@ -143,7 +126,7 @@ def test_a_taken_port_is_one_line_and_leaves_no_process(
     try:
         stdout, stderr = result.communicate(timeout=120)
     finally:
-        leftover = in_session(result.pid)
+        leftover = processes_in_session(result.pid)
         for line in leftover:  # never leave them running, even when the test fails
             os.kill(int(line.split()[0]), signal.SIGKILL)
     lines = [line for line in (stdout + stderr).splitlines() if line.strip()]
