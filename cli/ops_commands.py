@@ -7,10 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.cluster_views import cluster_view, models_table
 from cli.context import make_client
 from cli.errors import CliError, UsageError
 from cli.output import OutputFormat, emit, note
-from cli.views import cluster_view, models_table, queue_table, token_table
+from cli.views import queue_table, token_table
 
 OutputOption = Annotated[
     OutputFormat,
