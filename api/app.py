@@ -13,7 +13,7 @@ from api.errors import install_error_handlers
 from api.limits import BodyLimit
 from api.metrics import Metrics
 from api.oracle_view import OracleView
-from api.routers import cluster, health, job_telemetry, jobs, scheduler, tokens
+from api.routers import cluster, health, job_telemetry, jobs, models, scheduler, tokens
 from api.settings import Settings
 from api.state import AppState
 from api.store import SqlStore
@@ -61,13 +61,14 @@ def create_app(settings: Settings | None = None, *, state: AppState | None = Non
             {"name": "jobs", "description": "submit, list, inspect and cancel jobs"},
             {"name": "cluster", "description": "nodes, GPUs, packing, utilization"},
             {"name": "scheduler", "description": "leader state and the queue"},
+            {"name": "models", "description": "the model zoo and the plan types that fit"},
             {"name": "tokens", "description": "API tokens (admin)"},
             {"name": "health", "description": "probes and metrics"},
         ],
     )
     app.state.jigsaw = state
     install_error_handlers(app)
-    for module in (health, jobs, job_telemetry, cluster, scheduler, tokens):
+    for module in (health, jobs, job_telemetry, cluster, scheduler, models, tokens):
         app.include_router(module.router)
     _include_dashboard(app)
     app.add_middleware(BodyLimit, max_bytes=state.settings.max_body_bytes)

@@ -13,7 +13,8 @@ from api.privacy import PrivacyMask
 from api.schemas.cluster import GpuPublic, NodePublic, WorkerPublic
 from api.store.codec import plan_from_column, spec_from_column
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan
+from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.plan import Plan, SPBPlan
 
 HOLDING = [JobState.ADMITTED.value, JobState.RUNNING.value]
 UNKNOWN_LOAD = 1.0
@@ -75,6 +76,7 @@ def list_gpus(
                 if isinstance(plan, SPBPlan) and row.rank < plan.num_workers
                 else None
             ),
+            role=worker_role(plan, row.rank),
             predicted_load=estimate.load,
             memory_bytes=estimate.memory_bytes,
         )
@@ -99,3 +101,19 @@ def list_gpus(
                 )
             )
     return gpus
+
+
+def worker_role(plan: Plan | None, rank: int) -> str:
+    """What one worker does in its job's plan, for people: ``depth 2`` (data parallel: its
+    SPB stop depth), ``stage 2/4`` (pipeline; ``replica 1/2`` when there are several) or
+    ``shard 3/4`` (hybrid: its slice of the sharded blocks)."""
+    if isinstance(plan, SPBPlan) and rank < plan.num_workers:
+        return f"depth {plan.depths[rank]}"
+    if isinstance(plan, PipelinePlan):
+        stage = f"stage {plan.stage_of(rank) + 1}/{plan.num_stages}"
+        if plan.replicas > 1:
+            stage += f" replica {plan.replica_of(rank) + 1}/{plan.replicas}"
+        return stage
+    if isinstance(plan, HybridPlan):
+        return f"shard {rank + 1}/{plan.num_workers}"
+    return "not planned"

@@ -30,7 +30,10 @@ class ApiError(Exception):
 
 
 def not_found(job_id: str) -> ApiError:
-    return ApiError(404, f"no job with id {job_id!r}; list your jobs with GET /api/v1/jobs")
+    """``job_id`` rides along, so a client (the CLI) can say it in its own words."""
+    return ApiError(
+        404, f"no job with id {job_id!r}; list your jobs with GET /api/v1/jobs", job_id=job_id
+    )
 
 
 def error_response(status: int, detail: str, **extra: Any) -> JSONResponse:
@@ -185,7 +188,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(JobNotFoundError)
     async def _job_not_found(_request: Request, error: JobNotFoundError) -> JSONResponse:
-        return error_response(404, not_found(error.job_id).detail)
+        missing = not_found(error.job_id)
+        return error_response(404, missing.detail, **missing.extra)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:

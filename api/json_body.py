@@ -5,6 +5,8 @@ body it answers, before FastAPI parses anything:
 
 - ``415`` when a non-empty body is sent with a ``Content-Type`` other than JSON;
 - ``400`` when the body is not UTF-8 (``json.loads`` alone would accept UTF-16 and UTF-32);
+- ``400`` when arrays and objects nest more than :data:`MAX_DEPTH` levels deep (a body of
+  50,000 ``[`` would otherwise exhaust the parser's recursion and read as "not JSON");
 - ``422`` when an object in the body repeats a key (``json.loads`` alone keeps the last one),
   naming the key by its path (``workers``, ``scopes.0.name``) in ``field``;
 
@@ -24,6 +26,31 @@ from fastapi.routing import APIRoute
 
 MAX_INT_DIGITS = 1000
 """Longer integer literals stand for infinity (every integer field is far below 10^1000)."""
+MAX_DEPTH = 32
+"""Arrays and objects nested deeper are refused (every body the API takes needs at most 3)."""
+
+
+class TooDeepError(HTTPException):
+    def __init__(self) -> None:
+        super().__init__(
+            400,
+            f"the request body nests arrays or objects more than {MAX_DEPTH} levels deep "
+            "(the limit); no JigSaw request needs more than a few levels",
+        )
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` levels (iteratively: the
+    check itself must not recurse)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth + 1 > limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _bounded_int(literal: str) -> int | float:
@@ -106,7 +133,12 @@ class JsonRequest(Request):
                     f"the request body is not UTF-8 (byte {error.start}); send UTF-8 JSON",
                 ) from None
             repeats = _KeyRepeats()
-            value = json.loads(text, parse_int=_bounded_int, object_pairs_hook=repeats)
+            try:
+                value = json.loads(text, parse_int=_bounded_int, object_pairs_hook=repeats)
+            except RecursionError:
+                raise TooDeepError() from None
+            if _depth_exceeds(value, MAX_DEPTH):
+                raise TooDeepError()
             if repeats.found:
                 raise DuplicateKeyError(repeats.path_in(value))
             self._json = value

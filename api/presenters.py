@@ -23,9 +23,15 @@ from jigsaw.job_eta import candidate_etas, job_eta, noise_summary, table_prior
 from jigsaw.oracle.plan_choice import PlanChoice
 from jigsaw.plan import SPBPlan, plan_to_json
 
+NO_SPB = "no SPB: every block's gradient averages the whole batch"
+
 
 def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
-    """The job's eta, online from its gradient noise, for its plan and every candidate."""
+    """The job's eta, online from its gradient noise, for its plan and every candidate. A
+    pipeline or hybrid plan has no SPB: its eta is 1 and it has no SPB candidates."""
+    if job.plan is not None and not isinstance(job.plan, SPBPlan):
+        whole = EtaEstimatePublic(plan=job.plan.describe(), depths=[], eta=1.0, source=NO_SPB)
+        return EtaPublic(current=whole, candidates=[], **noise_summary(job))
     prior = table_prior(oracle.oracle.efficiency)(job)
     blocks = job.model_blocks or oracle.num_blocks(job.spec.model)
     if job.plan is not None and job.plan.num_blocks > 1:

@@ -1,10 +1,13 @@
-"""``JIGSAW_PRIVATE_JOBS``: what a non-admin token sees of other users' jobs in the shared
-views (queue, scheduler, cluster, packing and so the dashboard). Off by default, as in Slurm.
+"""``JIGSAW_PRIVATE_JOBS``: what a non-admin token sees of other users' jobs. Off by default,
+as in Slurm.
 
 A hidden job keeps what the view needs (its GPU load, rank and depth, its queue position and
 estimate) but its id becomes an alias (``hidden-1``, stable within one answer, so co-located
 workers of the same job still group), its name ``another user's job`` and its user
-``another user``. Job ids of hidden jobs inside decision reasons are replaced the same way.
+``another user``. That holds in the shared views (queue, scheduler, cluster, packing) and in
+what a user's own job says about another's: its reason, ``preempted_by``, events and log lines
+(``preempted by j-...``, ``packed into j-...'s slack``). Masking happens when an answer is
+built, for its viewer: what is stored keeps the real ids, and admins see them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 from collections.abc import Callable
 
 from api.schemas.cluster import WorkerPublic
+from api.schemas.jobs import JobEventPublic, JobPublic, LogLinePublic
 from api.schemas.scheduler import DecisionPublic, QueueEntry
 from api.state import AppState
 from api.tokens import Principal
@@ -60,16 +64,42 @@ class PrivacyMask:
     def decision(self, decision: DecisionPublic) -> DecisionPublic:
         if not self.active:
             return decision
-        job_id = decision.job_id
-        if self.hides(self._owner_of(job_id)):
-            job_id = self.alias(job_id)
         return decision.model_copy(
-            update={"job_id": job_id, "reason": _JOB_ID.sub(self._text_alias, decision.reason)}
+            update={"job_id": self.job_ref(decision.job_id), "reason": self.text(decision.reason)}
         )
 
-    def _text_alias(self, match: re.Match[str]) -> str:
-        job_id = match.group(0)
+    def job_ref(self, job_id: str) -> str:
+        """``job_id``, or its alias when it belongs to a job this viewer may not see."""
         return self.alias(job_id) if self.hides(self._owner_of(job_id)) else job_id
+
+    def text(self, text: str) -> str:
+        """``text`` with the id of every job this viewer may not see replaced by its alias."""
+        return _JOB_ID.sub(self._text_alias, text) if self.active else text
+
+    def job(self, job: JobPublic) -> JobPublic:
+        """One of the viewer's own jobs, naming other users' jobs only by alias."""
+        if not self.active:
+            return job
+        by = job.preempted_by
+        return job.model_copy(
+            update={
+                "reason": self.text(job.reason),
+                "preempted_by": self.job_ref(by) if by is not None else None,
+            }
+        )
+
+    def event(self, event: JobEventPublic) -> JobEventPublic:
+        if not self.active:
+            return event
+        return event.model_copy(update={"reason": self.text(event.reason)})
+
+    def log_line(self, line: LogLinePublic) -> LogLinePublic:
+        if not self.active:
+            return line
+        return line.model_copy(update={"line": self.text(line.line)})
+
+    def _text_alias(self, match: re.Match[str]) -> str:
+        return self.job_ref(match.group(0))
 
 
 def privacy_mask(state: AppState, principal: Principal) -> PrivacyMask:

@@ -12,7 +12,6 @@ import sys
 import threading
 from types import FrameType
 
-import uvicorn
 from sqlalchemy import Engine
 
 from api.app import build_state, create_app
@@ -23,6 +22,7 @@ from api.migrate import upgrade_to_head
 from api.oracle_view import OracleView
 from api.scheduler.leader import SchedulerAlreadyRunningError
 from api.scheduler.service import SchedulerService, build_policy
+from api.serving import PortUnavailableError, listen, serve_until_signal
 from api.settings import Settings, read_settings
 from jigsaw.environment import InvalidSettingError
 from jigsaw.errors import InvalidSpecError
@@ -72,6 +72,10 @@ def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
     """Run the control plane: REST API, and the scheduler loop unless JIGSAW_SCHEDULER=off."""
     _configure_logging()
     settings = load_settings(host=host, port=port)
+    try:
+        sock = listen(host, port)  # first: a port in use must not start the scheduler or Ray
+    except PortUnavailableError as error:
+        raise SystemExit(f"jigsaw: {error}") from None
     engine = prepare_database(settings)
     log.info(ensure_admin_token(settings, engine))
     state = build_state(settings, engine)
@@ -81,18 +85,22 @@ def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
         state.scheduler.start_in_thread()
     app = create_app(state=state)
     log.info(
-        "JigSaw control plane on %s (database %s, executor %s, policy %s)",
+        "JigSaw control plane on %s, dashboard %s/ (database %s, executor %s, policy %s)",
+        settings.public_url,
         settings.public_url,
         engine.url.render_as_string(hide_password=True),
         settings.executor,
         settings.policy,
     )
+    stopped_by = None
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        stopped_by = serve_until_signal(app, sock)
     finally:
         if state.scheduler is not None:
             state.scheduler.stop()
         engine.dispose()
+    if stopped_by is not None:
+        log.info("%s: requests drained, scheduler stopped; shut down", stopped_by)
 
 
 def run_scheduler() -> None:

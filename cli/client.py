@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from cli.api_words import cli_detail
 from cli.config import CliConfig
 from cli.errors import ApiError, ServerUnreachableError
 
@@ -15,6 +16,8 @@ API = "/api/v1"
 RETRY_DELAYS_S = (0.2, 0.5)
 """Transient failures (connection refused, 502/503/504) are retried this many times."""
 RETRYABLE_STATUS = frozenset({502, 503, 504})
+PAGE = 1000
+"""The most jobs one ``GET /api/v1/jobs`` answers."""
 
 Params = Mapping[str, str | int | Sequence[str]]
 
@@ -66,7 +69,20 @@ class JigsawClient:
             params["user"] = user
         if queue:
             params["queue"] = queue
-        return self._request("GET", f"{API}/jobs", params=params)
+        flags = {name: f"--{name}" for name in ("state", "user", "queue", "limit")}
+        return self._request("GET", f"{API}/jobs", params=params, flags=flags)
+
+    def all_jobs(
+        self, *, states: Sequence[str] = (), user: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every job matching, page by page (``list`` shows at most 1000)."""
+        found: list[dict[str, Any]] = []
+        while True:
+            page = self.list_jobs(states=states, user=user, limit=PAGE, offset=len(found))
+            items = list(page.get("items", []))
+            found.extend(items)
+            if not items or len(found) >= int(page.get("total", 0)):
+                return found
 
     def get_job(self, job_id: str) -> dict[str, Any]:
         return self._request("GET", f"{API}/jobs/{job_id}")
@@ -82,9 +98,23 @@ class JigsawClient:
         params = {} if after_iteration is None else {"after_iteration": after_iteration}
         return list(self._request("GET", f"{API}/jobs/{job_id}/progress", params=params)["items"])
 
-    def logs(self, job_id: str, after: int | None = None) -> dict[str, Any]:
-        params = {} if after is None else {"after": after}
-        return self._request("GET", f"{API}/jobs/{job_id}/logs", params=params)
+    def logs(
+        self,
+        job_id: str,
+        after: int | None = None,
+        *,
+        tail: int | None = None,
+        since: str | None = None,
+    ) -> dict[str, Any]:
+        """Log lines after sequence number ``after``; the last ``tail`` of them; only those
+        written at or after ``since`` (an ISO-8601 time)."""
+        params: dict[str, Any] = {} if after is None else {"after": after}
+        if tail is not None:
+            params["tail"] = tail
+        if since is not None:
+            params["since"] = since
+        flags = {"tail": "--tail", "since": "--since"}
+        return self._request("GET", f"{API}/jobs/{job_id}/logs", params=params, flags=flags)
 
     # -- cluster, scheduler, tokens -------------------------------------------------------------
 
@@ -100,6 +130,11 @@ class JigsawClient:
 
     def queue(self) -> list[dict[str, Any]]:
         return list(self._request("GET", f"{API}/scheduler/queue")["items"])
+
+    def models(self, workers: int, batch_size: int) -> dict[str, Any]:
+        params = {"workers": workers, "batch_size": batch_size}
+        flags = {"workers": "--workers", "batch_size": "--batch-size"}
+        return self._request("GET", f"{API}/models", params=params, flags=flags)
 
     def create_token(self, name: str, user: str, scopes: Sequence[str]) -> dict[str, Any]:
         body = {"name": name, "user": user, "scopes": list(scopes)}
@@ -124,7 +159,10 @@ class JigsawClient:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
+        flags: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
+        """``flags``: the request's query parameters by the flags that set them, so that an
+        error names what the user typed."""
         retry_all = method == "GET" or idempotent
         for attempt in range(len(RETRY_DELAYS_S) + 1):
             last_try = attempt == len(RETRY_DELAYS_S)
@@ -141,11 +179,11 @@ class JigsawClient:
                     raise ServerUnreachableError(self.config.url, _short(error)) from error
             else:
                 if response.status_code not in RETRYABLE_STATUS or last_try or not retry_all:
-                    return self._decode(response)
+                    return self._decode(response, flags or {})
             time.sleep(RETRY_DELAYS_S[attempt])
         raise AssertionError("unreachable: the loop returns or raises on its last try")
 
-    def _decode(self, response: httpx.Response) -> dict[str, Any]:
+    def _decode(self, response: httpx.Response, flags: Mapping[str, str]) -> dict[str, Any]:
         try:
             body = response.json()
         except ValueError:
@@ -167,9 +205,10 @@ class JigsawClient:
             detail = str(raw_detail or f"HTTP {response.status_code} from {self.config.url}")
         if response.status_code == 401 and not self.config.token:
             detail = (
-                f"{detail.rstrip('.')}: no token configured; set JIGSAW_TOKEN or put "
-                f'token = "..." in {self.config.source}'
+                f'no token configured; set JIGSAW_TOKEN or put token = "..." in '
+                f"{self.config.source}"
             )
+        detail = cli_detail(response.status_code, error_body, detail, flags)
         raise ApiError(response.status_code, detail, error_body)
 
 

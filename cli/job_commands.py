@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 import uuid
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.text import Text
 
 from cli.client import JigsawClient
 from cli.context import make_client
-from cli.errors import EXIT_INTERRUPTED, EXIT_OK, ApiError, CliError
-from cli.formatting import TERMINAL_STATES, format_time
+from cli.durations import iso_before, parse_duration
+from cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ApiError, CliError, UsageError
+from cli.formatting import STATE_STYLES, TERMINAL_STATES, format_time
 from cli.jobfile import read_job_file, resolve_spec
 from cli.output import OutputFormat, emit, note, stdout
+from cli.plans import chosen_kind
 from cli.views import (
     job_description,
     job_summary,
@@ -32,6 +37,7 @@ OutputOption = Annotated[
 ]
 JobArgument = Annotated[str, typer.Argument(help="Job id, as printed by submit and list.")]
 LOG_POLL_S = 1.0
+ACTIVE_STATES = [state for state in STATE_STYLES if state not in TERMINAL_STATES]
 
 
 def submit(
@@ -125,18 +131,33 @@ def submit_keyed(
         time.sleep(poll_s)
 
 
+StateOption = Annotated[
+    list[str] | None,
+    typer.Option("--state", "-s", help="Only jobs in this state; repeat for several."),
+]
+
+
+def job_states(values: list[str] | None) -> list[str]:
+    """``--state`` values as the API spells them; a word that is no state is a usage error
+    naming the flag and every state (before anything is sent)."""
+    states = [value.upper() for value in values or []]
+    for state in states:
+        if state not in STATE_STYLES:
+            raise UsageError(
+                f"--state {state!r} is not a job state; choose from {', '.join(STATE_STYLES)}"
+            )
+    return states
+
+
 def list_jobs(
-    state: Annotated[
-        list[str] | None,
-        typer.Option("--state", "-s", help="Only jobs in this state; repeat for several."),
-    ] = None,
+    state: StateOption = None,
     user: Annotated[str | None, typer.Option(help="Only this user's jobs (admins).")] = None,
     queue: Annotated[str | None, typer.Option(help="Only jobs in this queue.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many jobs.")] = 50,
     output: OutputOption = OutputFormat.table,
 ) -> None:
     """List jobs, optionally only those in some states, of a user or in a queue."""
-    states = [s.upper() for s in state or []]
+    states = job_states(state)
     with make_client() as client:
         page = client.list_jobs(states=states, user=user, queue=queue, limit=limit)
     emit(page, output, lambda: jobs_table(page.get("items", []), page.get("total")))
@@ -178,57 +199,154 @@ def logs(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing until the job finishes.")
     ] = False,
+    tail: Annotated[
+        int | None, typer.Option(min=1, max=5000, help="Only the last N lines.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only lines of the last DURATION: 30s, 10m, 2h, 1d, 1h30m."),
+    ] = None,
+    output: Annotated[
+        OutputFormat,
+        typer.Option("--output", "-o", help="table for people; json or yaml: one object per line."),
+    ] = OutputFormat.table,
 ) -> None:
     """Print a job's log: state changes, progress samples and worker log lines."""
+    since_at = iso_before(parse_duration(since, "--since")) if since is not None else None
     after: int | None = None
     with make_client() as client:
         try:
+            page = client.logs(job_id, tail=tail, since=since_at)
             while True:
-                page = client.logs(job_id, after)
                 for item in page.get("items", []):
-                    stdout.print(
-                        f"[dim]{format_time(item.get('at'))}[/]  {escape(str(item.get('line')))}",
-                        soft_wrap=True,
-                    )
+                    _print_log_line(item, output)
                 after = page.get("next", after)
                 if not follow:
                     return
                 if not page.get("items") and client.get_job(job_id)["state"] in TERMINAL_STATES:
                     return
                 time.sleep(LOG_POLL_S)
+                page = client.logs(job_id, after)
         except KeyboardInterrupt:
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
+def _print_log_line(item: dict[str, Any], output: OutputFormat) -> None:
+    """One line as it arrives (a log is a stream, so ``-o json`` is JSON Lines)."""
+    if output is OutputFormat.table:
+        stdout.print(
+            f"[dim]{format_time(item.get('at'))}[/]  {escape(str(item.get('line')))}",
+            soft_wrap=True,
+        )
+        return
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(yaml.safe_dump([item], sort_keys=False, allow_unicode=True))
+    sys.stdout.flush()
+
+
 def cancel(
-    job_ids: Annotated[list[str], typer.Argument(metavar="JOB", help="Jobs to cancel.")],
+    job_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="[JOB]...", help="Jobs to cancel.")
+    ] = None,
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state", "-s", help="Cancel every job of yours in this state; repeat for several."
+        ),
+    ] = None,
+    all_jobs: Annotated[
+        bool, typer.Option("--all", help="Cancel every unfinished job of yours.")
+    ] = False,
+    user: Annotated[
+        str | None, typer.Option(help="With --state or --all: this user's jobs (admins).")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask before cancelling by --state/--all.")
+    ] = False,
     output: OutputOption = OutputFormat.table,
 ) -> None:
-    """Cancel jobs. A job that already finished is reported and left alone."""
+    """Cancel jobs by id, or every job of yours in some states (--state) or unfinished
+    (--all), after saying how many. A job that already finished is reported and left alone."""
+    by_filter = all_jobs or bool(state)
+    if by_filter == bool(job_ids):
+        raise UsageError(
+            "name the jobs to cancel, or use --state or --all (not both); "
+            "see jigsaw-cli cancel --help"
+        )
+    if user is not None and not by_filter:
+        raise UsageError("--user goes with --state or --all")
     cancelled: list[dict[str, Any]] = []
     failure: CliError | None = None
     with make_client() as client:
-        for job_id in job_ids:
+        if by_filter:
+            states = job_states(state) or ACTIVE_STATES
+            finished = [s for s in states if s in TERMINAL_STATES]
+            if finished:
+                raise UsageError(
+                    f"--state {finished[0]}: a finished job cannot be cancelled; choose from "
+                    f"{', '.join(ACTIVE_STATES)}"
+                )
+            targets = [job["id"] for job in client.all_jobs(states=states, user=user)]
+            if not _confirmed(len(targets), states, user, yes):
+                raise typer.Exit(EXIT_USAGE)
+        else:
+            targets = list(job_ids or [])
+        for job_id in targets:
             try:
                 cancelled.append(client.cancel(job_id))
             except ApiError as error:
-                if len(job_ids) == 1:
+                if len(targets) == 1 and not by_filter:
                     raise
                 note(f"{job_id}: {error}")
                 failure = error
-    data: Any = cancelled[0] if len(job_ids) == 1 else {"items": cancelled}
-    emit(data, output, lambda: _cancelled_lines(cancelled))
+    data: Any = cancelled[0] if len(targets) == 1 and not by_filter else {"items": cancelled}
+    emit(data, output, lambda: _cancelled_lines(cancelled) or None)
+    if by_filter and targets:
+        note(f"cancelled {_count(len(cancelled), 'job')} of {len(targets)}")
     if failure is not None:
         raise typer.Exit(failure.exit_code)
+
+
+def _confirmed(count: int, states: list[str], user: str | None, yes: bool) -> bool:
+    """Say how many jobs --state/--all will cancel; ask, unless --yes or there are none."""
+    whose = f"of user {user!r}" if user else "of yours"
+    what = f"{_count(count, 'job')} {whose} in {', '.join(states)}"
+    if count == 0:
+        note(f"nothing to cancel: no job {whose} is in {', '.join(states)}")
+        return True
+    if yes:
+        note(f"cancelling {what}")
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError(f"this would cancel {what}; add --yes to confirm (stdin is no terminal)")
+    return typer.confirm(f"Cancel {what}?", default=False, err=True)
+
+
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _submitted_line(job: dict[str, Any]) -> str:
     spec = job.get("spec", {})
     return (
         f"[bold]{job['id']}[/] submitted: {escape(str(job.get('name')))}, "
-        f"{spec.get('workers')} workers, {spec.get('iterations')} iterations, "
-        f"spb {escape(str(spec.get('spb')))} ({job['state']})"
+        f"{_count(int(spec.get('workers') or 0), 'worker')}, "
+        f"{_count(int(spec.get('iterations') or 0), 'iteration')}, "
+        f"{escape(_plan_request(job))} ({job['state']})"
     )
+
+
+def _plan_request(job: dict[str, Any]) -> str:
+    """What the job asked for and, where the oracle chose it, the plan type it will run:
+    ``spb staircase``, ``parallelism auto: pipeline``."""
+    spec = job.get("spec", {})
+    kind = chosen_kind(job)
+    if kind in (None, "data"):
+        return f"spb {spec.get('spb')}"
+    asked = spec.get("parallelism") or "auto"
+    return f"parallelism {asked}" if asked == kind else f"parallelism {asked}: {kind}"
 
 
 def _summaries(jobs: list[dict[str, Any]]) -> RenderableType:

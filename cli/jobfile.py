@@ -18,6 +18,8 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.plan import PlanRequest
 
 REQUIRED_FIELDS = ("name", "model", "workers", "iterations")
+INTEGER_FIELDS = frozenset({"workers", "iterations", "priority", "batch_size", "seed"})
+NUMBER_FIELDS = frozenset({"learning_rate"})
 
 
 def read_job_file(path: str) -> dict[str, Any]:
@@ -44,7 +46,9 @@ def read_job_file(path: str) -> dict[str, Any]:
         raise UsageError(f"job file {path} must hold a mapping of spec fields (name: ..., ...)")
     values = {str(key): value for key, value in data.items()}
     for key, value in values.items():
-        problem = _value_problem(value)
+        problem = _value_problem(value) or _type_problem(
+            key, value, yaml_file=not path.endswith(".json")
+        )
         if problem is not None:
             where = f"{path}:{_line_of(text, key)}" if not path.endswith(".json") else path
             raise UsageError(f"job file {where}: field {key!r} {problem}")
@@ -69,6 +73,26 @@ def _value_problem(value: Any, inside: tuple[int, ...] = ()) -> str | None:
     kind = {bytes: "binary data", datetime.date: "a date", datetime.datetime: "a date and time"}
     found = kind.get(type(value), type(value).__name__)
     return f"must be a string, number or list, got {found} ({value!r:.40}); quote it"
+
+
+def _type_problem(key: str, value: Any, *, yaml_file: bool) -> str | None:
+    """A numeric field holding text. YAML 1.1 reads ``1e3`` and ``1e-3`` as text (its floats
+    need a dot: ``1.0e3``), so such a value is named here, with its line, instead of being
+    refused by the server without one."""
+    if key not in INTEGER_FIELDS | NUMBER_FIELDS or not isinstance(value, str):
+        return None
+    kind = "an integer" if key in INTEGER_FIELDS else "a number"
+    try:
+        number = float(value)
+    except ValueError:
+        return f"must be {kind}, got the text {value!r}"
+    whole = key in INTEGER_FIELDS and number.is_integer() and abs(number) < 2**63
+    written = str(int(number)) if whole else repr(number)
+    if yaml_file and "e" in value.lower() and "." not in value:
+        why = "YAML reads a number with an exponent but no dot, such as 1e3, as text"
+    else:
+        why = "it is quoted"
+    return f"must be {kind}, got the text {value!r} ({why}): write {written}"
 
 
 def _line_of(text: str, key: str) -> int | str:

@@ -23,6 +23,9 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=False,
+    # Plain help, as Click and most CLIs print it: flags without a type tag (`--watch`, not
+    # `--watch <bool>`), no boxes to break when piped.
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -35,6 +38,7 @@ app.command("logs")(job_commands.logs)
 app.command("cancel")(job_commands.cancel)
 app.command("cluster")(ops_commands.cluster)
 app.command("queue")(ops_commands.queue)
+app.command("models")(ops_commands.models)
 app.command("serve")(ops_commands.serve)
 app.command("scheduler")(ops_commands.scheduler)
 app.add_typer(ops_commands.token_app, name="token")

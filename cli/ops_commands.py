@@ -7,10 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.cluster_views import cluster_view, models_table
 from cli.context import make_client
 from cli.errors import CliError, UsageError
 from cli.output import OutputFormat, emit, note
-from cli.views import cluster_view, queue_table, token_table
+from cli.views import queue_table, token_table
 
 OutputOption = Annotated[
     OutputFormat,
@@ -26,10 +27,26 @@ def cluster(output: OutputOption = OutputFormat.table) -> None:
 
 
 def queue(output: OutputOption = OutputFormat.table) -> None:
-    """Waiting jobs in scheduling order, with their estimated start."""
+    """Waiting jobs in scheduling order, with their estimated start and why each waits."""
     with make_client() as client:
         items = client.queue()
     emit({"items": items}, output, lambda: queue_table(items))
+
+
+def models(
+    workers: Annotated[
+        int, typer.Option(min=1, max=1024, help="Predict the plan types for this many workers.")
+    ] = 4,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="Per-worker batch to predict them for.")
+    ] = 32,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """The model zoo: blocks K, parameters, which plan types fit the server's per-worker
+    memory limit, and where each plan type's η comes from."""
+    with make_client() as client:
+        data = client.models(workers, batch_size)
+    emit(data, output, lambda: models_table(data))
 
 
 def serve(
@@ -53,7 +70,9 @@ def scheduler() -> None:
     server.run_scheduler()
 
 
-token_app = typer.Typer(help="Manage API tokens (needs an admin token).", no_args_is_help=True)
+token_app = typer.Typer(
+    help="Manage API tokens (needs an admin token).", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 @token_app.command("create")

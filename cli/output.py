@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -16,13 +15,14 @@ from typing import Any
 import yaml
 from rich.console import Console, RenderableType
 
-PIPE_WIDTH = 200
-"""Width for tables written to a pipe or file: wide enough that rows never wrap mid-record."""
+UNBOUNDED_WIDTH = 1_000_000
+"""Width for output to a pipe or file: a table keeps every column whole, whatever ``COLUMNS``
+says, because no terminal will wrap it (``jigsaw-cli simulate > results.txt``)."""
 
 
 def _width(stream: object) -> int | None:
     is_tty = getattr(stream, "isatty", lambda: False)()
-    return None if is_tty or os.environ.get("COLUMNS") else PIPE_WIDTH
+    return None if is_tty else UNBOUNDED_WIDTH
 
 
 stdout = Console(highlight=False, width=_width(sys.stdout))

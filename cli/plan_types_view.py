@@ -1,6 +1,7 @@
 """The oracle's plan-type choice as a table: every alternative (data, pipeline, hybrid) with
-its predicted iteration time, samples/s, per-worker memory and bytes sent, whether it fits
-the per-worker memory limit, and which one the job runs (``submit --dry-run``, ``describe``)."""
+its predicted iteration time, samples/s, per-worker model memory (what the per-worker limit
+covers: parameters, gradients, optimizer state, activations) and bytes sent, whether it fits
+that limit, and which one the job runs (``submit --dry-run``, ``describe``)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def plan_types_view(plan_types: dict[str, Any] | None) -> RenderableType:
         "PLAN",
         "ITERATION",
         "SAMPLES/S",
-        "MEMORY/WORKER",
+        "MODEL MEMORY",
         "SENT/WORKER",
         "FITS",
     ):

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
+from cli.output import print_renderable
 from jigsaw.errors import JigsawError
 from jigsaw.oracle import Oracle
 from jigsaw.policies import policy_names
@@ -162,16 +164,16 @@ def _run(
 
 
 def _print_table(summaries: list[dict[str, Any]], semantics: Semantics) -> None:
+    """The comparison table; written to a pipe or file, every column stays whole."""
     table = Table(title=f"{summaries[0]['jobs']} jobs on {summaries[0]['gpus']} GPUs")
     for _, header, _ in TABLE_COLUMNS:
-        table.add_column(header, justify="left" if header == "policy" else "right")
+        table.add_column(header, justify="left" if header == "policy" else "right", no_wrap=True)
     for summary in summaries:
         table.add_row(*(_cell(summary[key], fmt) for key, _, fmt in TABLE_COLUMNS))
-    console = Console()
-    console.print(table)
-    console.print(f"semantics: {semantics.summary}")
+    notes = [Text(f"semantics: {semantics.summary}")]
     if semantics.name != "pollux":
-        console.print(f"eta: {summaries[0]['eta_source']}")
+        notes.append(Text(f"η (statistical efficiency): {summaries[0]['eta_source']}"))
+    print_renderable(Group(table, *notes))
 
 
 def _cell(value: Any, fmt: str) -> str:

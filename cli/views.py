@@ -1,4 +1,5 @@
-"""The human (``-o table``) views of API objects. JSON and YAML output bypass this module."""
+"""The human (``-o table``) views of jobs, the queue and tokens (the cluster and the model zoo:
+cli/cluster_views.py). JSON and YAML output bypass this module."""
 
 from __future__ import annotations
 
@@ -23,8 +24,7 @@ from cli.formatting import (
     styled_state,
 )
 from cli.plan_types_view import plan_types_view
-
-JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+from cli.plans import chosen_kind, long_plan, parsed_plan, plan_kind, short_plan, worker_role
 
 
 def plain_table(*columns: str, no_wrap: bool = False) -> Table:
@@ -47,7 +47,7 @@ def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> Ren
             job.get("queue", "-"),
             styled_state(job["state"]),
             _progress_cell(job),
-            format_plan(job.get("plan")),
+            short_plan(job),
             format_loss(job.get("last_loss")),
             format_age(job.get("created_at")),
         )
@@ -69,8 +69,8 @@ def job_summary(job: dict[str, Any]) -> RenderableType:
         ("Queue", f"{job.get('queue', '-')}  (priority {job.get('priority', 0)})"),
         ("State", f"{styled_state(job['state'])}  {_reason(job)}"),
         ("Progress", _progress_cell(job)),
-        ("SPB plan", format_plan(job.get("plan"))),
-        ("Eta", _eta_cell(job.get("eta"))),
+        ("Plan", long_plan(job)),
+        ("η", _eta_cell(job)),
         ("Placement", format_placement(job.get("placement"))),
         ("Last loss", format_loss(job.get("last_loss"))),
         ("Attempt", _attempt_cell(job)),
@@ -106,23 +106,32 @@ def job_description(
         Text("Plan type (oracle prediction per alternative)", style="bold underline"),
         plan_types_view(job.get("plan_types")),
         Text(""),
-        Text("Statistical efficiency (eta) per plan", style="bold underline"),
-        eta_table(job.get("eta")),
+        Text("Statistical efficiency (η) per plan", style="bold underline"),
+        eta_table(job),
         Text(""),
         Text("Plan history", style="bold underline"),
-        plan_history_table(progress),
+        plan_history_table(progress)
+        if plan_kind(job) in (None, "data")
+        else Text(f"  {long_plan(job)}, for the whole run (only SPB depths change)", style="dim"),
         Text(""),
         Text("Events", style="bold underline"),
         events_table(events),
     )
 
 
-def eta_table(eta: dict[str, Any] | None) -> RenderableType:
-    """eta of every candidate plan with its source; ``online`` once the job's own gradient
-    noise covers every block."""
+def eta_table(job: dict[str, Any]) -> RenderableType:
+    """η of every SPB plan the job may be given, with its source (``online`` once its own
+    gradient noise covers every block). Only data-parallel jobs have SPB plans."""
+    kind = chosen_kind(job)
+    if kind not in (None, "data"):
+        return Text(
+            f"  1 for every {kind} plan: no SPB, every block's gradient averages the whole batch",
+            style="dim",
+        )
+    eta = job.get("eta")
     if not eta or not eta.get("candidates"):
         return Text("  unknown until the first lease reports the model's blocks", style="dim")
-    table = plain_table("plan", "depths", "eta", "source")
+    table = plain_table("PLAN", "DEPTHS", "η", "SOURCE")
     for candidate in eta["candidates"]:
         table.add_row(
             str(candidate["plan"]),
@@ -133,7 +142,12 @@ def eta_table(eta: dict[str, Any] | None) -> RenderableType:
     return table
 
 
-def _eta_cell(eta: dict[str, Any] | None) -> str:
+def _eta_cell(job: dict[str, Any]) -> str:
+    """η of the plan the job runs (statistical efficiency: progress per iteration against
+    full backprop), with its source."""
+    eta = job.get("eta")
+    if chosen_kind(job) not in (None, "data"):
+        return "1.000 (no SPB: every block's gradient averages the whole batch)"
     if not eta:
         return "-"
     current = eta.get("current")
@@ -142,7 +156,7 @@ def _eta_cell(eta: dict[str, Any] | None) -> str:
         f"{eta.get('fewest_observations', 0)}/{eta.get('needed_observations', 0)} observations"
     )
     if not current:
-        return f"- (no plan yet; {measured})"
+        return f"- (known once the job runs a plan; {measured})"
     return f"{current['eta']:.3f} ({current['source']}; {measured})"
 
 
@@ -150,11 +164,13 @@ def placement_table(job: dict[str, Any]) -> RenderableType:
     placement = job.get("placement") or []
     if not placement:
         return Text("not placed (holds no GPUs)", style="dim")
-    plan = job.get("plan") or []
-    table = plain_table("RANK", "GPU", "STOP DEPTH")
+    plan = parsed_plan(job)
+    depths = list(job.get("plan") or [])
+    kind = plan_kind(job)
+    table = plain_table("RANK", "GPU", "STOP DEPTH" if kind in (None, "data") else "ROLE")
     for rank, gpu in enumerate(placement):
-        depth = str(plan[rank]) if rank < len(plan) else "-"
-        table.add_row(str(rank), format_gpu(gpu), depth)
+        role = worker_role(plan, rank, depths)
+        table.add_row(str(rank), format_gpu(gpu), role.removeprefix("depth "))
     return table
 
 
@@ -210,15 +226,11 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
     head.add_column()
     for key, value in spec.items():
         head.add_row(key, str(value))
-    kind = result.get("plan_kind", "spb")
-    chosen = next(
-        (a for a in (result.get("plan_types") or {}).get("alternatives", []) if a.get("chosen")),
-        None,
-    )
-    if kind == "spb":
-        head.add_row("plan", f"{format_plan(plan)}  ({num_blocks} blocks)")
+    kind = plan_kind(result) or "data"
+    if kind == "data":
+        head.add_row("plan", f"data parallel, SPB {format_plan(plan)}  ({num_blocks} blocks)")
     else:
-        head.add_row("plan", f"{chosen['describe'] if chosen else kind}")
+        head.add_row("plan", long_plan(result))
     iteration = prediction.get("iteration_time_s")
     head.add_row(
         "iteration time",
@@ -226,11 +238,13 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
         if isinstance(iteration, int | float)
         else "-",
     )
-    workers = plain_table("RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY", "SENT", no_wrap=True)
+    workers = plain_table(
+        "RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY (WITH WORKSPACE)", "SENT", no_wrap=True
+    )
     memory = prediction.get("per_worker_memory_bytes") or []
     compute = prediction.get("per_worker_compute_s") or []
     sent = prediction.get("per_worker_bytes_sent") or []
-    depths: Sequence[int | None] = plan if kind == "spb" else [None] * len(memory)
+    depths: Sequence[int | None] = plan if kind == "data" else [None] * len(memory)
     for rank, depth in enumerate(depths):
         workers.add_row(
             str(rank),
@@ -245,64 +259,31 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
         head,
         Text(""),
         workers,
+        Text(
+            "  MEMORY (WITH WORKSPACE): the whole worker, model and runtime workspace; the plan "
+            "types' MODEL MEMORY is the model's part, what the per-worker limit covers",
+            style="dim",
+        ),
         Text(""),
         Text("Plan types", style="bold underline"),
         plan_types_view(result.get("plan_types")),
     )
 
 
-def cluster_view(cluster: dict[str, Any]) -> RenderableType:
-    nodes = Table(title="Nodes", title_justify="left", box=None, header_style="bold")
-    for column in ("NODE", "NAME", "GPUS", "TYPE", "GPU MEMORY", "ALIVE"):
-        nodes.add_column(column, no_wrap=True)
-    for node in cluster.get("nodes", []):
-        nodes.add_row(
-            str(node.get("index")),
-            node.get("name", "-"),
-            str(node.get("num_gpus", "-")),
-            node.get("gpu_type", "-"),
-            format_bytes(node.get("gpu_memory_bytes")),
-            "yes" if node.get("alive", True) else "[bold red]NO[/]",
-        )
-    colors = _job_colors(cluster.get("gpus", []))
-    gpus = Table(title="GPUs", title_justify="left", box=None, header_style="bold")
-    for column in ("GPU", "LOAD", "MEMORY", "WORKERS (job/rank, stop depth)"):
-        gpus.add_column(column, no_wrap=column != "WORKERS (job/rank, stop depth)")
-    for gpu in cluster.get("gpus", []):
-        workers = gpu.get("workers") or []
-        cell = Text()
-        for i, worker in enumerate(workers):
-            if i:
-                cell.append("  ")
-            label = f"{worker.get('job_name') or worker.get('job_id')}/r{worker.get('rank')}"
-            cell.append(label, style=colors.get(worker.get("job_id", ""), "white"))
-            cell.append(f" d={worker.get('depth', '-')}", style="dim")
-        if len({w.get("job_id") for w in workers}) > 1:
-            cell.append("  ◆ shared", style="bold")
-        gpus.add_row(
-            format_gpu(gpu["id"]),
-            _load_cell(float(gpu.get("load") or 0.0)),
-            f"{format_bytes(gpu.get('memory_used_bytes'))} / "
-            f"{format_bytes(gpu.get('memory_bytes'))}",
-            cell if workers else Text("idle", style="dim"),
-        )
-    return Group(nodes, Text(""), gpus)
-
-
 def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
     if not items:
         return Text("The queue is empty: no job is waiting.", style="dim")
-    table = plain_table("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT", no_wrap=True)
+    table = plain_table("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT", "REASON")
     for item in items:
+        blocked = item.get("blocked")
         table.add_row(
             str(item.get("position", "-")),
             item.get("job_id", "-"),
             item.get("name", "-"),
             item.get("user", "-"),
-            format_time(item.get("estimated_start_at")) if not item.get("blocked") else "never",
-            format_duration(item.get("estimated_wait_s"))
-            if not item.get("blocked")
-            else str(item["blocked"]),
+            format_time(item.get("estimated_start_at")) if not blocked else "never",
+            format_duration(item.get("estimated_wait_s")) if not blocked else "-",
+            Text(str(item.get("reason") or blocked or "")),
         )
     return table
 
@@ -321,25 +302,6 @@ def token_table(items: Sequence[dict[str, Any]]) -> RenderableType:
             format_time(item.get("revoked_at")),
         )
     return table
-
-
-def _job_colors(gpus: Sequence[dict[str, Any]]) -> dict[str, str]:
-    colors: dict[str, str] = {}
-    for gpu in gpus:
-        for worker in gpu.get("workers") or []:
-            job_id = worker.get("job_id", "")
-            if job_id not in colors:
-                colors[job_id] = JOB_COLORS[len(colors) % len(JOB_COLORS)]
-    return colors
-
-
-def _load_cell(load: float, width: int = 10) -> Text:
-    filled = min(round(min(load, 1.0) * width), width)
-    style = "green" if load <= 0.8 else "yellow" if load <= 1.0 else "red"
-    text = Text("█" * filled, style=style)
-    text.append("░" * (width - filled), style="dim")
-    text.append(f" {load * 100:4.0f}%")
-    return text
 
 
 def _progress_cell(job: dict[str, Any]) -> str:

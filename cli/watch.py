@@ -1,7 +1,8 @@
 """Follow jobs until they finish: a live view on a terminal, plain lines otherwise.
 
-The live view shows, per job, a progress bar (iterations, rate, ETA, loss) and each worker's
-SPB stop depth, so a re-plan by the scheduler is visible as it happens; every plan change and
+The live view shows, per job, a progress bar (iterations, rate, time left, loss) and each
+worker's SPB stop depth (or pipeline stage, or hybrid shard), so a re-plan by the scheduler is
+visible as it happens; every plan change and
 state transition is also printed as a line above the live view, so the history stays on screen.
 Ctrl-C detaches (exit 130) and never cancels anything.
 """
@@ -32,6 +33,7 @@ from cli.formatting import (
     progress_fraction,
 )
 from cli.output import stderr
+from cli.plans import parsed_plan, plan_kind, short_plan, worker_role
 
 SPEC_FIELDS = (
     "name",
@@ -56,6 +58,9 @@ class WatchedJob:
     num_blocks: int | None = None
     last_iteration: int | None = None
     plan: list[int] = field(default_factory=list)
+    """SPB stop depths of a data-parallel plan (empty for the other types)."""
+    other_plan: str = ""
+    """A pipeline or hybrid plan, as described (empty for data parallelism)."""
     events_seen: int = 0
     rate: float | None = None
     last_done: float | None = None
@@ -74,7 +79,8 @@ class WatchedJob:
         name = self.job.get("name")
         return f"{self.job_id} ({name})" if name else self.job_id
 
-    def eta_s(self) -> float | None:
+    def time_left_s(self) -> float | None:
+        """Seconds until the iteration target at the rate seen so far (``None``: unknown)."""
         total = float(self.job.get("iterations") or 0)
         remaining = total - float(self.job.get("iterations_done") or 0)
         if self.finished or not self.rate or self.rate <= 0:
@@ -126,7 +132,24 @@ class JobWatcher:
             lines.extend(self._plan_line(watched, sample.get("plan"), watched.last_iteration))
         done = int(job.get("iterations_done") or 0)
         lines.extend(self._plan_line(watched, job.get("plan"), done))
+        lines.extend(self._other_plan_line(watched, job, done))
         return lines
+
+    def _other_plan_line(self, watched: WatchedJob, job: dict[str, Any], done: int) -> list[str]:
+        """A pipeline or hybrid plan, when the job first runs one or it changes."""
+        if plan_kind(job) in (None, "data"):
+            return []
+        plan = parsed_plan(job)
+        text = plan.describe() if plan is not None else short_plan(job)
+        if text == watched.other_plan:
+            return []
+        old, watched.other_plan = watched.other_plan, text
+        if not old:
+            return [f"{escape(watched.label)}: plan {escape(text)} from iteration {done}"]
+        return [
+            f"{escape(watched.label)}: [bold]re-planned[/] {escape(old)} → {escape(text)} "
+            f"at iteration {done}"
+        ]
 
     def _plan_line(self, watched: WatchedJob, plan: Any, iteration: int) -> list[str]:
         new_plan = [int(d) for d in plan or []]
@@ -182,7 +205,7 @@ def render(jobs: list[WatchedJob]) -> RenderableType:
             Text(state, style=STATE_STYLES.get(state, "white")),
             ProgressBar(total=1.0, completed=progress_fraction(job), width=30),
             Text(f"{done}/{total} {progress_fraction(job) * 100:3.0f}%"),
-            Text(f"{rate}  ETA {format_duration(watched.eta_s())}"),
+            Text(f"{rate}  left {format_duration(watched.time_left_s())}"),
             Text(f"loss {format_loss(job.get('last_loss'))}"),
         )
         rows.append(head)
@@ -191,6 +214,13 @@ def render(jobs: list[WatchedJob]) -> RenderableType:
 
 
 def _workers_line(watched: WatchedJob) -> Text:
+    if plan_kind(watched.job) not in (None, "data"):
+        typed = parsed_plan(watched.job)
+        text = Text("  workers: ", style="dim")
+        for rank in range(int(watched.job.get("spec", {}).get("workers") or 0)):
+            text.append(f"r{rank} ", style="dim")
+            text.append(f"{worker_role(typed, rank, [])}  ", style="cyan")
+        return text
     plan = watched.plan or [int(d) for d in watched.job.get("plan") or []]
     if not plan:
         return Text("  workers: waiting for a plan", style="dim")
@@ -210,8 +240,9 @@ def plain_line(watched: WatchedJob) -> str:
     return (
         f"[{stamp}] {watched.label} {watched.state} "
         f"{int(job.get('iterations_done') or 0)}/{job.get('iterations', '?')} "
-        f"({progress_fraction(job) * 100:.1f}%) {rate} ETA {format_duration(watched.eta_s())} "
-        f"loss {format_loss(job.get('last_loss'))} plan {format_plan(watched.plan)}"
+        f"({progress_fraction(job) * 100:.1f}%) {rate} left "
+        f"{format_duration(watched.time_left_s())} loss {format_loss(job.get('last_loss'))} "
+        f"plan {short_plan(job)}"
     )
 
 

@@ -21,14 +21,33 @@ export JIGSAW_GPUS=${JIGSAW_GPUS:-4}
 export JIGSAW_POLICY=${JIGSAW_POLICY:-jigsaw}
 export JIGSAW_POLICY_OPTIONS=${JIGSAW_POLICY_OPTIONS:-'{"config": {"pack_gain": 0.0, "min_plan_hold_s": 0.0}}'}
 export JIGSAW_URL="http://127.0.0.1:$PORT"
+# A port in use (another server, an earlier demo) must cost one line and start nothing:
+# not the control plane, not Ray. (`serve` refuses such a port too, before it starts them.)
+if ! "$PY" -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$PORT" 2>/dev/null; then
+  echo "error: port $PORT is in use; stop what holds it, or run on another port: JIGSAW_PORT=$((PORT + 1)) make run" >&2
+  exit 1
+fi
 mkdir -p "$JIGSAW_DATA_DIR"
 log="$JIGSAW_DATA_DIR/server.log"
 started=$(date +%s)
 
 echo "==> starting the control plane on $JIGSAW_URL (SQLite in $JIGSAW_DATA_DIR, executor: $JIGSAW_EXECUTOR, $JIGSAW_GPUS GPUs, policy: $JIGSAW_POLICY $JIGSAW_POLICY_OPTIONS)"
-"$CLI" serve --port "$PORT" >"$log" 2>&1 &
+# The server leads a process group of its own, so that what it leaves behind can be found:
+# Ray's dashboard and runtime-env agents outlive a Ray that shut down cleanly. On exit: SIGTERM
+# (the server drains and stops Ray), then SIGKILL to whatever of that group is still there.
+"$PY" -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+  "$CLI" serve --port "$PORT" >"$log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+stop_server() {
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  sleep 1
+  kill -KILL -- "-$server" 2>/dev/null || true
+}
+trap stop_server EXIT
 
 for _ in $(seq 1 120); do
   if curl -fsS "$JIGSAW_URL/readyz" >/dev/null 2>&1; then break; fi

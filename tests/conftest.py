@@ -157,6 +157,24 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 # -- real server processes --------------------------------------------------------------
+def processes_in_session(session: int) -> list[str]:
+    """Processes still alive in ``session`` (started with ``start_new_session=True``, whose
+    id is the leader's pid), as 'pid name': what a command left behind. Linux (/proc)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[3]) == session and fields[0] != "Z":
+            alive.append(f"{entry.name} {name}")
+    return alive
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, Query
 
 from api.cluster_view import list_gpus, list_nodes
 from api.deps import Reader, StateDep, reject_unknown_query
-from api.errors import ApiError
 from api.json_body import JsonRoute
 from api.privacy import privacy_mask
+from api.routers.time_params import parse_since
 from api.schemas.cluster import (
     ClusterPublic,
     GpuList,
@@ -20,7 +20,7 @@ from api.schemas.cluster import (
     UtilizationSample,
 )
 from api.schemas.common import COMMON_ERRORS
-from api.timefmt import iso, parse_iso
+from api.timefmt import iso
 
 router = APIRouter(
     route_class=JsonRoute,
@@ -81,16 +81,7 @@ def get_utilization(
     ] = None,
 ) -> UtilizationList:
     """Busy and total GPUs over time, as the scheduler sampled them (at most 2000 points)."""
-    start = time.time() - DEFAULT_WINDOW_S
-    if since is not None:
-        try:
-            start = parse_iso(since)
-        except (ValueError, OverflowError):
-            raise ApiError(
-                422,
-                f"since={since!r} is not an ISO-8601 time such as 2026-11-22T07:00:00Z",
-                field="since",
-            ) from None
+    start = time.time() - DEFAULT_WINDOW_S if since is None else parse_since(since)
     points = state.store.utilization_since(start)
     step = max(1, -(-len(points) // MAX_SAMPLES))
     return UtilizationList(

@@ -11,7 +11,8 @@ from api.deps import StateDep, Submitter, reject_unknown_query
 from api.errors import ApiError
 from api.idempotency import MAX_KEY_LENGTH
 from api.json_body import JsonRoute
-from api.presenters import eta_public, event_public, job_json, job_public, plan_types_public
+from api.presenters import eta_public, event_public, job_public, plan_types_public
+from api.privacy import privacy_mask
 from api.schemas.common import COMMON_ERRORS, NO_CONTROL_CHARACTERS, NOT_FOUND, ErrorBody
 from api.schemas.jobs import (
     JobCreate,
@@ -114,13 +115,21 @@ def list_jobs(
     """Jobs, oldest first. Users see their own; admins everyone's (filter with `user`)."""
     if not principal.is_admin:
         if user is not None and user != principal.user:
-            raise ApiError(403, "users can list only their own jobs; drop the user filter")
+            raise ApiError(
+                403,
+                "users can list only their own jobs; leave out query parameter 'user'",
+                field="user",
+            )
         user = principal.user
     found = state.store.list_jobs(states=states, user=user, queue=queue, limit=limit, offset=offset)
     total = state.store.count_jobs(states=states, user=user, queue=queue)
     losses = Telemetry(state.engine).last_losses([job.id for job in found])
+    mask = privacy_mask(state, principal)
     return JobList(
-        items=[job_public(job, losses.get(job.id), eta_public(job, state.oracle)) for job in found],
+        items=[
+            mask.job(job_public(job, losses.get(job.id), eta_public(job, state.oracle)))
+            for job in found
+        ],
         total=total,
         limit=limit,
         offset=offset,
@@ -138,7 +147,9 @@ def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
     # Serialized once here; returning a Response skips FastAPI's second validation pass.
     eta = eta_public(job, state.oracle)
     plan_types = plan_types_public(job.spec, state.oracle)
-    return json_response(job_json(job, jobs_service.last_loss(state, job), eta, plan_types), 200)
+    shown = job_public(job, jobs_service.last_loss(state, job), eta, plan_types)
+    body = privacy_mask(state, principal).job(shown).model_dump_json().encode()
+    return json_response(body, 200)
 
 
 def json_response(body: bytes, status: int, *, replayed: bool = False) -> Response:
@@ -158,7 +169,8 @@ def json_response(body: bytes, status: int, *, replayed: bool = False) -> Respon
 def cancel_job(job_id: str, principal: Submitter, state: StateDep) -> JobPublic:
     """Cancel a job that has not finished. Its gang stops at the next scheduling round."""
     job = jobs_service.cancel(state, principal, job_id)
-    return job_public(job, jobs_service.last_loss(state, job), eta_public(job, state.oracle))
+    shown = job_public(job, jobs_service.last_loss(state, job), eta_public(job, state.oracle))
+    return privacy_mask(state, principal).job(shown)
 
 
 @router.get(
@@ -170,4 +182,5 @@ def cancel_job(job_id: str, principal: Submitter, state: StateDep) -> JobPublic:
 def list_job_events(job_id: str, principal: Submitter, state: StateDep) -> JobEventList:
     """Every state transition, with its reason, time and actor."""
     jobs_service.visible_job(state, principal, job_id)
-    return JobEventList(items=[event_public(e) for e in state.store.events(job_id)])
+    mask = privacy_mask(state, principal)
+    return JobEventList(items=[mask.event(event_public(e)) for e in state.store.events(job_id)])

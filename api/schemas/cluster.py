@@ -20,7 +20,15 @@ class WorkerPublic(Public):
     job_id: str
     job_name: str
     rank: int
-    depth: int | None = Field(description="the worker's SPB stop depth")
+    depth: int | None = Field(
+        description="the worker's SPB stop depth; null for a pipeline or hybrid plan"
+    )
+    role: str = Field(
+        default="",
+        examples=["depth 2", "stage 2/4", "shard 3/4"],
+        description="what the worker does in its plan: its stop depth (data parallel), its "
+        "stage (pipeline) or its shard (hybrid)",
+    )
     predicted_load: float | None = Field(description="share of the GPU's time (oracle estimate)")
     memory_bytes: int | None = Field(description="predicted memory of this worker (oracle)")
 
@@ -28,7 +36,10 @@ class WorkerPublic(Public):
 class GpuPublic(Public):
     id: list[int] = Field(examples=[[0, 1]])
     node: int
-    load: float = Field(description="sum of its workers' predicted loads")
+    load: float = Field(
+        description="sum of its workers' predicted loads: the GPU time they book. Over 1.0 "
+        "the workers are time-sliced (take turns), each slower than alone"
+    )
     memory_used_bytes: int
     memory_bytes: int
     workers: list[WorkerPublic]

@@ -64,6 +64,9 @@ class ErrorBody(Public):
     detail: str = Field(examples=["field 'workers': must be in 1..1024"])
     field: str | None = Field(default=None, examples=["workers"])
     state: str | None = Field(default=None, examples=["SUCCEEDED"])
+    job_id: str | None = Field(
+        default=None, examples=["j-3f2a9c01b7de"], description="404: the job id that was not found"
+    )
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -71,7 +74,7 @@ def _error(description: str) -> dict[str, Any]:
 
 
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: _error("the body could not be read (not UTF-8 JSON)"),
+    400: _error("the body could not be read (not UTF-8 JSON, or nested over 32 levels deep)"),
     401: _error("missing, invalid or revoked token"),
     403: _error("the token lacks the scope this route needs"),
     413: _error("body larger than JIGSAW_MAX_BODY_BYTES"),

@@ -114,12 +114,15 @@ class PlanTypesPublic(Public):
 
 class EtaEstimatePublic(Public):
     plan: str = Field(examples=["staircase"], description="none, staircase, uniform:k, or depths")
-    depths: list[int] = Field(examples=[[0, 1, 2, 3]])
+    depths: list[int] = Field(
+        examples=[[0, 1, 2, 3]], description="SPB stop depths; [] for a pipeline or hybrid plan"
+    )
     eta: float = Field(examples=[0.93], description="progress per iteration vs full backprop")
     source: str = Field(
         examples=["online"],
         description="online (this job's gradient noise), full backprop, measured table or "
-        "default (the prior, until every block is measured)",
+        "default (the prior, until every block is measured); for a pipeline or hybrid plan, "
+        "no SPB (eta 1)",
     )
 
 

@@ -41,6 +41,12 @@ class QueueEntry(Public):
         description="why the job cannot start on the cluster as it is (more workers than "
         "alive GPUs, or than its quota); null when it can",
     )
+    reason: str = Field(
+        default="",
+        examples=["needs 4 GPUs, 0 free, behind r18 (#1)"],
+        description="why it waits, as the cluster is now: never fits, backing off after a "
+        "failure, at its quota, not enough free GPUs, behind the job ahead of it",
+    )
 
 
 class QueuePublic(Public):

@@ -98,15 +98,29 @@ class Telemetry:
         with self._autocommit.connect() as conn:
             return list(conn.execute(query).mappings())
 
-    def logs(self, job_id: str, *, after: int, limit: int) -> list[LogLine]:
-        query = (
-            select(job_log_lines.c.id, job_log_lines.c.at, job_log_lines.c.line)
-            .where(job_log_lines.c.job_id == job_id, job_log_lines.c.id > after)
-            .order_by(job_log_lines.c.id)
-            .limit(limit)
+    def logs(
+        self,
+        job_id: str,
+        *,
+        after: int,
+        limit: int,
+        since: float | None = None,
+        tail: int | None = None,
+    ) -> list[LogLine]:
+        """Lines after sequence number ``after`` (and at or after ``since``), oldest first:
+        the first ``limit`` of them, or with ``tail`` the last ``tail``."""
+        query = select(job_log_lines.c.id, job_log_lines.c.at, job_log_lines.c.line).where(
+            job_log_lines.c.job_id == job_id, job_log_lines.c.id > after
         )
+        if since is not None:
+            query = query.where(job_log_lines.c.at >= since)
+        if tail is not None:
+            query = query.order_by(job_log_lines.c.id.desc()).limit(tail)
+        else:
+            query = query.order_by(job_log_lines.c.id).limit(limit)
         with self._autocommit.connect() as conn:
-            return [LogLine(row.id, row.at, row.line) for row in conn.execute(query)]
+            lines = [LogLine(row.id, row.at, row.line) for row in conn.execute(query)]
+        return lines[::-1] if tail is not None else lines
 
     def last_losses(self, job_ids: Sequence[str]) -> dict[str, float]:
         if not job_ids:

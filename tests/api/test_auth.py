@@ -29,6 +29,7 @@ ACCESS: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/api/v1/cluster/utilization"): READER,
     ("GET", "/api/v1/scheduler"): READER,
     ("GET", "/api/v1/scheduler/queue"): READER,
+    ("GET", "/api/v1/models"): READER,
     ("POST", "/api/v1/tokens"): ADMIN,
     ("GET", "/api/v1/tokens"): ADMIN,
     ("POST", "/api/v1/tokens/{token_id}/revoke"): ADMIN,

@@ -148,6 +148,17 @@ CASES = [
         headers=JSON,
     ),
     Bad("Latin-1 JSON", 400, None, raw='{"name": "é"}'.encode("latin-1"), headers=JSON),
+    Bad("50,000-deep JSON", 400, None, raw=b"[" * 50_000 + b"]" * 50_000, headers=JSON),
+    Bad(
+        "33-deep JSON in a field",
+        400,
+        None,
+        raw=b'{"name": "j", "model": "mlp", "workers": 1, "iterations": 10, "spb": '
+        + b"[" * 32
+        + b"]" * 32
+        + b"}",
+        headers=JSON,
+    ),
     # A repeated key is refused, not resolved (json.loads alone keeps the last one, so each of
     # these bodies would otherwise be a valid job, or a token for another user).
     Bad(
@@ -241,6 +252,16 @@ CASES = [
         method="GET",
         path="/api/v1/cluster/utilization?since=yesterday",
     ),
+    Bad("logs tail zero", 422, "tail", method="GET", path="/api/v1/jobs/j-1/logs?tail=0"),
+    Bad("logs since a word", 422, "since", method="GET", path="/api/v1/jobs/j-1/logs?since=x"),
+    Bad("models for zero workers", 422, "workers", method="GET", path="/api/v1/models?workers=0"),
+    Bad(
+        "models batch a word",
+        422,
+        "batch_size",
+        method="GET",
+        path="/api/v1/models?batch_size=big",
+    ),
     # -- jobs:validate refuses what submit refuses (one code path) ------------------------------
     Bad("validate: unknown model", 422, "model", spec(model="nope"), path="/api/v1/jobs:validate"),
     Bad("validate: depth beyond K", 422, "spb", digits(spb="0,9"), path="/api/v1/jobs:validate"),
@@ -324,3 +345,15 @@ def test_a_union_field_says_what_it_takes(bad_api: ApiClient, spb: object, says:
     )
     assert response.status_code == 422
     assert says in response.json()["detail"]
+
+
+@pytest.mark.parametrize("depth", [33, 50_000])
+def test_a_body_nested_too_deeply_says_so_with_the_limit(bad_api: ApiClient, depth: int) -> None:
+    """It is UTF-8 JSON: the refusal says what is wrong with it (issue 25)."""
+    body = b"[" * depth + b"]" * depth
+    response = bad_api.client.post(
+        "/api/v1/jobs", content=body, headers={**bad_api.headers("alice"), **JSON}
+    )
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert "more than 32 levels deep" in detail and "UTF-8" not in detail, detail

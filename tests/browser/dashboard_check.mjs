@@ -1,5 +1,6 @@
 // Loads the dashboard in headless Chromium, signs in with a token, waits for the jobs table and
-// the GPU packing view, saves a screenshot, and prints one JSON object with what it saw.
+// the GPU packing view, saves a screenshot, then looks again at a phone's width (420 px) and
+// reports anything that sticks out sideways; prints one JSON object with what it saw.
 // Usage: node dashboard_check.mjs URL TOKEN SCREENSHOT_PATH [CHROMIUM_PATH]
 import { chromium } from "playwright-core";
 
@@ -41,16 +42,35 @@ try {
     name: r.querySelector(".job-name span:last-child").textContent,
     state: r.querySelector(".badge").textContent,
     plan: r.querySelector(".plan .d") ? r.querySelector(".plan .d").textContent : null,
+    planNote: r.querySelector(".plan .muted") ? r.querySelector(".plan .muted").textContent : null,
     eta: r.querySelector(".eta") ? r.querySelector(".eta").textContent : null,
+    reason: r.querySelector(".reason") ? r.querySelector(".reason").textContent : null,
   })));
   result.gpus = await page.$$eval(".gpu", (gpus) => gpus.map((g) => ({
     id: g.dataset.gpu,
     shared: g.classList.contains("shared"),
     jobs: [...new Set([...g.querySelectorAll(".block")].map((b) => b.dataset.job))],
+    roles: [...g.querySelectorAll(".block")].map((b) => b.dataset.role),
+    load: g.querySelector(".gpu-label .num").textContent,
   })));
   result.charts = await page.$$eval(".chart canvas", (c) => c.length);
   result.summary = await page.$$eval("#summary .card .label", (c) => c.map((x) => x.textContent));
   await page.screenshot({ path: screenshot, fullPage: true });
+
+  // A phone's width: the page must not scroll sideways, and no visible element may reach
+  // past the right edge (the jobs table and the packing card did).
+  await page.setViewportSize({ width: 420, height: 900 });
+  await page.waitForTimeout(2500);  // a refresh redraws at the new width
+  result.narrow = await page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const sticking = [...document.querySelectorAll("body *")]
+      .filter((node) => node.getClientRects().length > 0)
+      .filter((node) => node.getBoundingClientRect().right > width + 1)
+      .map((node) => node.tagName.toLowerCase() + (node.className ? "." + String(node.className).split(" ")[0] : "") +
+        " right=" + Math.round(node.getBoundingClientRect().right));
+    return { width, scrollWidth: document.documentElement.scrollWidth, sticking: sticking.slice(0, 20) };
+  });
+  await page.screenshot({ path: screenshot.replace(/\.png$/, "-narrow.png"), fullPage: true });
 } finally {
   await context.close();
 }

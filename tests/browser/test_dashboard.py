@@ -89,9 +89,16 @@ def browser_tools() -> tuple[str, str]:
     return chromium, node
 
 
+def assert_nothing_scrolls_sideways_at_420_px(seen: dict[str, Any]) -> None:
+    narrow = seen["narrow"]
+    assert narrow["width"] <= 420, narrow
+    assert narrow["scrollWidth"] <= narrow["width"], narrow
+    assert narrow["sticking"] == [], narrow
+
+
 def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> None:
     chromium, node = browser_tools()
-    server = start_server(gpus=8, gpus_per_node=4, sim_iterations_per_second=20)
+    server = start_server(gpus=10, gpus_per_node=4, sim_iterations_per_second=20)
     url, token = server.url, server.admin_token
     jobs = [
         submit(
@@ -112,9 +119,19 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
             iterations=100000,
             spb="uniform:1",
         ),
+        submit(
+            url,
+            token,
+            name="mlp-pipeline",
+            model="mlp",
+            workers=2,
+            iterations=100000,
+            parallelism="pipeline",
+        ),
         submit(url, token, name="small-done", model="digits_cnn", workers=1, iterations=20),
         submit(url, token, name="big-waiting", model="digits_cnn", workers=8, iterations=50),
     ]
+    pipeline = jobs[2]
     deadline = time.monotonic() + 60
     while get_job(url, token, jobs[1]["id"])["iterations_done"] < 40:
         assert time.monotonic() < deadline, "jobs never made progress"
@@ -135,13 +152,21 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
     assert rows[jobs[0]["id"]]["state"] == "RUNNING"
     assert rows[jobs[0]["id"]]["plan"]  # the SPB plan is shown
     assert " · " in rows[jobs[0]["id"]]["eta"]  # its eta, with the source named
-    assert rows[jobs[3]["id"]]["state"] in ("PENDING", "ADMITTED", "RUNNING")
-    assert len(seen["gpus"]) == 8
+    assert rows[jobs[4]["id"]]["state"] in ("PENDING", "ADMITTED", "RUNNING")
+    # A pipeline job is as visible as an SPB one: its plan, its η, its workers' stages.
+    assert rows[pipeline["id"]]["plan"] == "pipeline · 2 stages", rows[pipeline["id"]]
+    assert rows[pipeline["id"]]["eta"] == "1.000 · no SPB"
+    roles = sorted(
+        role for gpu in seen["gpus"] if pipeline["id"] in gpu["jobs"] for role in gpu["roles"]
+    )
+    assert roles == ["stage 1/2", "stage 2/2"], seen["gpus"]
+    assert len(seen["gpus"]) == 10
     packed = {job_id for gpu in seen["gpus"] for job_id in gpu["jobs"]}
     assert {jobs[0]["id"], jobs[1]["id"]} <= packed
     assert seen["charts"] == 2
     assert "GPUs busy" in seen["summary"]
     assert screenshot.stat().st_size > 10_000
+    assert_nothing_scrolls_sideways_at_420_px(seen)
 
 
 def quickstart_policy_options() -> str:
@@ -215,3 +240,7 @@ def test_dashboard_shows_the_make_run_packing(start_server: StartServer) -> None
     assert set(shared[0]["jobs"]) == {host["id"], guest["id"]}
     unshared = [gpu for gpu in seen["gpus"] if not gpu["shared"]]
     assert all(gpu["jobs"] == [host["id"]] for gpu in unshared)
+    # A GPU's load never reads over 100%: a time-sliced one says so instead.
+    loads = [int(gpu["load"].split("%")[0]) for gpu in seen["gpus"]]
+    assert max(loads) <= 100, seen["gpus"]
+    assert_nothing_scrolls_sideways_at_420_px(seen)

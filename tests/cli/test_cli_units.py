@@ -140,3 +140,57 @@ def test_queue_table_says_why_a_blocked_job_never_starts() -> None:
     big, small = (line for line in text.splitlines() if "j-1" in line or "j-2" in line)
     assert "never" in big and "needs 5 GPUs; the cluster has 4 alive" in big
     assert "never" not in small and "30s" in small
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("30s", 30), ("10m", 600), ("2h", 7200), ("1d", 86400), ("1h30m", 5400), ("90", 90)],
+)
+def test_durations_as_people_type_them(text: str, seconds: float) -> None:
+    from cli.durations import parse_duration
+
+    assert parse_duration(text, "--since") == seconds
+
+
+@pytest.mark.parametrize("text", ["yesterday", "-5m", "nan", "inf", "5 minutes", "m5"])
+def test_a_non_duration_names_the_flag(text: str) -> None:
+    from cli.durations import parse_duration
+
+    with pytest.raises(UsageError, match="--since"):
+        parse_duration(text, "--since")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "detail", "said"),
+    [
+        (404, {"job_id": "j-x"}, "no job with id 'j-x'; list your jobs with GET /api/v1/jobs",
+         "no job with id 'j-x'; `jigsaw-cli list` shows your jobs"),
+        (422, {"field": "state"}, "query parameter 'state': Input should be 'PENDING'",
+         "--state: Input should be 'PENDING'"),
+        (422, {"field": "gpus"}, "unknown field 'gpus'; remove it (see the schema at /docs)",
+         "unknown field 'gpus' in the job file; remove it (the fields are the flags of "
+         "`jigsaw-cli submit --help`, with _ for -)"),
+        (422, {"field": "workers"}, "field 'workers': must be in 1..1024",
+         "field 'workers': must be in 1..1024"),
+        (404, {}, "no such route; the API lives under /api/v1 (see /docs)",
+         "the server does not know this request: it is older than this jigsaw-cli"),
+    ],
+)  # fmt: skip
+def test_server_errors_in_the_clis_words(
+    status: int, body: dict[str, str], detail: str, said: str
+) -> None:
+    from cli.api_words import cli_detail
+
+    assert cli_detail(status, body, detail, {"state": "--state"}) == said
+
+
+def test_watch_says_time_left_not_eta() -> None:
+    from cli.watch import WatchedJob, plain_line
+
+    watched = WatchedJob(
+        "j-1",
+        job={"state": "RUNNING", "iterations": 100, "iterations_done": 40, "plan": [0, 1]},
+        rate=10.0,
+    )
+    line = plain_line(watched)
+    assert "left 6.0s" in line and "ETA" not in line and "plan 0,1" in line

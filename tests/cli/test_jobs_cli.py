@@ -161,7 +161,7 @@ def test_describe_shows_spec_events_and_plan_history(cli: Cli) -> None:
     for heading in ("Spec", "Placement", "Plan history", "Events"):
         assert heading in table.stdout
     assert "SUCCEEDED" in table.stdout
-    assert "Statistical efficiency (eta) per plan" in table.stdout
+    assert "Statistical efficiency (η) per plan" in table.stdout
     assert "full backprop" in table.stdout  # the eta of plan none, with its source
     assert described["job"]["eta"]["current"]["depths"] == [0, 1]
 

@@ -64,7 +64,7 @@ def test_dry_run_shows_the_chosen_type_and_every_alternative(cli: Cli) -> None:
     assert [a["fits"] for a in types["alternatives"] if a["kind"] == "data"] == [False]
     table = cli("submit", *VGG, "--dry-run")
     assert table.returncode == 0, table.stderr
-    for text in ("Plan types", "SAMPLES/S", "MEMORY/WORKER", "FITS", "data x 2 workers"):
+    for text in ("Plan types", "SAMPLES/S", "MODEL MEMORY", "FITS", "data x 2 workers"):
         assert text in table.stdout, table.stdout
     assert f"runs {types['chosen']}" in table.stdout
 

@@ -86,7 +86,8 @@ def test_submit_watch_draws_a_live_progress_view(cli: Cli, tmp_path: Path) -> No
         assert live, "never saw the live view while the job ran:\n" + "\n----\n".join(screens)
         running = live[-1]
         assert "━" in running, running  # the progress bar
-        assert "it/s" in running and "ETA" in running and "loss" in running, running
+        assert "it/s" in running and "left" in running and "loss" in running, running
+        assert "ETA" not in running  # time left is "left"; η is statistical efficiency
         assert "r0=0" in running and "r3=3" in running  # each worker's stop depth
         assert "SUCCEEDED" in final
         assert "Traceback" not in "".join(screens)

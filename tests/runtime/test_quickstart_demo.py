@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO, free_port, processes_in_session
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.integration]
 
@@ -29,15 +31,23 @@ def test_make_run_packs_the_guest_and_prints_both_accuracies(tmp_path: Path) -> 
             "JIGSAW_PORT": str(free_port()),
         }
     )
-    result = subprocess.run(
+    result = subprocess.Popen(
         [str(REPO / "scripts" / "quickstart.sh")],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        timeout=420,
+        start_new_session=True,
     )
-    out = result.stdout  # with stderr, where `status --watch` writes the job events
+    out, _ = result.communicate(timeout=420)  # with stderr, where `status --watch` writes
+    leftover = processes_in_session(result.pid)
+    deadline = time.monotonic() + 10  # Ray's idle workers take a few seconds to go
+    while leftover and time.monotonic() < deadline:
+        time.sleep(0.5)
+        leftover = processes_in_session(result.pid)
+    for line in leftover:  # never leave them running, even when the test fails
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert leftover == [], leftover  # Ray's agents used to outlive the demo
     assert result.returncode == 0, out[-4000:]
     assert "one GPU runs the host's partial worker and the guest" in out, out
     # The host's SPB plan is a near tie between staircase and uniform:1 (docs/SCHEDULER.md);

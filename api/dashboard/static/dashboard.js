@@ -86,10 +86,45 @@ function renderSummary(cluster, active, scheduler) {
 }
 
 // ---------------------------------------------------------------- jobs table
-function planCell(plan, color) {
+const COLUMN_LABELS = ["Job", "User / queue", "State", "Progress", "Plan", "η", "Loss", "GPUs"];
+const DATA_KINDS = ["data", "spb"];  // "spb": how servers spelled data parallelism before
+
+// A pipeline or hybrid plan, in a few words (its full text is the cell's tooltip).
+function typedPlanText(job) {
+  const plan = job.plan_detail || {};
+  if (job.plan_kind === "pipeline") {
+    const stages = (plan.stages || []).length;
+    const replicas = plan.replicas > 1 ? " × " + plan.replicas : "";
+    return "pipeline · " + stages + " stages" + replicas;
+  }
+  if (job.plan_kind === "hybrid") return "hybrid · " + (plan.num_workers || "?") + " shards";
+  return job.plan_kind;
+}
+
+function planCell(job, color) {
   const cell = el("div", "plan");
+  const plan = job.plan;
+  if (job.plan_kind && !DATA_KINDS.includes(job.plan_kind)) {
+    const detail = job.plan_detail || {};
+    const parts = job.plan_kind === "pipeline" ? (detail.stages || []) : [];
+    const blocks = detail.num_blocks || 1;
+    // One bar per pipeline stage, as tall as its share of the blocks.
+    parts.forEach((stage, index) => {
+      const bar = el("div", "w");
+      bar.style.background = color;
+      bar.style.height = Math.max(15, (100 * (stage[1] - stage[0] + 1)) / blocks) + "%";
+      bar.title = "stage " + (index + 1) + ": blocks " + stage[0] + "-" + stage[1];
+      cell.append(bar);
+    });
+    const text = el("span", "d", typedPlanText(job));
+    text.title = job.eta && job.eta.current ? job.eta.current.plan : "";
+    cell.append(text);
+    return cell;
+  }
   if (!plan || plan.length === 0) {
-    cell.append(el("span", "muted", "not planned yet"));
+    const chosen = job.plan_types && job.plan_types.chosen;
+    const waiting = chosen && !DATA_KINDS.includes(chosen) ? "runs " + chosen + " once started" : "not planned yet";
+    cell.append(el("span", "muted", waiting));
     return cell;
   }
   const blocks = Math.max(...plan) + 1;
@@ -108,11 +143,13 @@ function planCell(plan, color) {
 // eta of the plan the job runs, and where it comes from (online = the job's own gradient noise).
 function etaText(eta) {
   if (!eta || !eta.current) return "–";
-  return eta.current.eta.toFixed(3) + " · " + eta.current.source;
+  // "no SPB: every block's gradient..." reads "no SPB"; the whole source is the tooltip.
+  return eta.current.eta.toFixed(3) + " · " + eta.current.source.split(":")[0];
 }
 
 function etaTitle(eta) {
   if (!eta) return "";
+  if (eta.current && eta.current.depths.length === 0) return eta.current.source;
   const lines = (eta.candidates || []).map((c) => c.plan + ": " + c.eta.toFixed(3) + " (" + c.source + ")");
   lines.push(eta.blocks_measured + " blocks measured, fewest " + eta.fewest_observations + "/" + eta.needed_observations + " observations");
   return lines.join("\n");
@@ -132,6 +169,7 @@ function renderJobs(active, finished) {
     who.append(el("div", "", job.user), el("div", "muted", job.queue));
     const state = el("td");
     state.append(el("span", "badge state-" + job.state, job.state));
+    if (job.reason) state.append(el("div", "reason muted", job.reason));
     const progress = el("td");
     const wrap = el("div", "progress");
     const bar = el("div", "bar");
@@ -142,12 +180,15 @@ function renderJobs(active, finished) {
     wrap.append(bar, el("div", "nums", done + " / " + job.iterations + " it · " + Math.round(100 * (job.progress || 0)) + "%"));
     progress.append(wrap);
     const plan = el("td");
-    plan.append(planCell(job.plan, jobColor(job.id)));
+    plan.append(planCell(job, jobColor(job.id)));
     const eta = el("td", "num eta", etaText(job.eta));
     eta.title = etaTitle(job.eta);
     const loss = el("td", "num", typeof job.last_loss === "number" ? job.last_loss.toFixed(4) : "–");
     const gpus = el("td", "num muted", (job.placement || []).map((g) => g[0] + ":" + g[1]).join(" ") || "–");
-    tr.append(first, who, state, progress, plan, eta, loss, gpus);
+    const cells = [first, who, state, progress, plan, eta, loss, gpus];
+    // The column's name on each cell: a narrow screen shows the row as a labelled card.
+    cells.forEach((cell, index) => { cell.dataset.label = COLUMN_LABELS[index]; });
+    tr.append(...cells);
     return tr;
   });
   $("jobs").tBodies[0].replaceChildren(...rows);
@@ -189,7 +230,8 @@ function gpuColumn(gpu, jobsSeen) {
   const workers = gpu.workers || [];
   const jobs = new Set(workers.map((w) => w.job_id));
   const load = gpu.load || 0;
-  const column = el("div", "gpu" + (jobs.size > 1 ? " shared" : "") + (load > 1.0001 ? " over" : ""));
+  const sliced = load > 1.0001;  // the workers book more than the GPU: they take turns
+  const column = el("div", "gpu" + (jobs.size > 1 ? " shared" : "") + (sliced ? " over" : ""));
   column.dataset.gpu = gpu.id.join(":");
   const stack = el("div", "gpu-box");
   const scale = Math.max(1, load);  // an over-committed GPU is drawn squeezed, and outlined red
@@ -198,16 +240,20 @@ function gpuColumn(gpu, jobsSeen) {
     const block = el("div", "block");
     block.style.background = jobColor(worker.job_id);
     block.style.height = ((100 * (worker.predicted_load || 0)) / scale).toFixed(1) + "%";
-    block.title = (worker.job_name || worker.job_id) + " rank " + worker.rank + ", stop depth " +
-      worker.depth + ", predicted load " + Math.round(100 * (worker.predicted_load || 0)) + "%";
+    block.title = (worker.job_name || worker.job_id) + " rank " + worker.rank + ", " +
+      workerRole(worker) + ", booked load " + Math.round(100 * (worker.predicted_load || 0)) + "%";
     block.dataset.job = worker.job_id;
+    block.dataset.role = workerRole(worker);
     if ((worker.predicted_load || 0) / scale >= 0.14) {
-      block.append(el("span", "", worker.job_name || worker.job_id), el("small", "", "r" + worker.rank + " · d" + worker.depth));
+      block.append(el("span", "", worker.job_name || worker.job_id), el("small", "", "r" + worker.rank + " · " + workerRole(worker)));
     }
     stack.append(block);
   });
   const label = el("div", "gpu-label");
-  label.append(el("strong", "", "GPU " + gpu.id.join(":")), el("span", "num", Math.round(100 * load) + "%"));
+  // A GPU runs at most all the time: show the load capped, and say when it is time-sliced.
+  const shown = el("span", "num", sliced ? "100% · sliced" : Math.round(100 * load) + "%");
+  if (sliced) shown.title = "booked " + Math.round(100 * load) + "%: " + workers.length + " workers take turns, each slower than alone";
+  label.append(el("strong", "", "GPU " + gpu.id.join(":")), shown);
   const mem = el("div", "mem");
   const used = el("div");
   used.style.width = Math.min(100, (100 * (gpu.memory_used_bytes || 0)) / (gpu.memory_bytes || 1)).toFixed(1) + "%";
@@ -218,6 +264,12 @@ function gpuColumn(gpu, jobsSeen) {
   return column;
 }
 
+// What a worker does in its plan: "depth 2" (data parallel), "stage 2/4" or "shard 3/4".
+function workerRole(worker) {
+  if (worker.role) return worker.role;
+  return worker.depth === null || worker.depth === undefined ? "not planned" : "depth " + worker.depth;
+}
+
 function gib(bytes) {
   return ((bytes || 0) / 2 ** 30).toFixed(1) + " GiB";
 }
@@ -226,8 +278,20 @@ function gib(bytes) {
 const AXIS = { stroke: "#8d99b3", grid: { stroke: "#243049", width: 1 }, ticks: { stroke: "#243049" } };
 
 function chartWidth(id) {
-  return Math.max(300, $(id).clientWidth - 4);
+  return Math.max(240, $(id).clientWidth - 4);
 }
+
+// uPlot draws at a fixed width: follow the window (a phone turned, a window narrowed).
+let resizePending = false;
+window.addEventListener("resize", () => {
+  if (resizePending) return;
+  resizePending = true;
+  requestAnimationFrame(() => {
+    resizePending = false;
+    if (utilChart) utilChart.setSize({ width: chartWidth("util-chart"), height: 240 });
+    if (lossChart) lossChart.setSize({ width: chartWidth("loss-chart"), height: 240 });
+  });
+});
 
 function renderUtilization(items) {
   const xs = items.map((p) => Date.parse(p.at) / 1000);

@@ -1,0 +1,173 @@
+"""The cluster and the model zoo as people read them (``-o table``): nodes, GPUs with the
+workers on each (their role in their plan and, when shared, their booked load), and which
+plan types fit each zoo model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from cli.formatting import format_bytes, format_gpu
+from cli.views import plain_table
+
+JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+
+
+def cluster_view(cluster: dict[str, Any]) -> RenderableType:
+    nodes = Table(title="Nodes", title_justify="left", box=None, header_style="bold")
+    for column in ("NODE", "NAME", "GPUS", "TYPE", "GPU MEMORY", "ALIVE"):
+        nodes.add_column(column, no_wrap=True)
+    for node in cluster.get("nodes", []):
+        nodes.add_row(
+            str(node.get("index")),
+            node.get("name", "-"),
+            str(node.get("num_gpus", "-")),
+            node.get("gpu_type", "-"),
+            format_bytes(node.get("gpu_memory_bytes")),
+            "yes" if node.get("alive", True) else "[bold red]NO[/]",
+        )
+    colors = _job_colors(cluster.get("gpus", []))
+    gpus = Table(title="GPUs", title_justify="left", box=None, header_style="bold")
+    workers_header = "WORKERS (job/rank role, booked load)"
+    for column in ("GPU", "LOAD", "MEMORY", workers_header):
+        gpus.add_column(column, no_wrap=column != workers_header)
+    sliced: list[str] = []
+    for gpu in cluster.get("gpus", []):
+        workers = gpu.get("workers") or []
+        load = float(gpu.get("load") or 0.0)
+        cell = Text()
+        for i, worker in enumerate(workers):
+            if i:
+                cell.append("  ")
+            label = f"{worker.get('job_name') or worker.get('job_id')}/r{worker.get('rank')}"
+            cell.append(label, style=colors.get(worker.get("job_id", ""), "white"))
+            cell.append(f" {_role(worker)}", style="dim")
+            if len(workers) > 1 and worker.get("predicted_load") is not None:
+                cell.append(f" {float(worker['predicted_load']) * 100:.0f}%", style="dim")
+        if len({w.get("job_id") for w in workers}) > 1:
+            cell.append("  ◆ shared", style="bold")
+        if load > 1.0:
+            sliced.append(f"{format_gpu(gpu['id'])} books {load * 100:.0f}%")
+        gpus.add_row(
+            format_gpu(gpu["id"]),
+            _load_cell(load),
+            f"{format_bytes(gpu.get('memory_used_bytes'))} / "
+            f"{format_bytes(gpu.get('memory_bytes'))}",
+            cell if workers else Text("idle", style="dim"),
+        )
+    parts: list[RenderableType] = [nodes, Text(""), gpus]
+    if sliced:
+        parts.append(
+            Text(
+                f"time-sliced: {', '.join(sliced)} of its time; its workers take turns, each "
+                "slower than alone (LOAD shows at most 100%; each worker's booked load is "
+                "beside it)",
+                style="dim",
+            )
+        )
+    return Group(*parts)
+
+
+def _role(worker: dict[str, Any]) -> str:
+    """``d=2`` for a data-parallel worker (its stop depth), else the role the server names
+    (``stage 2/4``, ``shard 3/4``)."""
+    if worker.get("depth") is not None:
+        return f"d={worker['depth']}"
+    return str(worker.get("role") or "not planned")
+
+
+def models_table(models: dict[str, Any]) -> RenderableType:
+    """The zoo: K, parameters, and per plan type whether it fits the server's per-worker
+    memory limit (its model memory), with the source of its η."""
+    items = models.get("items") or []
+    if not items:
+        return Text("The server lists no models.", style="dim")
+    kinds = ("data", "pipeline", "hybrid")
+    table = plain_table(
+        "MODEL", "K", "PARAMS", "PROFILE", *(k.upper() for k in kinds), "η (SOURCE)"
+    )
+    for model in items:
+        fits = {kind: _fit_cell(model, kind) for kind in kinds}
+        table.add_row(
+            str(model.get("name")),
+            str(model.get("num_blocks", "-")),
+            _count(model.get("parameters")),
+            str(model.get("profile", "-")),
+            *(fits[kind] for kind in kinds),
+            _eta_sources(model),
+        )
+    workers = models.get("workers")
+    head = Text(
+        f"Plan types for {workers} worker{'' if workers == 1 else 's'} x batch "
+        f"{models.get('batch_size')}, against the server's per-worker memory limit of "
+        f"{format_bytes(models.get('memory_limit_bytes'))} ({models.get('gpu_type')}). "
+        "yes/no: fits; *: what parallelism auto picks; the size: model memory per worker. "
+        "η: the prior of an SPB staircase until a job measures its own (online)."
+    )
+    refusals = [
+        Text(f"{model.get('name')}: {model['refusal']}", style="dim")
+        for model in items
+        if model.get("refusal")
+    ]
+    return Group(head, Text(""), table, *([Text(""), *refusals] if refusals else []))
+
+
+def _fit_cell(model: dict[str, Any], kind: str) -> Text:
+    of_kind = [a for a in model.get("plan_types") or [] if a.get("kind") == kind]
+    if not of_kind:
+        return Text("none fits" if model.get("refusal") else "-", style="dim")
+    best = min(of_kind, key=lambda a: (not a.get("fits"), a.get("max_worker_memory_bytes", 0)))
+    chosen = any(a.get("chosen") for a in of_kind)
+    text = Text("yes" if best.get("fits") else "no", style="green" if best.get("fits") else "red")
+    text.append("*" if chosen else " ")
+    text.append(f" {format_bytes(best.get('max_worker_memory_bytes'))}", style="dim")
+    return text
+
+
+def _eta_sources(model: dict[str, Any]) -> str:
+    """η of a data-parallel staircase (its source), and 1 for the other types (no SPB)."""
+    parts: list[str] = []
+    for fit in model.get("plan_types") or []:
+        if fit.get("kind") == "data":
+            parts.append(f"staircase {float(fit.get('eta', 0)):.3f} ({fit.get('eta_source')})")
+            break
+    if any(f.get("kind") != "data" for f in model.get("plan_types") or []):
+        parts.append("pipeline/hybrid 1 (no SPB)")
+    return "; ".join(parts) or "-"
+
+
+def _count(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "-"
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f}{unit}"
+    return str(int(value))
+
+
+def _job_colors(gpus: Sequence[dict[str, Any]]) -> dict[str, str]:
+    colors: dict[str, str] = {}
+    for gpu in gpus:
+        for worker in gpu.get("workers") or []:
+            job_id = worker.get("job_id", "")
+            if job_id not in colors:
+                colors[job_id] = JOB_COLORS[len(colors) % len(JOB_COLORS)]
+    return colors
+
+
+def _load_cell(load: float, width: int = 10) -> Text:
+    """The GPU's booked load as a bar, capped at 100%: a GPU cannot run more than all the
+    time; a time-sliced one is marked ``sliced`` (the view's footnote gives the booking)."""
+    shown = min(load, 1.0)
+    filled = min(round(shown * width), width)
+    style = "green" if load <= 0.8 else "yellow" if load <= 1.0 else "red"
+    text = Text("█" * filled, style=style)
+    text.append("░" * (width - filled), style="dim")
+    text.append(f" {shown * 100:4.0f}%")
+    if load > 1.0:
+        text.append(" sliced", style="bold")
+    return text

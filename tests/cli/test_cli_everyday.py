@@ -1,0 +1,219 @@
+"""The CLI as a new user meets it (issue 25), as a table: each row runs the real CLI against a
+real server and names what its output must say and must not. The server (4 GPUs, per-worker
+memory limit 0.25 GiB) runs one pipeline job on every GPU, chosen by ``parallelism auto``
+because the model does not fit one worker, and two jobs wait behind it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import (
+    Cli,
+    ServerProcess,
+    base_env,
+    start_embedded_server,
+    stop,
+    submit_json,
+)
+
+pytestmark = pytest.mark.integration
+
+PIPE = ["--name", "pipe", "--model", "digits_wide_mlp", "--workers", "4"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = start_embedded_server(
+        tmp_path_factory.mktemp("everyday"), JIGSAW_WORKER_MEMORY_GIB="0.25"
+    )
+    yield server
+    stop(server)
+
+
+@pytest.fixture
+def cli(server: ServerProcess, tmp_path: Path) -> Cli:
+    env = base_env(tmp_path)
+    env.update(JIGSAW_URL=server.url, JIGSAW_TOKEN=server.admin_token)
+    return Cli(env)
+
+
+@pytest.fixture(scope="module")
+def jobs(server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The pipeline job (running) and two jobs queued behind it, by name."""
+    env = base_env(tmp_path_factory.mktemp("everyday-cli"))
+    env.update(JIGSAW_URL=server.url, JIGSAW_TOKEN=server.admin_token)
+    cli = Cli(env)
+    pipe = str(submit_json(cli, *PIPE, "--iterations", "1000000")["id"])
+    one = submit_json(cli, "--name", "one", "--model", "mlp", "--workers", "1", "--iterations", "9")
+    two = submit_json(
+        cli, "--name", "two", "--model", "digits_cnn", "--workers", "2", "--iterations", "9"
+    )
+    deadline = time.monotonic() + 60
+    while json.loads(cli("status", pipe, "-o", "json").stdout)["state"] != "RUNNING":
+        assert time.monotonic() < deadline, "the pipeline job never started"
+        time.sleep(0.3)
+    return {"pipe": pipe, "one": str(one["id"]), "two": str(two["id"])}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    case: str
+    args: list[str]
+    says: list[str] = dataclasses.field(default_factory=list)
+    """Each must be in stdout (``{pipe}``, ``{one}``: the jobs' ids)."""
+    never: list[str] = dataclasses.field(default_factory=list)
+    """None may be in stdout or stderr."""
+    error: str | None = None
+    """When set: exit 2 and this in the one error line."""
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+ROWS = [
+    # -- pipeline and hybrid jobs are visible (item 3) ---------------------------------------
+    Row("list names the plan type", ["list"], ["pipeline 4 stages"]),
+    Row(
+        "status gives the plan and its eta",
+        ["status", "{pipe}"],
+        ["Plan       pipeline[2bw] stages 1,2,3,4", "η          1.000 (no SPB"],
+        never=["SPB plan", "Eta", "no plan yet"],
+    ),
+    Row(
+        "describe gives each rank's stage and no SPB eta table",
+        ["describe", "{pipe}"],
+        ["ROLE", "stage 1/4 (block 1)", "stage 4/4 (block 4)", "1 for every pipeline plan"],
+        never=["staircase", "DEPTHS"],
+    ),
+    Row(
+        "cluster labels each worker with its stage",
+        ["cluster"],
+        ["pipe/r0 stage 1/4", "pipe/r3 stage 4/4"],
+        never=["d=None"],
+    ),
+    # -- the queue says why (item 5) ------------------------------------------------------------
+    Row(
+        "queue gives a reason per job",
+        ["queue"],
+        ["REASON", "needs 1 GPU, 0 free", "needs 2 GPUs, 0 free, behind one (#1)"],
+    ),
+    # -- models (item 5) ------------------------------------------------------------------------
+    Row(
+        "models lists the zoo against the server's limit",
+        ["models"],
+        ["digits_wide_mlp", "256.0 MiB", "no  304.8 MiB", "yes* 105.1 MiB", "(no SPB)"],
+    ),
+    Row("models for one worker", ["models", "--workers", "1"], ["1 worker x", "full backprop"]),
+    # -- words a user understands (items 4, 5) ---------------------------------------------
+    Row("flags take no <bool>", ["submit", "--help"], ["-w, --watch", "--dry-run  "], ["<bool>"]),
+    Row(
+        "a missing job in CLI words",
+        ["status", "j-000000000000"],
+        never=["GET /api", "/api/v1"],
+        error="no job with id 'j-000000000000'; `jigsaw-cli list` shows your jobs",
+    ),
+    Row(
+        "a bad --state names the flag",
+        ["list", "-s", "bogus"],
+        never=["query parameter"],
+        error="--state 'BOGUS' is not a job state",
+    ),
+    Row(
+        "logs --since wants a duration",
+        ["logs", "{pipe}", "--since", "yesterday"],
+        error="--since 'yesterday' is not a duration",
+    ),
+    Row("logs --tail 1", ["logs", "{pipe}", "--tail", "1"], never=["-> PENDING", "-> ADMITTED"]),
+    Row("logs --since 1h", ["logs", "{pipe}", "--since", "1h"], ["PENDING -> ADMITTED"]),
+    # -- tables written to a pipe keep every column (item 5) -----------------------------------
+    Row(
+        "simulate piped on a narrow COLUMNS",
+        ["simulate", "tests/data/philly_excerpt.csv", "--limit", "20", "--gpus", "16"],
+        ["p99 JCT (h)", "makespan (h)", "cluster eff", "preempt", "wall (s)", "η (statistical"],
+        never=["…"],
+        env={"COLUMNS": "60"},
+    ),
+    Row(
+        "cluster piped on a narrow COLUMNS",
+        ["cluster"],
+        ["WORKERS (job/rank role, booked load)", "pipe/r3 stage 4/4"],
+        never=["…"],
+        env={"COLUMNS": "40"},
+    ),
+]
+
+
+def test_the_rows_are_unique() -> None:
+    assert len({row.case for row in ROWS}) == len(ROWS)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.case)
+def test_everyday_cli(cli: Cli, jobs: dict[str, str], row: Row) -> None:
+    args = [arg.format(**jobs) for arg in row.args]
+    result = cli(*args, **row.env)
+    shown = result.stdout + result.stderr
+    assert "Traceback" not in shown
+    if row.error is not None:
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 2 and len(lines) == 1, shown
+        assert row.error in lines[0], lines[0]
+    else:
+        assert result.returncode == 0, shown
+    for text in row.says:
+        assert text.format(**jobs) in result.stdout, (text, result.stdout)
+    for text in row.never:
+        assert text not in shown, (text, shown)
+
+
+def test_submit_echoes_one_worker_and_the_plan_type(cli: Cli) -> None:
+    one = cli("submit", "--name", "solo", "--model", "mlp", "--workers", "1", "--iterations", "1")
+    assert ", 1 worker, 1 iteration, spb auto (PENDING)" in one.stdout, one
+    pipeline = cli("submit", *PIPE, "--iterations", "5", "--parallelism", "pipeline")
+    assert ", 4 workers, 5 iterations, parallelism pipeline (PENDING)" in pipeline.stdout
+    chosen = cli("submit", *PIPE, "--iterations", "5")  # auto: the oracle picks the type
+    assert "parallelism auto: pipeline (PENDING)" in chosen.stdout, chosen
+
+
+def test_logs_json_is_one_object_per_line(cli: Cli, jobs: dict[str, str]) -> None:
+    result = cli("logs", jobs["pipe"], "--tail", "2", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 2 and all({"seq", "at", "line"} <= set(line) for line in lines)
+    assert lines[0]["seq"] < lines[1]["seq"]
+
+
+def test_job_file_number_as_text_gives_file_and_line(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text("name: a\nmodel: mlp\nworkers: 1\niterations: 5\nbatch_size: 1e3\n")
+    result = cli("submit", "-f", str(path))
+    assert result.returncode == 2
+    assert f"job file {path}:5: field 'batch_size' must be an integer" in result.stderr
+    assert "write 1000" in result.stderr
+
+
+def test_cancel_by_state_and_all_confirm_with_a_count(cli: Cli, jobs: dict[str, str]) -> None:
+    """Runs last in this module: it cancels the queue."""
+    refused = cli("cancel", "--state", "PENDING")  # stdin is no terminal: it will not guess
+    assert refused.returncode == 2 and "add --yes" in refused.stderr, refused
+    assert "would cancel" in refused.stderr and " jobs of yours in PENDING" in refused.stderr
+    assert json.loads(cli("status", jobs["one"], "-o", "json").stdout)["state"] == "PENDING"
+
+    pending = cli("cancel", "--state", "pending", "--yes", "-o", "json")
+    assert pending.returncode == 0, pending.stderr
+    cancelled = {job["id"] for job in json.loads(pending.stdout)["items"]}
+    assert {jobs["one"], jobs["two"]} <= cancelled
+    assert f"cancelled {len(cancelled)} jobs of {len(cancelled)}" in pending.stderr
+    assert json.loads(cli("status", jobs["pipe"], "-o", "json").stdout)["state"] == "RUNNING"
+
+    everything = cli("cancel", "--all", "--yes")
+    assert everything.returncode == 0, everything.stderr
+    assert f"{jobs['pipe']} CANCELLED" in everything.stdout
+    again = cli("cancel", "--all", "--yes")
+    assert "nothing to cancel" in again.stderr and again.stdout == ""
+
+    both = cli("cancel", jobs["pipe"], "--all")
+    assert both.returncode == 2 and "not both" in both.stderr
