@@ -83,6 +83,9 @@ class JobRow(Base):
     reason: Mapped[str] = mapped_column(Text)
     plan_changed_at: Mapped[float | None] = mapped_column(Double)
     """When the scheduling cycle last applied a re-plan (``None``: never, or before 0003)."""
+    worker_batch: Mapped[int | None] = mapped_column(Integer)
+    """Per-worker batch of the current run, as the last start or resize set it (``None``: the
+    spec's ``batch_size``; every row before 0004)."""
     extra: Mapped[dict[str, Any]] = mapped_column(JSON)
     epoch: Mapped[int | None] = mapped_column(BigInteger)
     """Epoch of the scheduler that last wrote this row (``None``: written by the API)."""

@@ -36,6 +36,7 @@ def job_values(job: Job) -> dict[str, Any]:
         "failures": job.failures,
         "reason": job.reason,
         "plan_changed_at": job.plan_changed_at,
+        "worker_batch": job.worker_batch,
         "extra": _typed_state(job),
     }
 
@@ -89,6 +90,7 @@ def job_from_row(row: Mapping[Any, Any]) -> Job:
         failures=row["failures"],
         reason=row["reason"],
         plan_changed_at=row["plan_changed_at"],
+        worker_batch=row["worker_batch"],
         **_typed_fields(row["extra"] or {}),
     )
 

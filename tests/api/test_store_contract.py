@@ -166,6 +166,33 @@ def test_the_time_of_the_last_replan_round_trips(store: Store) -> None:
     assert back.plan_changed_at == 12.25 and back.plan == SPBPlan((0, 0), 4)
 
 
+def test_a_resize_moves_a_running_job_to_running_with_its_new_size_and_batch(
+    store: Store,
+) -> None:
+    """A resize is RUNNING -> RUNNING: the transition guard of every store lets it through, and
+    the new placement, plan and per-worker batch survive (``worker_batch`` is stored)."""
+    job = admit(store, add(store, new_job("a", 1.0, workers=2, batch_size=32)))
+    running, event = transition(job, JobState.RUNNING, reason="up", at=11.0, actor="executor")
+    job = store.save(running, expected_version=job.version, event=event)
+    assert job.worker_batch is None
+    resized, event = transition(
+        job,
+        JobState.RUNNING,
+        reason="grown into free GPUs",
+        at=20.0,
+        actor="scheduler",
+        placement=((0, 0), (0, 1), (0, 2), (0, 3)),
+        plan=SPBPlan((0, 0, 0, 0), 4),
+        worker_batch=16,
+    )
+    saved = store.save(resized, expected_version=job.version, event=event)
+    back = store.get("a")
+    assert back == saved
+    assert back.worker_batch == 16 and len(back.placement) == 4
+    assert back.attained_gpu_seconds == pytest.approx(2 * 9.0)  # counted at the old size
+    assert [e.to_state for e in store.events("a")][-2:] == [JobState.RUNNING, JobState.RUNNING]
+
+
 # -- SQL-only guarantees ---------------------------------------------------------------
 @pytest.fixture(params=["sqlite", "postgres"])
 def sql_store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
