@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from api.elastic_checks import check_elastic
 from api.errors import ApiError, not_found
 from api.idempotency import Claim, IdempotencyKeys, Replay, request_hash
 from api.presenters import eta_public, job_json, plan_types_public
@@ -57,6 +58,7 @@ def checked_spec(
         why_never_fits=quotas.never_fits(spec),
         chooser=state.oracle.plan_types,
     )
+    check_elastic(spec, plan, cluster_gpus=totals.recorded or state.settings.gpus, quotas=quotas)
     return spec, plan
 
 

@@ -58,6 +58,23 @@ def submit(
         ),
     ] = None,
     batch_size: Annotated[int | None, typer.Option(help="Per-worker batch size.")] = None,
+    min_workers: Annotated[
+        int | None, typer.Option(help="Elastic: fewest workers (--workers is the initial size).")
+    ] = None,
+    max_workers: Annotated[int | None, typer.Option(help="Elastic: most workers.")] = None,
+    batch_policy: Annotated[
+        str | None,
+        typer.Option(
+            help="Elastic: fixed (global batch kept at every size) or adaptive (a policy "
+            "chooses it within --min-global-batch..--max-global-batch)."
+        ),
+    ] = None,
+    min_global_batch: Annotated[
+        int | None, typer.Option(help="Adaptive batch: smallest global batch.")
+    ] = None,
+    max_global_batch: Annotated[
+        int | None, typer.Option(help="Adaptive batch: largest global batch.")
+    ] = None,
     learning_rate: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     queue: Annotated[str | None, typer.Option(help="Queue name.")] = None,
@@ -85,6 +102,11 @@ def submit(
         "spb": spb,
         "parallelism": parallelism,
         "batch_size": batch_size,
+        "min_workers": min_workers,
+        "max_workers": max_workers,
+        "batch_policy": batch_policy,
+        "min_global_batch": min_global_batch,
+        "max_global_batch": max_global_batch,
         "learning_rate": learning_rate,
         "seed": seed,
         "queue": queue,

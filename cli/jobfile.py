@@ -18,7 +18,19 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.plan import PlanRequest
 
 REQUIRED_FIELDS = ("name", "model", "workers", "iterations")
-INTEGER_FIELDS = frozenset({"workers", "iterations", "priority", "batch_size", "seed"})
+INTEGER_FIELDS = frozenset(
+    {
+        "workers",
+        "iterations",
+        "priority",
+        "batch_size",
+        "seed",
+        "min_workers",
+        "max_workers",
+        "min_global_batch",
+        "max_global_batch",
+    }
+)
 NUMBER_FIELDS = frozenset({"learning_rate"})
 
 

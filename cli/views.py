@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from cli.elastic_views import resizes_table, size_cell
 from cli.formatting import (
     depth_bar,
     format_age,
@@ -69,6 +70,7 @@ def job_summary(job: dict[str, Any]) -> RenderableType:
         ("Queue", f"{job.get('queue', '-')}  (priority {job.get('priority', 0)})"),
         ("State", f"{styled_state(job['state'])}  {_reason(job)}"),
         ("Progress", _progress_cell(job)),
+        ("Size", size_cell(job)),
         ("Plan", long_plan(job)),
         ("η", _eta_cell(job)),
         ("Placement", format_placement(job.get("placement"))),
@@ -113,6 +115,9 @@ def job_description(
         plan_history_table(progress)
         if plan_kind(job) in (None, "data")
         else Text(f"  {long_plan(job)}, for the whole run (only SPB depths change)", style="dim"),
+        Text(""),
+        Text("Resizes", style="bold underline"),
+        resizes_table(events),
         Text(""),
         Text("Events", style="bold underline"),
         events_table(events),

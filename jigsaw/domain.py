@@ -210,7 +210,11 @@ def _check_elasticity(spec: JobSpec) -> None:
             f"{name} must be in 1..{MAX_WORKERS}",
         )
     low, high = spec.worker_range
-    _require(low <= high, "min_workers", f"min_workers ({low}) is above max_workers ({high})")
+    _require(
+        spec.min_workers is None or spec.max_workers is None or low <= high,
+        "min_workers",
+        f"min_workers ({low}) is above max_workers ({high})",
+    )
     _require(
         low <= spec.workers <= high,
         "workers",

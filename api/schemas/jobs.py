@@ -81,6 +81,34 @@ class JobCreate(Forbidding):
         "per spb; the default for entrypoints), pipeline (PipeDream-2BW stages) or hybrid "
         "(SplitBrain: linear layers sharded). spb applies only to data parallelism",
     )
+    min_workers: Integer | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WORKERS,
+        description="elastic jobs: the fewest workers a policy may run the job on (default: "
+        "workers). workers stays the initial size and must lie in min_workers..max_workers",
+    )
+    max_workers: Integer | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WORKERS,
+        description="elastic jobs: the most workers a policy may give the job (default: "
+        "workers); at most the cluster's GPUs and the queue's quota",
+    )
+    batch_policy: Literal["fixed", "adaptive"] = Field(
+        default="fixed",
+        description="fixed: the global batch workers * batch_size is kept at every size (each "
+        "size in min_workers..max_workers must divide it; a resize changes speed, never "
+        "statistics); adaptive: a policy may choose the global batch within "
+        "min_global_batch..max_global_batch, which must hold the initial one. Data-parallel "
+        "jobs only",
+    )
+    min_global_batch: Integer | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="batch_policy adaptive only"
+    )
+    max_global_batch: Integer | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="batch_policy adaptive only"
+    )
 
 
 class AlternativePublic(Public):
@@ -182,6 +210,20 @@ class JobPublic(Public):
         description="Statistical efficiency, measured online from the job's gradient noise",
     )
     placement: list[list[int]] = Field(examples=[[[0, 0], [0, 1], [0, 2], [0, 3]]])
+    current_workers: int | None = Field(
+        default=None,
+        examples=[4],
+        description="Workers of the current (or last) run; an elastic job's size changes at "
+        "resizes (events with code Running/Resized say why). null while it holds no GPUs",
+    )
+    worker_batch: int = Field(
+        examples=[32],
+        description="Samples each worker takes per iteration now (the spec's batch_size until "
+        "a policy resized the job)",
+    )
+    global_batch: int = Field(
+        examples=[128], description="worker_batch x current_workers (x workers before a start)"
+    )
     attempt: int
     preemptions: int
     failures: int

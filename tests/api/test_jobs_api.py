@@ -20,7 +20,7 @@ def test_submit_returns_the_job_as_the_contract_describes(api: ApiClient) -> Non
         "iterations_done", "progress", "plan", "placement", "attempt", "preemptions",
         "failures", "reason", "version", "created_at", "started_at", "finished_at",
         "last_loss", "preempted_by", "plan_kind", "num_blocks", "eta", "plan_detail",
-        "plan_types",
+        "plan_types", "current_workers", "worker_batch", "global_batch",
     }  # fmt: skip
     assert set(job) == expected
     fetched = api.client.get(f"/api/v1/jobs/{job['id']}", headers=api.headers("alice")).json()

@@ -1,0 +1,46 @@
+"""How ``describe`` shows a job's size: workers, per-worker and global batch, the elastic range,
+and every resize with its reason (the events whose code starts ``Running/Resize``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from cli.formatting import format_time
+
+RESIZE_CODE_PREFIX = "Running/Resize"
+
+
+def size_cell(job: dict[str, Any]) -> str:
+    """``4 workers x 32 = global batch 128`` and, for an elastic job, its range and policy."""
+    spec = job.get("spec") or {}
+    workers = job.get("current_workers") or spec.get("workers") or 0
+    batch = job.get("worker_batch") or spec.get("batch_size") or 0
+    now = "" if job.get("current_workers") else " (initial)"
+    text = f"{workers} worker(s) x {batch} = global batch {workers * batch}{now}"
+    low, high = spec.get("min_workers"), spec.get("max_workers")
+    policy = spec.get("batch_policy") or "fixed"
+    if low is None and high is None and policy == "fixed":
+        return text
+    low = low if low is not None else spec.get("workers")
+    high = high if high is not None else spec.get("workers")
+    bounds = ""
+    if policy == "adaptive":
+        bounds = f" {spec.get('min_global_batch')}..{spec.get('max_global_batch')}"
+    return f"{text}; elastic {low}..{high} workers, batch {policy}{bounds}"
+
+
+def resizes_table(events: Sequence[dict[str, Any]]) -> RenderableType:
+    resizes = [e for e in events if str(e.get("code") or "").startswith(RESIZE_CODE_PREFIX)]
+    if not resizes:
+        return Text("  never resized", style="dim")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("AT", "CODE", "REASON"):
+        table.add_column(column)
+    for event in resizes:
+        table.add_row(format_time(event.get("at")), str(event["code"]), Text(event["reason"]))
+    return table
