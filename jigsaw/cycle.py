@@ -30,7 +30,14 @@ from jigsaw.errors import (
     InvalidPlanError,
     JobNotFoundError,
 )
-from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.executor_events import (
+    ExecutorEvent,
+    Failed,
+    Finished,
+    Progressed,
+    ResizeReverted,
+    Started,
+)
 from jigsaw.gradient_noise import InvalidNoiseStatisticsError
 from jigsaw.job_eta import merge_block_noise
 from jigsaw.lifecycle import JobState
@@ -178,6 +185,19 @@ class SchedulingCycle:
                 )
             case Failed(at=at, reason=reason, retryable=retryable):
                 self._fail(job, reason, at, retryable=retryable, charge=True)
+            case ResizeReverted(at=at, placement=placement, plan=plan, worker_batch=batch):
+                if job.state is _RUNNING:
+                    self._move(
+                        job,
+                        JobState.RUNNING,
+                        event.reason,
+                        at,
+                        actor="executor",
+                        code=ReasonCode.RESIZE_REVERTED,
+                        placement=placement,
+                        plan=plan,
+                        worker_batch=batch,
+                    )
 
     def _fail(self, job: Job, reason: str, at: float, *, retryable: bool, charge: bool) -> None:
         failures = job.failures + 1 if charge else job.failures

@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jigsaw.cluster import Placement
+from jigsaw.plan import Plan
+
 
 @dataclass(frozen=True, slots=True)
 class Started:
@@ -50,4 +53,19 @@ class Failed:
     attempt: int | None = None
 
 
-ExecutorEvent = Started | Progressed | Finished | Failed
+@dataclass(frozen=True, slots=True)
+class ResizeReverted:
+    """A resize's new gang could not be placed within the startup timeout: the executor
+    restarted the job at its last size (``placement``, ``plan``, ``worker_batch``) from the
+    checkpoint the resize took, which it never loses."""
+
+    job_id: str
+    at: float
+    placement: Placement
+    plan: Plan
+    worker_batch: int
+    reason: str
+    attempt: int | None = None
+
+
+ExecutorEvent = Started | Progressed | Finished | Failed | ResizeReverted

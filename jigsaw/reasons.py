@@ -20,6 +20,9 @@ class ReasonCode(StrEnum):
     RUNNING = "Running/WorkersUp"
     RESIZED = "Running/Resized"
     """A policy restarted the running gang at a new size or batch (``RUNNING -> RUNNING``)."""
+    RESIZE_REVERTED = "Running/ResizeReverted"
+    """The resized gang could not be placed in time; the executor restarted the job at its
+    last size from the same checkpoint (``RUNNING -> RUNNING``)."""
     SUCCEEDED = "Succeeded/IterationsReached"
     PREEMPTED = "Preempted/Scheduler"
     PREEMPTED_BY = "Preempted/OutrankedBy"

@@ -13,6 +13,8 @@
               placement. A pipeline or hybrid gang may migrate under the same plan, but a new
               plan in place raises ``ReplanRefused`` (so does a job without a gang): the
               scheduler records nothing, and must stop it (checkpoint) and start it again.
+- ``resize``  checkpoint, then a gang of the new size and per-worker batch restores it (the
+              same attempt); one that cannot be placed in time goes back to the last size.
 - ``poll``    hands over what the gang threads reported since the last poll, de-duplicated by
               the (job, attempt, iteration) ledger.
 
@@ -21,6 +23,7 @@ See docs/RUNTIME.md.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +41,8 @@ from worker.runtime.inventory import RayInventory, connect
 from worker.runtime.lease_trainer import plan_kind
 from worker.runtime.ledger import ProgressLedger
 from worker.runtime.settings import RuntimeSettings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -82,7 +87,7 @@ class RayExecutor:
             placement=tuple(placement),
             plan=plan,
             plan_request=job.spec.plan_request if blocks_unknown else None,
-            batch_size=job.spec.batch_size,
+            batch_size=job.current_worker_batch,
             learning_rate=job.spec.learning_rate,
             seed=job.spec.seed,
             iterations=job.spec.iterations,
@@ -151,6 +156,43 @@ class RayExecutor:
             successor = Gang(request, self.settings, self.inventory, self._emit, predecessor=gang)
             self._gangs[job_id] = successor
         gang.stop_after_checkpoint()
+        successor.launch()
+
+    def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
+        """At the next control point the gang agrees to stop and checkpoints; a gang of the
+        new size (its own placement group) restores that checkpoint, each worker taking
+        ``worker_batch`` samples. The sampler's position counts global samples, so the new
+        ranks take the rest of the epoch between them (nothing skipped or seen twice), and
+        the optimizer state is restored whole. If the new gang cannot be placed within
+        ``resize_placement_timeout_s``, it restarts at the last size from the same checkpoint
+        and reports :class:`~jigsaw.executor_events.ResizeReverted`."""
+        with self._lock:
+            gang = self._gangs.pop(job_id, None)
+            if gang is None:
+                # Nothing to resize (the gang ended meanwhile): reconcile sees the lost gang
+                # and restarts the job from its checkpoint.
+                log.warning("resize of %s: no gang to resize", job_id)
+                return
+            self._retiring.append(gang)
+            fallback = replace(gang.request, plan=gang.plan, plan_request=None)
+            request = replace(
+                gang.request,
+                placement=tuple(placement),
+                plan=plan,
+                plan_request=None,
+                batch_size=worker_batch,
+            )
+            successor = Gang(
+                request,
+                self.settings,
+                self.inventory,
+                self._emit,
+                predecessor=gang,
+                fallback=fallback,
+            )
+            self._gangs[job_id] = successor
+        gang.stop_after_checkpoint()
+        self.inventory.refresh()
         successor.launch()
 
     def poll(self, now: float) -> Sequence[ExecutorEvent]:

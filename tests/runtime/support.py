@@ -10,12 +10,13 @@ from pathlib import Path
 from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster, Node
 from jigsaw.cycle import RetryPolicy, SchedulingCycle
-from jigsaw.decisions import Decision, Preempt, Start
+from jigsaw.decisions import Decision, Preempt, Resize, Start
 from jigsaw.domain import Job, JobSpec, submitted_event
 from jigsaw.executor_events import ExecutorEvent
+from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.plan import resolve_plan
+from jigsaw.plan import full_backprop, resolve_plan
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy, PolicyBase
 from jigsaw.snapshot import Snapshot
@@ -45,6 +46,61 @@ class PriorityPreemptingPolicy(PolicyBase):
                 victim = min(victims, key=lambda r: r.spec.priority)
                 decisions.append(Preempt(victim.id, "priority: makes room", by=job.id))
             break
+        return decisions
+
+
+class ScriptedResizePolicy(PolicyBase):
+    """Test policy: start a waiting job (never one preempted before) at its size; then resize
+    it to ``size`` once it has done ``at`` iterations, for each ``(at, size)`` of ``script``,
+    keeping the global batch (``batch_policy: fixed``); stop it with a checkpoint once it has
+    done ``stop_at`` iterations, so a test can read its weights."""
+
+    name = "test-resize"
+
+    def __init__(self, script: list[tuple[int, int]], stop_at: int | None = None) -> None:
+        self.script = script
+        self.stop_at = stop_at
+        self.asked: set[tuple[str, int]] = set()
+        """(job, script step) already asked for: a reverted resize is not asked again."""
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        free = group_by_node(snapshot.free_gpus())
+        decisions: list[Decision] = []
+        for job in snapshot.waiting:
+            placement = compact_placement(free, job.spec.workers)
+            if job.preemptions == 0 and placement is not None:
+                take(free, placement)
+                plan = resolve_plan(job.spec.spb, job.spec.workers, 4)
+                decisions.append(Start(job.id, placement, plan, "test: fits"))
+        for job in snapshot.running:
+            if job.state != JobState.RUNNING or job.plan is None:
+                continue
+            if self.stop_at is not None and job.iterations_done >= self.stop_at:
+                decisions.append(Preempt(job.id, "test: stop to read the weights"))
+                continue
+            steps = [i for i, (at, _) in enumerate(self.script) if job.iterations_done >= at]
+            if not steps or (job.id, steps[-1]) in self.asked:
+                continue
+            size = self.script[steps[-1]][1]
+            if size == len(job.placement):
+                continue
+            placement = job.placement[:size]
+            if size > len(job.placement):
+                grown = compact_placement(free, size - len(job.placement))
+                if grown is None:
+                    continue
+                take(free, grown)
+                placement = (*job.placement, *grown)
+            self.asked.add((job.id, steps[-1]))
+            decisions.append(
+                Resize(
+                    job.id,
+                    placement,
+                    full_backprop(size, job.plan.num_blocks),
+                    job.spec.global_batch // size,
+                    f"test: {len(job.placement)} -> {size} workers at {job.iterations_done:g}",
+                )
+            )
         return decisions
 
 

@@ -28,6 +28,14 @@ class GangFailure(Exception):
         self.retryable = retryable
 
 
+class PlacementTimeout(GangFailure):
+    """Ray could not reserve the gang's placement group in time (GPUs busy or a node gone):
+    nothing ran, so a resize may fall back to the job's last size."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, retryable=True)
+
+
 def diagnose(exc: BaseException, refs: Sequence[ray.ObjectRef[Any]]) -> GangFailure:
     """The root cause among ``exc`` and whatever the other ranks' ``refs`` raise."""
     if refs:

@@ -26,10 +26,17 @@ from typing import Any
 import ray
 from ray.util.placement_group import PlacementGroup
 
-from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.executor_events import (
+    ExecutorEvent,
+    Failed,
+    Finished,
+    Progressed,
+    ResizeReverted,
+    Started,
+)
 from jigsaw.plan import Plan
 from worker.runtime.checkpoints import CheckpointStore
-from worker.runtime.failures import GangFailure, diagnose
+from worker.runtime.failures import GangFailure, PlacementTimeout, diagnose
 from worker.runtime.gang_launcher import GangLauncher, GangRequest, release
 from worker.runtime.heartbeats import HeartbeatWatch
 from worker.runtime.inventory import RayInventory
@@ -65,8 +72,12 @@ class Gang:
         emit: Emit,
         *,
         predecessor: Gang | None = None,
+        fallback: GangRequest | None = None,
     ) -> None:
         self.request = request
+        self._fallback = fallback
+        """A resize's gang: the job's last size, restarted from the resize's checkpoint when
+        the new size cannot be placed in time (``PlacementTimeout``)."""
         self.settings = settings
         self.job_id = request.job_id
         self.attempt = request.attempt
@@ -134,7 +145,12 @@ class Gang:
     def _run(self) -> None:
         try:
             self._await_predecessor()
-            start_iteration = self._start_gang()
+            try:
+                start_iteration = self._start_gang()
+            except PlacementTimeout as timeout:
+                if self._fallback is None or self._halted():
+                    raise
+                start_iteration = self._revert_resize(timeout)
             self._started(start_iteration)
             self._lease_loop()
         except _Halted:
@@ -185,10 +201,18 @@ class Gang:
             previous.join(30)
         self._predecessor = None
 
-    def _start_gang(self) -> int:
+    def _start_gang(self, *, placement_timeout_s: float | None = None) -> int:
         # Each reservation is held here as soon as it exists, so a kill from another thread
         # (``_teardown``) releases it however far the launch got.
-        launcher = GangLauncher(self.request, self.settings, self._inventory, self._check_killed)
+        if placement_timeout_s is None and self._fallback is not None:
+            placement_timeout_s = self.settings.resize_placement_timeout_s
+        launcher = GangLauncher(
+            self.request,
+            self.settings,
+            self._inventory,
+            self._check_killed,
+            placement_timeout_s=placement_timeout_s,
+        )
         with self._lock:
             if self._stop_requested:
                 raise _Halted
@@ -204,6 +228,34 @@ class Gang:
         if stop:
             raise _Halted
         return launcher.set_up(actors, self.plan)
+
+    def _revert_resize(self, timeout: PlacementTimeout) -> int:
+        """Release what the resize reserved, report the revert, and start the job again at
+        its last size from the same checkpoint (the resize's stop wrote it; nothing ran
+        since)."""
+        assert self._fallback is not None
+        fallback, self._fallback = self._fallback, None
+        self._teardown()
+        resized = len(self.request.placement)
+        with self._lock:
+            self.request = fallback
+            self.placement = fallback.placement
+            self._plan = PlanOffer(self._plan.version + 1, fallback.plan)
+        log.warning("gang %s: resize to %s workers reverted: %s", self.job_id, resized, timeout)
+        self._emit(
+            self,
+            ResizeReverted(
+                self.job_id,
+                time.time(),
+                fallback.placement,
+                fallback.plan,
+                fallback.batch_size,
+                f"resize to {resized} workers could not start ({timeout.reason}); back to "
+                f"{len(fallback.placement)} workers from the checkpoint",
+                attempt=self.attempt,
+            ),
+        )
+        return self._start_gang(placement_timeout_s=None)
 
     def _started(self, iteration: int) -> None:
         self._check_killed()

@@ -20,7 +20,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from jigsaw.cluster import Placement
 from jigsaw.plan import Plan, PlanRequest
 from worker.runtime.checkpoints import CheckpointStore
-from worker.runtime.failures import GangFailure, diagnose
+from worker.runtime.failures import GangFailure, PlacementTimeout, diagnose
 from worker.runtime.gang_worker import RemoteGangWorker
 from worker.runtime.inventory import RayInventory
 from worker.runtime.memory_limit import limit_bytes
@@ -57,12 +57,18 @@ class GangLauncher:
         settings: RuntimeSettings,
         inventory: RayInventory,
         check_killed: Callable[[], None],
+        *,
+        placement_timeout_s: float | None = None,
     ) -> None:
         self.request = request
         self.settings = settings
         self._inventory = inventory
         self._check_killed = check_killed
         self._deadline = time.monotonic() + settings.startup_timeout_s
+        self._placement_timeout_s = min(
+            placement_timeout_s or settings.startup_timeout_s, settings.startup_timeout_s
+        )
+        self._placement_deadline = time.monotonic() + self._placement_timeout_s
 
     def reserve(self) -> PlacementGroup:
         """One bundle per worker with a GPU fraction, pinned to the Ray node the scheduler
@@ -86,12 +92,11 @@ class GangLauncher:
             ready, _ = ray.wait([pg.ready()], timeout=1.0)
             if ready:
                 return
-            if time.monotonic() > self._deadline:
-                raise GangFailure(
+            if time.monotonic() > self._placement_deadline:
+                raise PlacementTimeout(
                     f"could not reserve {len(self.request.placement)} workers on nodes "
                     f"{sorted({g[0] for g in self.request.placement})} within "
-                    f"{self.settings.startup_timeout_s:.0f}s (node gone or GPUs busy)",
-                    retryable=True,
+                    f"{self._placement_timeout_s:.0f}s (node gone or GPUs busy)"
                 )
 
     def start_actors(self, pg: PlacementGroup) -> list[Any]:

@@ -75,6 +75,9 @@ class RuntimeSettings(BaseSettings):
     """Reported for nodes whose Ray resources name no ``accelerator_type``."""
     startup_timeout_s: float = Field(default=180.0, gt=0)
     """Reserve + launch + rendezvous + restore must finish within this or the start fails."""
+    resize_placement_timeout_s: float = Field(default=60.0, gt=0)
+    """A resized gang whose placement group is not reserved within this goes back to the
+    job's last size (from the resize's checkpoint) instead of failing."""
     heartbeat_interval_s: float = Field(default=2.0, gt=0)
     hang_timeout_s: float = Field(default=60.0, gt=0)
     """A rank that completes no iteration for this long is hung: the gang is killed."""
