@@ -24,6 +24,9 @@ class Policy(Protocol):
     resizes_running_jobs: bool
     """Changes running jobs' sizes round after round (pollux): the simulator asks it every
     round while any gang runs, not only when something arrived, finished or waits."""
+    sizes_elastic_jobs: bool
+    """May resize an elastic job as soon as its workers are up (jigsaw's elastic rule): the
+    simulator holds a round after such a job starts, as the service's next tick would."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]: ...
 
@@ -42,6 +45,7 @@ class PolicyBase:
     periodic = False
     serves_arrival_prefix = False
     resizes_running_jobs = False
+    sizes_elastic_jobs = False
 
     def stable_until(self, snapshot: Snapshot) -> float | None:
         del snapshot

@@ -18,7 +18,9 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
    ``pack_gain`` (:mod:`jigsaw.policies.slack`; the GPU is then time-sliced);
 5. re-plan in place a running SPB gang whose GPUs now have room for a better plan (back to
    full backprop as soon as its guests are gone); no gang gives up goodput for slack twice
-   within ``min_plan_hold_s``.
+   within ``min_plan_hold_s``;
+6. elastic jobs grow into GPUs nobody waits for and shrink to ``min_workers`` when someone
+   waits (:mod:`jigsaw.policies.elastic_rule`).
 
 Apart from the time-sliced slack of step 4, a GPU's summed load never exceeds
 ``load_threshold``; its memory is never over-booked.
@@ -35,6 +37,7 @@ from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.policies.base import PolicyBase, register
+from jigsaw.policies.elastic_rule import elastic_resizes
 from jigsaw.policies.fairness import LasConfig, fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
 from jigsaw.policies.las import stable_ranking_until
@@ -99,6 +102,7 @@ class JigsawConfig:
 class JigsawPolicy(PolicyBase):
     name = "jigsaw"
     periodic = True
+    sizes_elastic_jobs = True
 
     def __init__(
         self,
@@ -129,6 +133,10 @@ class JigsawPolicy(PolicyBase):
         self._better: RecordCache[tuple[PlanOption, ...]] = self.memory.record_cache()
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
+        decisions = self._round(snapshot)
+        return decisions + elastic_resizes(snapshot, decisions)
+
+    def _round(self, snapshot: Snapshot) -> list[Decision]:
         config = self.config
         now = snapshot.now
         spb_running = [

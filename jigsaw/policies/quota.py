@@ -64,6 +64,7 @@ class QuotaPolicy(PolicyBase):
         self.name = inner.name
         self.periodic = inner.periodic
         self.resizes_running_jobs = inner.resizes_running_jobs
+        self.sizes_elastic_jobs = inner.sizes_elastic_jobs
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         usage = _Usage(snapshot.running)

@@ -156,6 +156,8 @@ class Replay:
         periodic = self.policy.periodic
         resizing = self.policy.resizes_running_jobs
         """Such a policy wants every round while a gang runs (as if a job were waiting)."""
+        sizes_elastic = self.policy.sizes_elastic_jobs
+        """Such a policy may grow an elastic job once it is up: a round follows its start."""
         while True:
             waiting = (
                 bool(self._backlog)
@@ -195,7 +197,11 @@ class Replay:
             self.cycle.observe(events)
             if events:
                 quiet_until = -math.inf
-            if any(not isinstance(event, Started) for event in events):
+            if any(
+                not isinstance(event, Started)
+                or (sizes_elastic and self.store.get(event.job_id).spec.is_elastic)
+                for event in events
+            ):
                 dirty = True
                 self._finished += sum(isinstance(event, Finished) for event in events)
                 if resets is not None and any(isinstance(event, Finished) for event in events):

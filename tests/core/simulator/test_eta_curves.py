@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,14 @@ from jigsaw.simulator.eta_curves import (
 )
 from jigsaw.traces import TraceJob
 from jigsaw.traces.pollux_curves import load_app_curves
+
+RIGID = {
+    "min_workers": None,
+    "max_workers": None,
+    "batch_policy": "fixed",
+    "min_global_batch": None,
+    "max_global_batch": None,
+}
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 APPS_DIR = DATA / "pollux" / "apps"
@@ -229,7 +238,10 @@ def test_curve_replay_reports_the_curve_noise_so_the_policy_prices_with_the_curv
     jobs = load_jobs(WORKLOAD, setup, oracle, limit=8)
     rates, arrivals = make_rates(jobs, setup, oracle)
     assert isinstance(rates, CurveEtaRate)
-    result = replay(arrivals, "jigsaw", rates, oracle, setup)
+    # At their trace's size and batch: jigsaw's elastic rule would resize these (Pollux jobs
+    # are elastic), and their statistics would then be those of other batches.
+    rigid = [replace(a, spec=replace(a.spec, **RIGID)) for a in arrivals]
+    result = replay(rigid, "jigsaw", rates, oracle, setup)
     gangs = [j for j in result.store.all_jobs() if j.spec.workers >= 2]
     reported = [j for j in gangs if j.block_noise]
     assert reported, "no multi-worker job reported gradient statistics"
