@@ -184,7 +184,9 @@ function renderJobs(active, finished) {
     const eta = el("td", "num eta", etaText(job.eta));
     eta.title = etaTitle(job.eta);
     const loss = el("td", "num", typeof job.last_loss === "number" ? job.last_loss.toFixed(4) : "–");
-    const gpus = el("td", "num muted", (job.placement || []).map((g) => g[0] + ":" + g[1]).join(" ") || "–");
+    const gpus = el("td", "num muted");
+    gpus.append(el("div", "", (job.placement || []).map((g) => g[0] + ":" + g[1]).join(" ") || "–"));
+    gpus.append(el("div", "size", sizeText(job)));
     const cells = [first, who, state, progress, plan, eta, loss, gpus];
     // The column's name on each cell: a narrow screen shows the row as a labelled card.
     cells.forEach((cell, index) => { cell.dataset.label = COLUMN_LABELS[index]; });
@@ -193,6 +195,20 @@ function renderJobs(active, finished) {
   });
   $("jobs").tBodies[0].replaceChildren(...rows);
   $("jobs-empty").hidden = rows.length > 0;
+}
+
+// Workers x per-worker batch = global batch, and an elastic job's range (its resizes are
+// events; the latest one's reason is the job's reason, shown under its state).
+function sizeText(job) {
+  const spec = job.spec || {};
+  const workers = job.current_workers || spec.workers || 0;
+  let text = workers + " × " + job.worker_batch + " = " + job.global_batch;
+  const low = spec.min_workers ?? spec.workers;
+  const high = spec.max_workers ?? spec.workers;
+  if (low !== high || spec.batch_policy === "adaptive") {
+    text += " · elastic " + low + ".." + high + " (" + spec.batch_policy + ")";
+  }
+  return text;
 }
 
 // ---------------------------------------------------------------- GPU packing (the jigsaw)
