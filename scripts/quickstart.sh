@@ -6,7 +6,10 @@
 #      to an SPB staircase and runs the guest in that slack, on the GPU of one of the host's
 #      partial workers (a fractional Ray GPU);
 #   3. `jigsaw-cli cluster` shows that shared GPU; both jobs train to SUCCEEDED and their
-#      held-out accuracy is printed. The server is stopped at the end.
+#      held-out accuracy is printed;
+#   4. an elastic MLP (1..4 workers, fixed global batch) grows into the idle GPUs, shrinks to
+#      one worker when a newcomer arrives, grows back, and both reach SUCCEEDED; its resizes
+#      and accuracy are printed. The server is stopped at the end.
 # The policy options below are the demo's (docs/SCHEDULER.md, "The `make run` demo", says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -122,6 +125,26 @@ echo "==> final state"
 "$CLI" status "$host" "$guest"
 echo "==> final evaluation (held-out digits)"
 for job in "$host" "$guest"; do
+  echo "$(job_field "$job" name): $("$CLI" logs "$job" | grep "finished at" | tail -1 || true)"
+done
+
+grown() { [ "$(job_field "$1" current_workers)" = 4 ]; }
+echo "==> elastic: an MLP on 1..4 workers, starting at 2 (jigsaw grows it into idle GPUs)"
+elastic=$("$CLI" submit --name mlp-elastic --model mlp --spb none --workers 2 --min-workers 1 \
+  --max-workers 4 --batch-size 24 --iterations 3000 --learning-rate 0.05 -o json \
+  | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+wait_for 240 grown "$elastic" || { echo "the elastic job did not grow; see $log" >&2; exit 1; }
+echo "==> it runs on 4 workers; a 2-worker newcomer arrives: the elastic job shrinks for it"
+newcomer=$("$CLI" submit --name mlp-newcomer --model mlp --workers 2 --iterations 400 \
+  --spb none --batch-size 32 --learning-rate 0.05 -o json \
+  | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+"$CLI" status "$elastic" "$newcomer" --watch
+echo "==> the elastic job's resizes"
+COLUMNS=200 "$CLI" describe "$elastic" | "$PY" -c 'import sys
+text = sys.stdin.read()
+print(text[text.index("Resizes"):text.index("Events")].rstrip())'
+echo "==> final evaluation (held-out digits)"
+for job in "$elastic" "$newcomer"; do
   echo "$(job_field "$job" name): $("$CLI" logs "$job" | grep "finished at" | tail -1 || true)"
 done
 echo "==> demo took $(( $(date +%s) - started )) s"

@@ -91,6 +91,9 @@ class RayExecutor:
             learning_rate=job.spec.learning_rate,
             seed=job.spec.seed,
             iterations=job.spec.iterations,
+            base_global_batch=(
+                job.spec.global_batch if job.spec.batch_policy == "adaptive" else None
+            ),
         )
         with self._lock:
             previous = self._gangs.pop(job.id, None)

@@ -52,12 +52,13 @@ class PriorityPreemptingPolicy(PolicyBase):
 class ScriptedResizePolicy(PolicyBase):
     """Test policy: start a waiting job (never one preempted before) at its size; then resize
     it to ``size`` once it has done ``at`` iterations, for each ``(at, size)`` of ``script``,
-    keeping the global batch (``batch_policy: fixed``); stop it with a checkpoint once it has
-    done ``stop_at`` iterations, so a test can read its weights."""
+    keeping the global batch (``batch_policy: fixed``) or taking the step's third entry as the
+    new global batch (``adaptive``); stop it with a checkpoint once it has done ``stop_at``
+    iterations, so a test can read its weights."""
 
     name = "test-resize"
 
-    def __init__(self, script: list[tuple[int, int]], stop_at: int | None = None) -> None:
+    def __init__(self, script: list[tuple[int, ...]], stop_at: int | None = None) -> None:
         self.script = script
         self.stop_at = stop_at
         self.asked: set[tuple[str, int]] = set()
@@ -78,10 +79,11 @@ class ScriptedResizePolicy(PolicyBase):
             if self.stop_at is not None and job.iterations_done >= self.stop_at:
                 decisions.append(Preempt(job.id, "test: stop to read the weights"))
                 continue
-            steps = [i for i, (at, _) in enumerate(self.script) if job.iterations_done >= at]
+            steps = [i for i, step in enumerate(self.script) if job.iterations_done >= step[0]]
             if not steps or (job.id, steps[-1]) in self.asked:
                 continue
             size = self.script[steps[-1]][1]
+            global_batch = (self.script[steps[-1]] + (job.spec.global_batch,))[2]
             if size == len(job.placement):
                 continue
             placement = job.placement[:size]
@@ -97,7 +99,7 @@ class ScriptedResizePolicy(PolicyBase):
                     job.id,
                     placement,
                     full_backprop(size, job.plan.num_blocks),
-                    job.spec.global_batch // size,
+                    global_batch // size,
                     f"test: {len(job.placement)} -> {size} workers at {job.iterations_done:g}",
                 )
             )

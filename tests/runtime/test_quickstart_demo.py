@@ -39,7 +39,7 @@ def test_make_run_packs_the_guest_and_prints_both_accuracies(tmp_path: Path) -> 
         text=True,
         start_new_session=True,
     )
-    out, _ = result.communicate(timeout=420)  # with stderr, where `status --watch` writes
+    out, _ = result.communicate(timeout=900)  # with stderr, where `status --watch` writes
     leftover = processes_in_session(result.pid)
     deadline = time.monotonic() + 10  # Ray's idle workers take a few seconds to go
     while leftover and time.monotonic() < deadline:
@@ -60,8 +60,13 @@ def test_make_run_packs_the_guest_and_prints_both_accuracies(tmp_path: Path) -> 
     accuracies = {
         name: json.loads(metrics)["accuracy"]
         for name, metrics in re.findall(
-            r"^(digits-host|mlp-guest): .*finished at .*?(\{.*\})$", out, flags=re.MULTILINE
+            r"^(digits-host|mlp-guest|mlp-elastic|mlp-newcomer): .*finished at .*?(\{.*\})$",
+            out,
+            flags=re.MULTILINE,
         )
     }
-    assert set(accuracies) == {"digits-host", "mlp-guest"}, out
+    assert set(accuracies) == {"digits-host", "mlp-guest", "mlp-elastic", "mlp-newcomer"}, out
+    # The elastic act: grown into the idle GPUs, shrunk for the newcomer (named), grown back.
+    assert re.search(r"2 -> 4 workers into GPUs nobody waits for", out), out
+    assert re.search(r"4 -> 1 workers 1 job\(s\) wait, j-\w+ first: back to min_workers", out), out
     assert all(accuracy > 0.9 for accuracy in accuracies.values()), accuracies

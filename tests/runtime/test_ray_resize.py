@@ -25,6 +25,7 @@ from jigsaw.reasons import ReasonCode
 from tests.runtime.support import ScriptedResizePolicy, make_harness
 from worker.runtime.checkpoints import CheckpointStore
 from worker.spb import SPBTrainer, TrainerConfig
+from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.thread_collectives import ThreadGroup
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
@@ -149,3 +150,64 @@ def test_a_resize_that_cannot_be_placed_goes_back_to_the_last_size(tmp_path: Pat
         assert len(last.metrics["plan"]) == 2 and last.iterations_done == 300
     finally:
         h.executor.shutdown()
+
+
+@pytest.mark.slow
+def test_an_adaptive_run_equals_one_process_applying_its_batch_and_rate_changes(
+    tmp_path: Path,
+) -> None:
+    """Global batch 24 -> 48 (4 workers) -> 24 (3 workers): each resized gang sets its SGD
+    learning rate by AdaScale from the job's own gradient noise. One process that changes its
+    batch and learning rate to the same values at the same iterations (read back from the
+    run's checkpoints) ends with the same weights."""
+    h = make_harness(
+        tmp_path,
+        policy=ScriptedResizePolicy([(20, 4, 48), (50, 3, 24)], stop_at=90),
+        checkpoints_kept=100,
+    )
+    adaptive = {**ELASTIC, "batch_policy": "adaptive", "min_global_batch": 12}
+    try:
+        h.submit("ad", workers=2, batch_size=12, iterations=400, max_global_batch=96, **adaptive)
+        h.run_until(
+            lambda: h.store.get("ad").state == JobState.PREEMPTED and h.executor.gang("ad") is None,
+            timeout_s=300,
+        )
+    finally:
+        h.executor.shutdown()
+    phases: list[tuple[int, int, float]] = []  # (from iteration, global batch, learning rate)
+    previous: tuple[int, int] | None = None
+    for iteration, directory in CheckpointStore(tmp_path / "ckpt", "ad").complete():
+        saved = torch.load(directory / "shared.pt", weights_only=False)
+        world = len(saved["plan"])
+        batch = saved["config"]["batch_size"] * world
+        rate = saved["optimizer"]["param_groups"][0]["lr"]
+        if previous is None:
+            phases.append((0, batch, rate))
+        elif batch != phases[-1][1]:
+            phases.append((previous[0], batch, rate))  # restored from the checkpoint before
+        previous = (iteration, batch)
+    assert [batch for _, batch, _ in phases] == [24, 48, 24], phases
+    assert phases[0][2] == 0.05 and phases[2][2] == 0.05  # the base batch: the tuned rate
+    assert 0.05 < phases[1][2] <= 0.1, phases  # AdaScale: between no gain and linear
+    stopped_at, last = CheckpointStore(tmp_path / "ckpt", "ad").complete()[-1]
+    saved = torch.load(last / "shared.pt", weights_only=False)
+
+    reference = SPBTrainer(
+        TrainerConfig(model="mlp", plan="none", batch_size=24, lr=0.05, seed=3),
+        ThreadGroup(1).collectives(0),
+    )
+    bounds = [start for start, _, _ in phases[1:]] + [stopped_at]
+    for (start, batch, rate), end in zip(phases, bounds, strict=True):
+        position = reference.sampler.state_dict()
+        reference.sampler = GlobalBatchSampler(len(reference.data.train), batch, 1, 3)
+        reference.sampler.load_state_dict(position)
+        for group in reference.optimizer.param_groups:
+            group["lr"] = rate
+        reference.run(end - start)
+    worst = max(
+        float((value - state[name]).abs().max())
+        for block, state in zip(reference.blocks, saved["blocks"], strict=True)
+        for name, value in block.state_dict().items()
+    )
+    print(f"phases (from, global batch, lr): {phases}; weights {worst:.2e} at {stopped_at}")
+    assert worst < 1e-4, f"weights differ by {worst} after {stopped_at} iterations ({phases})"

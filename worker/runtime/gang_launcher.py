@@ -45,6 +45,8 @@ class GangRequest:
     iterations: int
     plan_request: PlanRequest | None = None
     """The job's request, when the plan was resolved without knowing the model's K."""
+    base_global_batch: int | None = None
+    """``batch_policy: adaptive``: the global batch the learning rate was tuned for."""
 
 
 class GangLauncher:
@@ -148,6 +150,7 @@ class GangLauncher:
             checkpoints_kept=settings.checkpoints_kept,
             plan_request=request.plan_request,
             worker_memory_bytes=limit_bytes(settings.worker_memory_gib),
+            base_global_batch=request.base_global_batch,
         )
 
     def _get(self, ref: ray.ObjectRef[Any], what: str) -> Any:

@@ -43,6 +43,9 @@ class GangConfig:
     """A full-backprop probe iteration this often measures blocks with one contributor."""
     worker_memory_bytes: int | None = None
     """The per-worker memory limit (:mod:`worker.runtime.memory_limit`); None: no limit."""
+    base_global_batch: int | None = None
+    """``batch_policy: adaptive``: the global batch ``learning_rate`` was tuned for; at any
+    other the rate follows :func:`jigsaw.lr_scaling.scaled_learning_rate`. None: kept."""
 
 
 @dataclass(frozen=True, slots=True)

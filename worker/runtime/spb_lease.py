@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from jigsaw.gradient_noise import BlockNoise
+from jigsaw.lr_scaling import scaled_learning_rate
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan
@@ -40,6 +41,9 @@ class SPBLease:
         )
         self.num_blocks = self.trainer.num_blocks
         self.device = self.trainer.device
+        self.base_global_batch = config.base_global_batch
+        self.base_learning_rate = config.learning_rate
+        self._follow_batch()
 
     @property
     def iteration(self) -> int:
@@ -93,6 +97,24 @@ class SPBLease:
         # The plan may differ from the saved one (the scheduler re-planned, or the world size
         # changed), so it is passed explicitly.
         self.trainer.load_checkpoint(directory, plan=self.trainer.plan)
+        self._follow_batch()
+
+    def _follow_batch(self) -> None:
+        """An adaptive batch's learning rate: the base rate scaled for this gang's global
+        batch by the optimizer's rule, with the job's own gradient statistics (restored with
+        the checkpoint); the optimizer's other state is kept as restored."""
+        if self.base_global_batch is None:
+            return
+        trainer = self.trainer
+        rate = scaled_learning_rate(
+            self.base_learning_rate,
+            self.base_global_batch,
+            trainer.config.batch_size * trainer.world_size,
+            trainer.config.optimizer,
+            trainer.noise_stats(),
+        )
+        for group in trainer.optimizer.param_groups:
+            group["lr"] = rate
 
     @torch.no_grad()
     def evaluate(self, max_samples: int | None) -> float | None:
