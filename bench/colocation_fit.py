@@ -44,6 +44,7 @@ from jigsaw.oracle import Oracle
 from jigsaw.oracle.colocation_concurrent import (
     FEATURES,
     FLOOR,
+    ConcurrentFit,
     fit_coefficients,
     pair_features,
 )
@@ -106,9 +107,25 @@ def features_of(
     return pair_features(profiles[job], 1.0 / solo[job], profiles[other], 1.0 / solo[other], flops)
 
 
-def predict(coefficients: Sequence[float], x: Sequence[float]) -> float:
-    value = sum(c * v for c, v in zip(coefficients, x, strict=True))
-    return min(max(value, FLOOR), 1.0)
+def fitted(
+    gpu: str, rows: list[Row], profiles: dict[str, SharingProfile], solo: dict[str, float]
+) -> ConcurrentFit:
+    """The fit on ``rows``, as the oracle will use it (clamped to the rows' feature range)."""
+    flops = preset(gpu).rated_flops
+    table = [(features_of(j, k, profiles, solo, flops), f) for j, k, f in rows]
+    columns = list(zip(*(x for x, _ in table), strict=True))
+    ranges = tuple((min(c), max(c)) for c in columns)
+    return ConcurrentFit(gpu, tuple(fit_coefficients(table)), flops, ranges)
+
+
+def predict(
+    fit: ConcurrentFit,
+    job: str,
+    other: str,
+    profiles: dict[str, SharingProfile],
+    solo: dict[str, float],
+) -> float:
+    return fit.pair_fraction(profiles[job], 1.0 / solo[job], profiles[other], 1.0 / solo[other])
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -125,7 +142,7 @@ def summary(errors: Sequence[float]) -> dict[str, float]:
 
 
 def validate(
-    rows: list[Row], profiles: dict[str, SharingProfile], solo: dict[str, float], flops: float
+    gpu: str, rows: list[Row], profiles: dict[str, SharingProfile], solo: dict[str, float]
 ) -> dict[str, Any]:
     model_errors: list[float] = []
     constant_errors: list[float] = []
@@ -134,13 +151,10 @@ def validate(
         test = [r for r in rows if left in r[:2]]
         if not test or not train:
             continue
-        coefficients = fit_coefficients(
-            [(features_of(j, k, profiles, solo, flops), f) for j, k, f in train]
-        )
+        fit = fitted(gpu, train, profiles, solo)
         mean = statistics.fmean(f for *_, f in train)
         for j, k, f in test:
-            predicted = predict(coefficients, features_of(j, k, profiles, solo, flops))
-            model_errors.append(abs(predicted - f))
+            model_errors.append(abs(predict(fit, j, k, profiles, solo) - f))
             constant_errors.append(abs(mean - f))
     by_job: dict[str, list[float]] = {}
     for j, _, f in rows:
@@ -161,6 +175,10 @@ def main() -> None:
     path = args.throughputs or shared_traces() / "gavel" / "simulation_throughputs.json"
     started = time.perf_counter()
     table = GavelThroughputs.load(path)
+    if table.sharing != "concurrent":
+        raise SystemExit(
+            f"{path}: its pairs were measured {table.sharing!r}; the fit needs concurrent"
+        )
     fits: dict[str, Any] = {}
     report: dict[str, Any] = {}
     for gpu in GPU_TYPES:
@@ -168,16 +186,14 @@ def main() -> None:
         oracle = Oracle(hardware)
         rows, solo, dropped, zero_pairs = measured_rows(table, gpu)
         profiles = job_profiles(oracle, sorted(solo))
-        flops = hardware.rated_flops
-        coefficients = fit_coefficients(
-            [(features_of(j, k, profiles, solo, flops), f) for j, k, f in rows]
-        )
+        fit = fitted(gpu, rows, profiles, solo)
         refused = sum(
             1 for a, b in zero_pairs if profiles[a].memory_share + profiles[b].memory_share > 1.0
         )
         fractions = [f for *_, f in rows]
         fits[gpu] = {
-            "coefficients": [round(c, 9) for c in coefficients],
+            "coefficients": list(fit.coefficients),
+            "feature_range": [list(pair) for pair in fit.feature_range],
             "pairs_used": len(rows),
             "job_types": len(solo),
         }
@@ -186,7 +202,7 @@ def main() -> None:
             "rows_used": len(rows),
             "zero_rate_pairs_over_memory_by_our_estimate": refused,
             "median_fraction": round(statistics.median(fractions), 3),
-            **validate(rows, profiles, solo, flops),
+            **validate(gpu, rows, profiles, solo),
         }
     result = {
         "bench": "colocation_fit",

@@ -117,6 +117,10 @@ class ConcurrentFit:
     gpu_type: str
     coefficients: tuple[float, ...]
     rated_flops: float
+    feature_range: tuple[tuple[float, float], ...] = ()
+    """Per feature, the lowest and highest value among the measured pairs: a job outside
+    them (a model far slower or larger than Gavel's) is predicted at the nearest edge rather
+    than extrapolated (empty: no clamping)."""
 
     def __post_init__(self) -> None:
         if len(self.coefficients) != len(FEATURES):
@@ -124,12 +128,21 @@ class ConcurrentFit:
                 f"co-location fit for {self.gpu_type!r} has {len(self.coefficients)} "
                 f"coefficients, expected {len(FEATURES)}"
             )
+        if self.feature_range and len(self.feature_range) != len(FEATURES):
+            raise InvalidSpecError(
+                f"co-location fit for {self.gpu_type!r} has {len(self.feature_range)} "
+                f"feature ranges, expected {len(FEATURES)}"
+            )
 
     def pair_fraction(
         self, job: SharingProfile, job_alone_s: float, other: SharingProfile, other_alone_s: float
     ) -> float:
         """``job``'s rate next to ``other`` as a fraction of its solo rate."""
         x = pair_features(job, job_alone_s, other, other_alone_s, self.rated_flops)
+        if self.feature_range:
+            x = [
+                min(max(v, low), high) for v, (low, high) in zip(x, self.feature_range, strict=True)
+            ]
         value = sum(c * v for c, v in zip(self.coefficients, x, strict=True))
         return min(max(value, FLOOR), 1.0)
 
@@ -144,12 +157,29 @@ def load_fit(hardware: HardwareSpec, data: Mapping[str, Any] | None = None) -> C
     if not isinstance(fits, Mapping) or FALLBACK_GPU_TYPE not in fits:
         raise InvalidSpecError(f"{label}: expected gpu_types with a {FALLBACK_GPU_TYPE!r} fit")
     name = hardware.name if hardware.name in fits else FALLBACK_GPU_TYPE
-    coefficients = fits[name].get("coefficients") if isinstance(fits[name], Mapping) else None
-    if not isinstance(coefficients, list) or not all(
-        isinstance(c, int | float) and math.isfinite(c) for c in coefficients
+    fit = fits[name] if isinstance(fits[name], Mapping) else {}
+    coefficients = _numbers(fit.get("coefficients"), f"{label}: gpu_types.{name}.coefficients")
+    ranges = fit.get("feature_range", [])
+    if not isinstance(ranges, list):
+        raise InvalidSpecError(f"{label}: gpu_types.{name}.feature_range must be a list")
+    bounds = tuple(
+        _pair(_numbers(pair, f"{label}: gpu_types.{name}.feature_range"), label) for pair in ranges
+    )
+    return ConcurrentFit(name, tuple(coefficients), hardware.rated_flops, bounds)
+
+
+def _numbers(value: object, where: str) -> list[float]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value
     ):
-        raise InvalidSpecError(f"{label}: gpu_types.{name}.coefficients must be finite numbers")
-    return ConcurrentFit(name, tuple(float(c) for c in coefficients), hardware.rated_flops)
+        raise InvalidSpecError(f"{where} must be a list of finite numbers")
+    return [float(v) for v in value]
+
+
+def _pair(values: list[float], label: str) -> tuple[float, float]:
+    if len(values) != 2 or values[0] > values[1]:
+        raise InvalidSpecError(f"{label}: a feature range must be [low, high]")
+    return values[0], values[1]
 
 
 def concurrent_iteration_times(

@@ -14,12 +14,13 @@ changes by epoch), so a resize checkpoints exactly. SPB plans do not change the 
 (Pollux applications have no SPB profile).
 
 Gangs that share a GPU (only packing policies do) are re-timed by the oracle's co-location
-model, the one the policy prices packing with (:mod:`jigsaw.oracle.colocation`): each gang
-keeps its GPUs busy all of its measured step (``load`` 1 on each GPU), its sharing profile is
-its zoo model's, and its shared rate is its speed times the model's fraction
-``T_alone / T_shared``. Built without an oracle, it keeps the rule of Pollux's own simulator
-(:class:`jigsaw.rate_executor.ConstantRate`: divide by the most loaded GPU's
-``1 + others' load``); neither changes a replay without packing (Pollux's fidelity runs).
+model on the oracle's timings of their zoo models (:mod:`jigsaw.oracle.colocation`), the
+ones the policy priced the packing with, and each keeps the fraction ``T_alone / T_shared``
+of its measured speed, as :class:`~jigsaw.simulator.rates.GavelRate` does with Gavel's.
+Built without an oracle, or for a model the oracle cannot price, it keeps the rule of
+Pollux's own simulator (:class:`jigsaw.rate_executor.ConstantRate`: divide by the most
+loaded GPU's ``1 + others' load``); neither changes a replay without packing (Pollux's
+fidelity runs).
 """
 
 from __future__ import annotations
@@ -175,21 +176,21 @@ class PolluxRate:
         return dict.fromkeys(placement, 1.0)
 
     def timing(self, job: Job, placement: Placement, plan: Plan) -> GangTiming | None:
-        """The gang alone at its measured speed, busy all of each step on each of its GPUs;
-        ``None`` without an oracle (then ``rate`` applies Pollux's own rule)."""
-        del plan
+        """The oracle's timing of the gang's zoo model on this placement: the policy prices
+        packing from the same one, so the fraction of its speed a shared gang keeps is the
+        one the policy predicted; ``None`` without an oracle or for a model it cannot price
+        (then ``rate`` applies Pollux's own rule)."""
         if self.oracle is None:
             return None
-        alone = 1.0 / self.speed(job, per_node_counts(placement))
         try:
-            profile = self.oracle.sharing_profile(job.spec.model, job.spec.batch_size)
+            timing = self.oracle.timing(job.spec.model, job.spec.batch_size, plan, placement)
         except InvalidSpecError:
-            profile = None
-        self._timed_on[job.id] = (placement, alone)
-        return GangTiming(alone, tuple((gpu, alone) for gpu in dict.fromkeys(placement)), profile)
+            return None
+        self._timed_on[job.id] = (placement, timing.alone_s)
+        return timing
 
     def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
-        """The gang's speed now times the co-location model's fraction of it."""
+        """The gang's measured speed now times the co-location model's fraction of it."""
         del plan
         placement, alone = self._timed_on[job.id]
         return self.speed(job, per_node_counts(placement)) * alone / iteration_s
