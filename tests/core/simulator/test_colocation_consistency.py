@@ -1,5 +1,6 @@
 """One co-location model: under every trace semantics (jigsaw's oracle rates, Gavel's table,
-Pollux's measured step times) and every sharing setting, the iteration times the policy
+Pollux's measured step times), in the service's simulated executor (the configured rate) and
+under every sharing setting, the iteration times the policy
 predicts for a packing decision are the rates the simulated executor then applies.
 
 The decision is the one jigsaw's policy makes in tests/core/policies/test_jigsaw_slack.py: a
@@ -22,7 +23,8 @@ from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.plan import Plan, full_backprop, uniform
 from jigsaw.policies.plans import PlanCatalog
-from jigsaw.rate_executor import RateModel
+from jigsaw.rate_executor import RateDrivenExecutor, RateModel
+from jigsaw.service_rates import ColocatedConstantRate
 from jigsaw.simulator.pollux_rate import PolluxRate
 from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
@@ -66,6 +68,8 @@ def _rates(semantics: str, oracle: Oracle, jobs: list[Job]) -> RateModel:
     oracle_rate = OracleRate(oracle, 4)
     if semantics == "jigsaw":
         return oracle_rate
+    if semantics == "service":
+        return ColocatedConstantRate(oracle, 10.0)
     if semantics == "gavel":
         job_types = {job.id: f"type-{job.spec.model}" for job in jobs}
         alone = {
@@ -92,14 +96,18 @@ def _predicted_fractions(
 def _applied_rates(
     rates: RateModel, packing: list[tuple[Job, Plan, Placement]]
 ) -> dict[str, float]:
-    executor = ReplayExecutor(rates, OverheadModel(restart_s=0.0), VirtualClock(0.0))
+    executor = (
+        RateDrivenExecutor(rates, report_progress=True)
+        if isinstance(rates, ColocatedConstantRate)
+        else ReplayExecutor(rates, OverheadModel(restart_s=0.0), VirtualClock(0.0))
+    )
     for job, plan, placement in packing:
         executor.start(job, placement, plan)
     return {job.id: executor.progress(job.id, ELAPSED_S) / ELAPSED_S for job, _, _ in packing}
 
 
 @pytest.mark.parametrize("sharing", sorted(SETTINGS))
-@pytest.mark.parametrize("semantics", ["jigsaw", "gavel", "pollux"])
+@pytest.mark.parametrize("semantics", ["jigsaw", "gavel", "pollux", "service"])
 def test_the_executor_applies_what_the_policy_predicted(semantics: str, sharing: str) -> None:
     oracle = Oracle(preset("v100"), sharing=SETTINGS[sharing])
     packing = _packing(semantics, oracle)
@@ -122,3 +130,13 @@ def test_the_sharing_mode_changes_what_the_executor_applies() -> None:
     assert applied["timeslice"]["guest1"] != pytest.approx(applied["concurrent"]["guest1"])
     for job_id, rate in applied["timeslice"].items():
         assert applied["timeslice+interference"][job_id] == pytest.approx(rate * 0.7)
+
+
+def test_the_service_falls_back_to_dividing_the_rate_for_a_model_it_cannot_price() -> None:
+    oracle = Oracle(preset("v100"))
+    rates = ColocatedConstantRate(oracle, 10.0)
+    known = Job("known", JobSpec("known", "resnet18_32", 1, 10**9), 0.0)
+    opaque = Job("opaque", JobSpec("opaque", "mypkg.models:build", 1, 10**9), 0.0)
+    plan = full_backprop(1, oracle.num_blocks("resnet18_32"))
+    applied = _applied_rates(rates, [(known, plan, ((0, 0),)), (opaque, plan, ((0, 0),))])
+    assert applied == {"known": pytest.approx(5.0), "opaque": pytest.approx(5.0)}
