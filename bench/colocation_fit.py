@@ -20,8 +20,10 @@ Validation: for each job type, fit on the pairs without it and predict its pairs
 rate and its partner's). Reports the median and p90 absolute error of the predicted fraction
 per GPU type, beside two references: a constant (the training mean, same leave-one-out) and
 a per-job-type lookup (each job's mean fraction over its pairs, in sample: what a model that
-knows the job but not its partner reaches at best). Writes the fit (all pairs) to
-``jigsaw/data/colocation.json`` with ``--write``; prints one JSON object.
+knows the job but not its partner reaches at best) and a lookup by job type and the
+partner's zoo model (in sample: near the best any model of these features could reach).
+A pair is predicted in both its job types' folds, so ``n`` counts it twice. Writes the fit
+(all pairs) to ``jigsaw/data/colocation.json`` with ``--write``; prints one JSON object.
 
     .venv/bin/python bench/colocation_fit.py --write     # a few seconds
 """
@@ -160,10 +162,17 @@ def validate(
     for j, _, f in rows:
         by_job.setdefault(j, []).append(f)
     lookup_errors = [abs(statistics.fmean(by_job[j]) - f) for j, _, f in rows]
+    by_family: dict[tuple[str, str], list[float]] = {}
+    for j, k, f in rows:
+        by_family.setdefault((j, canonical_name(k)[0]), []).append(f)
+    family_errors = [
+        abs(statistics.fmean(by_family[(j, canonical_name(k)[0])]) - f) for j, k, f in rows
+    ]
     return {
         "model_leave_one_job_type_out": summary(model_errors),
         "constant_leave_one_job_type_out": summary(constant_errors),
         "per_job_type_lookup_in_sample": summary(lookup_errors),
+        "per_job_type_and_partner_model_lookup_in_sample": summary(family_errors),
     }
 
 
