@@ -211,6 +211,10 @@ def main() -> None:
             "rows_used": len(rows),
             "zero_rate_pairs_over_memory_by_our_estimate": refused,
             "median_fraction": round(statistics.median(fractions), 3),
+            "fraction_p10_p90": [
+                round(percentile(fractions, 0.1), 3),
+                round(percentile(fractions, 0.9), 3),
+            ],
             **validate(gpu, rows, profiles, solo),
         }
     result = {
