@@ -91,7 +91,7 @@ def test_a_bad_pair_rate_is_named(tmp_path: Path, rate: float, what: str) -> Non
     with pytest.raises(TraceFormatError) as error:
         GavelThroughputs.load(path)
     assert error.value.line == _line_of(text, "v100", HOST, PARTNER)
-    assert str(error.value).endswith(f"\"{HOST}\" -> \"{PARTNER}\": a rate {what}")
+    assert str(error.value).endswith(f'"{HOST}" -> "{PARTNER}": a rate {what}')
 
 
 def test_an_infinite_alone_rate_is_named(tmp_path: Path) -> None:
