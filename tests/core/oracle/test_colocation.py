@@ -3,8 +3,12 @@ Gavel's pairs, interference lowers every shared rate, and bad settings are refus
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +28,8 @@ from jigsaw.plan import full_backprop
 from jigsaw.profiles import canonical_name
 from jigsaw.traces import GavelThroughputs
 
-EXCERPT = Path(__file__).resolve().parents[2] / "data" / "gavel_throughputs_excerpt.json"
+ROOT = Path(__file__).resolve().parents[3]
+EXCERPT = ROOT / "tests" / "data" / "gavel_throughputs_excerpt.json"
 V100 = preset("v100")
 G = (0, 0)
 
@@ -171,3 +176,56 @@ def test_a_broken_fit_file_is_refused() -> None:
         load_fit(V100, {"gpu_types": {"v100": {"coefficients": [1.0, math.nan]}}})
     with pytest.raises(InvalidSpecError, match="has 2 coefficients"):
         load_fit(V100, {"gpu_types": {"v100": {"coefficients": [1.0, 2.0]}}})
+
+
+SHARED_GAVEL = (
+    Path(os.environ.get("JIGSAW_SHARED_DIR", ROOT.parent / "shared"))
+    / "traces"
+    / "gavel"
+    / "simulation_throughputs.json"
+)
+
+
+@pytest.mark.skipif(not SHARED_GAVEL.is_file(), reason="no ../shared")
+def test_the_shipped_fit_is_what_the_fit_bench_makes_from_gavels_file() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/colocation_fit.py", "--throughputs", str(SHARED_GAVEL)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'bench'}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    report = json.loads(done.stdout)["per_gpu_type"]
+    shipped = json.loads((ROOT / "jigsaw" / "data" / "colocation.json").read_text())
+    assert report["v100"]["placeholder_pairs"] == 69
+    for gpu in ("v100", "p100", "k80"):
+        assert shipped["gpu_types"][gpu]["pairs_used"] == report[gpu]["rows_used"]
+        # out of sample, the model beats a constant on every GPU type
+        model = report[gpu]["model_leave_one_job_type_out"]["median"]
+        assert model < report[gpu]["constant_leave_one_job_type_out"]["median"]
+    fit = load_fit(V100)
+    refit = subprocess.run(
+        [sys.executable, "-c", _REFIT],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'bench'}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert json.loads(refit.stdout) == pytest.approx(list(fit.coefficients), rel=1e-9)
+
+
+_REFIT = f"""
+import json
+from colocation_fit import fitted, job_profiles, measured_rows
+from jigsaw.hardware import preset
+from jigsaw.oracle import Oracle
+from jigsaw.traces import GavelThroughputs
+table = GavelThroughputs.load({str(SHARED_GAVEL)!r})
+rows, solo, _, _ = measured_rows(table, "v100")
+profiles = job_profiles(Oracle(preset("v100")), sorted(solo))
+print(json.dumps(list(fitted("v100", rows, profiles, solo).coefficients)))
+"""
