@@ -1,8 +1,10 @@
 """Measure real pair rates of zoo models sharing one device: the data the co-location model
 lacks for SPB partial workers with a guest.
 
-For each pair ``A+B`` (``--pairs resnet18_32:0+digits_cnn:0,...``: model and SPB stop depth,
-0 = full backprop, d = a partial worker that trains blocks d.. only, as an SPB rank does),
+For each pair ``A+B`` (``--pairs resnet18_32:2:40+digits_cnn:0,...``: model, SPB stop depth
+(0 = full backprop, d = a partial worker that trains blocks d.. only, as an SPB rank does)
+and, optionally, milliseconds the job then waits idle each iteration, as a partial worker
+waits for its rank 0's backward and the all-reduce: the slack a guest may fill),
 every job first trains alone on the device for ``--seconds``, then the two train at the same
 time as two processes on the same device, in each sharing mode the device offers:
 
@@ -14,12 +16,12 @@ time as two processes on the same device, in each sharing mode the device offers
 
 A job's rate is iterations per second over the measured window after ``--warmup``
 iterations (both processes start the window together, at a barrier). The fraction is the
-shared rate over the solo rate. A partial worker here runs back to back; in a gang it would
-also wait for its rank 0 each iteration (idle time a guest can use), so its fraction here is
-a lower bound on what it keeps. Prints one JSON object with the device, torch version and
-the settings; runs on CPU (two processes on the CPU) as well as on a GPU.
+shared rate over the solo rate. Without an idle time a partial worker runs back to back, so
+its fraction is then a lower bound on what it keeps in a gang. Prints one JSON object with
+the device, torch version and the settings; runs on CPU (two processes on the CPU) as well
+as on a GPU.
 
-    PYTHONPATH=. python bench/colocation_measure.py --pairs resnet18_32:0+digits_cnn:0 --seconds 10
+    PYTHONPATH=. python bench/colocation_measure.py --pairs resnet18_32:2:20+resnet18_32:0
 """
 
 from __future__ import annotations
@@ -49,17 +51,24 @@ class JobArgs:
     model: str
     depth: int
     batch: int
+    idle_ms: float = 0.0
 
 
 def parse_job(text: str, batch: int) -> JobArgs:
-    model, _, depth = text.partition(":")
+    model, _, rest = text.partition(":")
+    depth, _, idle = rest.partition(":")
     if not model:
         raise SystemExit(f"--pairs: empty model in {text!r}")
     try:
         stop = int(depth) if depth else 0
+        wait = float(idle) if idle else 0.0
     except ValueError:
-        raise SystemExit(f"--pairs: depth of {text!r} must be an integer") from None
-    return JobArgs(model, stop, batch)
+        raise SystemExit(
+            f"--pairs: in {text!r} the depth must be an integer and the idle time a number"
+        ) from None
+    if stop < 0 or not 0.0 <= wait < 60_000.0:
+        raise SystemExit(f"--pairs: in {text!r} depth must be >= 0 and idle 0..60000 ms")
+    return JobArgs(model, stop, batch, wait)
 
 
 def parse_pairs(text: str, batch: int) -> list[tuple[JobArgs, JobArgs]]:
@@ -98,6 +107,10 @@ def train(
     trained = [p for block in workload.blocks[job.depth :] for p in block.parameters()]
     optimizer = torch.optim.SGD(trained, lr=0.01, momentum=0.9)
 
+    def sync() -> None:
+        if target.type == "cuda":
+            torch.cuda.synchronize(target)
+
     def step() -> None:
         hidden = inputs
         with torch.no_grad():
@@ -109,10 +122,9 @@ def train(
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-
-    def sync() -> None:
-        if target.type == "cuda":
-            torch.cuda.synchronize(target)
+        if job.idle_ms > 0:
+            sync()  # the wait starts when this worker's compute has ended
+            time.sleep(job.idle_ms / 1000.0)
 
     for _ in range(warmup):
         step()
@@ -207,7 +219,11 @@ def fractions(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", default="digits_cnn:0+digits_cnn:0,digits_cnn:2+digits_cnn:0")
+    parser.add_argument(
+        "--pairs",
+        default="digits_cnn:0+digits_cnn:0,digits_cnn:2:10+digits_cnn:0",
+        help="MODEL[:DEPTH[:IDLE_MS]]+MODEL[:DEPTH[:IDLE_MS]], comma-separated",
+    )
     parser.add_argument("--batch", type=int, default=32, help="per-job batch")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window")
     parser.add_argument("--warmup", type=int, default=5, help="iterations before the window")
@@ -226,7 +242,10 @@ def main() -> None:
     for left, right in pairs:
         solo = [run_together([job], args)[0] for job in (left, right)]
         row: dict[str, Any] = {
-            "jobs": [{"model": j.model, "depth": j.depth, "batch": j.batch} for j in (left, right)],
+            "jobs": [
+                {"model": j.model, "depth": j.depth, "batch": j.batch, "idle_ms": j.idle_ms}
+                for j in (left, right)
+            ],
             "solo": solo,
         }
         for mode, missing in offered.items():
