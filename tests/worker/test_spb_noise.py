@@ -152,7 +152,9 @@ def test_lease_summary_carries_block_noise_beside_the_existing_figures() -> None
         block_noise=noise,
         probe_iterations=1,
     )
-    metrics = summarize([report])
+    outcome = summarize([report])
+    assert outcome.block_noise == noise and outcome.probe_iterations == 1
+    metrics = outcome.as_metrics()
     assert metrics["block_noise"] == [noise[0].as_dict()]
     assert metrics["probe_iterations"] == 1
     assert metrics["bytes_sent"] == [1]
