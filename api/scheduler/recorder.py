@@ -8,6 +8,7 @@ import logging
 import math
 import time
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Engine, delete, func, insert, select, update
@@ -112,7 +113,11 @@ class ProgressRecorder:
             metrics=metrics,
             lease_boundary=boundary,
         )
-        line = _progress_line(sample, job.spec.iterations, final) if boundary else None
+        line = (
+            _progress_line(sample, job.spec.iterations, outcome.evaluation if final else None)
+            if boundary
+            else None
+        )
         self._telemetry.record(sample, line)
         if outcome.log_lines:
             self._telemetry.add_log_lines(job_id, at, list(outcome.log_lines))
@@ -123,7 +128,11 @@ def _crosses(before: float, after: float, lease: int) -> bool:
     return math.floor(after / lease) > math.floor(before / lease)
 
 
-def _progress_line(sample: ProgressSample, iterations: int, final: bool) -> str:
+def _progress_line(
+    sample: ProgressSample, iterations: int, evaluation: Mapping[str, float] | None
+) -> str:
+    """``evaluation`` is the last lease's held-out score, given only for the final line."""
+    final = evaluation is not None
     parts = [f"{'finished at' if final else 'iteration'} {sample.iteration:.0f}/{iterations}"]
     if sample.loss is not None:
         parts.append(f"loss {sample.loss:.4g}")
@@ -131,10 +140,9 @@ def _progress_line(sample: ProgressSample, iterations: int, final: bool) -> str:
         parts.append(f"{sample.throughput:.1f} samples/s")
     if sample.plan:
         parts.append("plan " + ",".join(str(d) for d in sample.plan))
-    if final:
-        extra = {
-            k: v for k, v in sample.metrics.items() if k in ("accuracy", "val_accuracy", "val_loss")
-        }
+    if evaluation:
+        shown = ("accuracy", "val_accuracy", "val_loss")
+        extra = {k: v for k, v in evaluation.items() if k in shown}
         if extra:
             parts.append(json.dumps(extra))
     return " ".join(parts)

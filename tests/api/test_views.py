@@ -13,7 +13,7 @@ from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import SchedulingCycle
 from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.executor_events import Progressed
+from jigsaw.executor_events import Finished, Progressed
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
@@ -146,6 +146,11 @@ def test_a_report_with_refused_noise_keeps_its_progress_and_says_why_in_the_log(
     ) in lines
     samples = api.client.get(f"/api/v1/jobs/{job_id}/progress", headers=headers).json()
     assert [(s["iteration"], s["loss"]) for s in samples["items"]] == [(60.0, 0.7)]
+    # The last lease's held-out score closes the log.
+    recorder(Finished(job_id, time.time(), 100.0, LeaseOutcome(evaluation={"accuracy": 0.9})))
+    logs = api.client.get(f"/api/v1/jobs/{job_id}/logs", headers=headers).json()
+    assert logs["items"][-1]["line"].startswith("finished at 100/100")
+    assert logs["items"][-1]["line"].endswith('{"accuracy": 0.9}')
 
 
 def test_progress_samples_are_thinned_past_the_cap_keeping_lease_boundaries(
