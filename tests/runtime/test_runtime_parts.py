@@ -12,13 +12,14 @@ import pytest
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.lease_outcome import InvalidLeaseOutcomeError, LeaseOutcome
-from jigsaw.plan import SPBPlan
+from jigsaw.plan import PlanRequest, SPBPlan, full_backprop
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.control import ControlChannel, is_control_point
 from worker.runtime.failures import classify
 from worker.runtime.ledger import ProgressLedger
 from worker.runtime.messages import LeaseReport, PlanOffer
 from worker.runtime.settings import RuntimeSettings
+from worker.runtime.spb_lease import plan_for_built_model
 from worker.runtime.summary import InconsistentLeaseError, lease_overhead_s, summarize
 from worker.spb import CheckpointError
 
@@ -262,3 +263,14 @@ def test_a_lease_report_whose_plan_contradicts_its_block_count_is_refused() -> N
         LeaseOutcome(plan=SPBPlan((0, 1), 4), num_blocks=3)
     with pytest.raises(InvalidPlanError):
         summarize([report(0, 10, plan=(0, 9)), report(1, 10, plan=(0, 9))])
+
+
+def test_a_plan_meets_the_k_the_workers_built_in_one_place() -> None:
+    unknown = full_backprop(2, 1)  # what the control plane starts a job of unknown K with
+    request = PlanRequest.parse("staircase")
+    assert plan_for_built_model(unknown, request, 6) == SPBPlan((0, 3), 6)
+    assert plan_for_built_model(unknown, None, 6) == full_backprop(2, 6)
+    known = SPBPlan((0, 2), 4)
+    assert plan_for_built_model(known, None, 4) is known
+    with pytest.raises(InvalidPlanError, match="outside the model"):
+        plan_for_built_model(unknown, PlanRequest.parse("0,5"), 3)
