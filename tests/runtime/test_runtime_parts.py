@@ -178,6 +178,13 @@ def test_summary_reports_per_rank_costs_and_the_lease_overhead() -> None:
     assert metrics["per_rank_compute_s"] == [pytest.approx(0.1), pytest.approx(0.1)]
     assert metrics["accuracy"] == 0.9
     assert metrics["plan"] == [0, 1] and metrics["num_blocks"] == 4
+    assert list(metrics) == [
+        "lease", "attempt", "lease_iterations", "plan", "plan_kind", "plan_text", "num_blocks",
+        "plan_version", "loss", "last_loss", "throughput", "iterations_per_s",
+        "iteration_time_s", "per_rank_compute_s", "per_rank_sync_s", "saved_activation_bytes",
+        "peak_memory_bytes", "bytes_sent", "lease_wall_s", "steps_wall_s", "eval_s",
+        "control_s", "checkpoint_s", "lease_overhead_s", "lease_overhead_fraction", "accuracy",
+    ]  # fmt: skip
     # 0.4 wall - 0.32 in steps - 0.05 checkpoint + 0.005 idle before the lease
     assert lease_overhead_s(report(0, 10)) == pytest.approx(0.035)
     with pytest.raises(InconsistentLeaseError, match="different iterations"):
