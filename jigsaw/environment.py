@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from jigsaw.errors import InvalidSpecError
 
@@ -46,8 +46,9 @@ GPU_TYPE_DEFAULT = "v100"
 LEASE_ITERATIONS_DEFAULT = 50
 CHECKPOINT_SUBDIR = "ckpt"
 WORKER_MEMORY_GIB_MAX = 1_000_000.0
-SHARING_MODES = ("timeslice", "concurrent")
-SHARING_DEFAULT = "timeslice"
+SharingModeName = Literal["timeslice", "concurrent"]
+SHARING_MODES: tuple[SharingModeName, ...] = ("timeslice", "concurrent")
+SHARING_DEFAULT: SharingModeName = "timeslice"
 INTERFERENCE_MAX = 0.9
 GIB = 1024**3
 
