@@ -32,6 +32,16 @@ ENTRYPOINT_PATTERN = f"^{ENTRYPOINT.pattern}$"
 Depth = Annotated[int, Field(ge=0, le=1_000_000)]
 
 
+# Optional integers whose bounds the JSON schema states as minimum/maximum: the validator
+# sits on the union (on the integer, pydantic would print the bounds as ge/le).
+OptionalWorkers = Annotated[
+    Annotated[int, Field(ge=1, le=MAX_WORKERS)] | None, BeforeValidator(integral)
+]
+OptionalBatch = Annotated[
+    Annotated[int, Field(ge=1, le=2**31 - 1)] | None, BeforeValidator(integral)
+]
+
+
 def integral_items(value: Any) -> Any:
     """``[0, 1.0]`` is ``[0, 1]`` (on the list: a validator on the item would make pydantic
     print its bounds as ``ge``/``le`` in the JSON schema instead of minimum/maximum)."""
@@ -81,17 +91,13 @@ class JobCreate(Forbidding):
         "per spb; the default for entrypoints), pipeline (PipeDream-2BW stages) or hybrid "
         "(SplitBrain: linear layers sharded). spb applies only to data parallelism",
     )
-    min_workers: Integer | None = Field(
+    min_workers: OptionalWorkers = Field(
         default=None,
-        ge=1,
-        le=MAX_WORKERS,
         description="elastic jobs: the fewest workers a policy may run the job on (default: "
         "workers). workers stays the initial size and must lie in min_workers..max_workers",
     )
-    max_workers: Integer | None = Field(
+    max_workers: OptionalWorkers = Field(
         default=None,
-        ge=1,
-        le=MAX_WORKERS,
         description="elastic jobs: the most workers a policy may give the job (default: "
         "workers); at most the cluster's GPUs and the queue's quota",
     )
@@ -103,12 +109,8 @@ class JobCreate(Forbidding):
         "min_global_batch..max_global_batch, which must hold the initial one. Data-parallel "
         "jobs only",
     )
-    min_global_batch: Integer | None = Field(
-        default=None, ge=1, le=2**31 - 1, description="batch_policy adaptive only"
-    )
-    max_global_batch: Integer | None = Field(
-        default=None, ge=1, le=2**31 - 1, description="batch_policy adaptive only"
-    )
+    min_global_batch: OptionalBatch = Field(default=None, description="batch_policy adaptive only")
+    max_global_batch: OptionalBatch = Field(default=None, description="batch_policy adaptive only")
 
 
 class AlternativePublic(Public):

@@ -74,8 +74,16 @@ CROSS_FIELD_RULES = {
     "spb": ("depths but the job has", "does not fit model", "is a data-parallel plan"),
     # the per-worker memory limit is configuration; a plan type must fit the model and workers
     "parallelism": ("per-worker memory limit", "has no plan for model", "needs a zoo model"),
-    # the cluster's size and the quotas are configuration, not schema
-    "workers": ("can never start",),
+    # the cluster's size and the quotas are configuration, not schema; an elastic range
+    # must hold the initial size
+    "workers": ("can never start", "must lie in min_workers..max_workers"),
+    # elastic jobs (docs/API.md, check 8): a range, the cluster, quotas, the batch rules
+    "min_workers": ("is above max_workers",),
+    "max_workers": ("more than the cluster's", "can never be given", "only data-parallel"),
+    "batch_size": ("does not split evenly", "must lie in min_global_batch"),
+    "batch_policy": ("only data-parallel",),
+    "min_global_batch": ("bounds an adaptive batch", "batch_policy adaptive needs"),
+    "max_global_batch": ("bounds an adaptive batch", "batch_policy adaptive needs"),
     # the same key with another body (documented as this operation's 422)
     "Idempotency-Key": ("already used with a different request body",),
 }
