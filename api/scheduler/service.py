@@ -66,13 +66,14 @@ def build_executor(settings: Settings) -> ExecutorHandle:
 
 def build_policy(settings: Settings, oracle: OracleView) -> Policy:
     """The configured policy, built as the simulator builds it
-    (:func:`jigsaw.policies.builder.build_policy`), with the service's quotas."""
+    (:func:`jigsaw.policies.builder.build_policy`), with the service's planner (the one its
+    submission checks ask) and quotas."""
     return build_named_policy(
         settings.policy,
         oracle.oracle,
         dict(settings.policy_options),
+        planner=oracle.planner,
         quotas=Quotas(settings.queue_quotas, settings.user_quotas),
-        catalog=oracle.catalog,
     )
 
 

@@ -18,7 +18,6 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 
 from jigsaw.environment import (
     ENV_PREFIX,
-    GPU_TYPE_DEFAULT,
     GPUS_DEFAULT,
     GPUS_MAX,
     LEASE_ITERATIONS_DEFAULT,
@@ -28,6 +27,7 @@ from jigsaw.environment import (
     expand_user,
     rejected,
 )
+from jigsaw.hardware import DEFAULT_GPU_TYPE
 
 
 class RuntimeSettings(BaseSettings):
@@ -71,7 +71,7 @@ class RuntimeSettings(BaseSettings):
     threads_per_worker: int = Field(default=1, gt=0)
     device: str = "auto"
     """``auto``: CUDA when the actor sees a GPU, else CPU (gloo)."""
-    gpu_type: str = GPU_TYPE_DEFAULT
+    gpu_type: str = DEFAULT_GPU_TYPE
     """Reported for nodes whose Ray resources name no ``accelerator_type``."""
     startup_timeout_s: float = Field(default=180.0, gt=0)
     """Reserve + launch + rendezvous + restore must finish within this or the start fails."""
