@@ -74,6 +74,8 @@ CROSS_FIELD_RULES = {
     "spb": ("depths but the job has", "does not fit model", "is a data-parallel plan"),
     # the per-worker memory limit is configuration; a plan type must fit the model and workers
     "parallelism": ("per-worker memory limit", "has no plan for model", "needs a zoo model"),
+    # a batch so large that no plan type fits the per-worker memory limit (configuration)
+    "batch_size": ("per-worker memory limit",),
     # the cluster's size and the quotas are configuration, not schema
     "workers": ("can never start",),
     # the same key with another body (documented as this operation's 422)

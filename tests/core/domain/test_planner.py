@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from jigsaw.catalog import ModelCatalog
+from jigsaw.decisions import Resize
 from jigsaw.domain import Job, JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import DEFAULT_GPU_TYPE, preset
@@ -90,3 +91,16 @@ def test_a_hybrid_needs_a_slice_of_every_sharded_layer_for_every_worker(
 )
 def test_sizes_show_their_number(size: int, shown: str) -> None:
     assert human_bytes(size) == shown
+
+
+def test_a_resize_carries_its_size_in_its_plan_only() -> None:
+    four = ((0, 0), (0, 1), (0, 2), (0, 3))
+    planner = Planner()
+    job = Job("e", JobSpec(name="e", model="digits_cnn", workers=2, iterations=9), 0.0)
+    plan = planner.resized_plan(job, 4)
+    resize = Resize("e", four, plan, 16, "grow")
+    assert resize.plan.num_workers == len(resize.placement) == 4
+    with pytest.raises(ValueError, match="plan has 2 workers but the placement 4 GPUs"):
+        Resize("e", four, planner.resized_plan(job, 2), 16, "grow")
+    with pytest.raises(ValueError, match="worker_batch"):
+        Resize("e", four, plan, 0, "grow")
