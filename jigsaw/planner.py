@@ -194,8 +194,35 @@ class Planner:
                 field="spb",
             ) from None
         self.plan_choice(spec)
+        self._check_batch_fits_the_data(spec)
 
     # -- internals ----------------------------------------------------------------------------
+    def _check_batch_fits_the_data(self, spec: JobSpec) -> None:
+        """Every engine samples one iteration's global batch from the training split without
+        repeats (worker/spb/sampler.py): the largest global batch the job may run with must
+        fit the split the profile records."""
+        entry = self.catalog.find(spec.model)
+        samples = entry.profile.train_samples if entry and entry.profile else None
+        largest = spec.batch_range[1]
+        if samples is None or largest <= samples:
+            return
+        if spec.batch_policy == "adaptive":
+            raise InvalidSpecError(
+                f"max_global_batch {largest} exceeds the {samples} training samples of model "
+                f"{spec.model!r}: ask for at most {samples}",
+                field="max_global_batch",
+            )
+        fix = (
+            f"use batch_size {samples // spec.workers} or less, or fewer workers"
+            if samples >= spec.workers
+            else f"use at most {samples} workers"
+        )
+        raise InvalidSpecError(
+            f"global batch {largest} ({spec.workers} workers x {spec.batch_size}) exceeds the "
+            f"{samples} training samples of model {spec.model!r}: {fix}",
+            field="batch_size" if samples >= spec.workers else "workers",
+        )
+
     def _resolve(self, spec: JobSpec, blocks: int | None) -> Plan:
         typed = self.typed_plan(spec)
         if typed is not None:

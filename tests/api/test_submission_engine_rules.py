@@ -31,6 +31,7 @@ HYBRID_11 = {"model": "mlp", "workers": 11, "parallelism": "hybrid"}
 HYBRID_64 = {"model": "digits_cnn", "workers": 64, "parallelism": "hybrid"}
 HUGE_BATCH = {"model": "mlp", "workers": 2, "batch_size": 2**31 - 1}
 HUGE_PIPELINE = {**HUGE_BATCH, "model": "vgg16_32_fc", "parallelism": "pipeline"}
+BIG_IMAGES = {"model": "vgg16_32", "workers": 4, "batch_size": 128}
 REFUSED = [
     # A hybrid shards the output-side linear layers across every worker: mlp's and
     # digits_cnn's classifier has 10 outputs (the engine failed 41 s into the run).
@@ -39,6 +40,9 @@ REFUSED = [
     # A memory refusal a smaller batch would cure names the batch, not the plan type.
     (HUGE_BATCH, "batch_size", "at batch_size 2147483647 no plan type fits the per-worker"),
     (HUGE_PIPELINE, "batch_size", "parallelism pipeline does not fit the per-worker memory"),
+    # Every engine samples one iteration's global batch from the training split (the
+    # profile records its size): vgg16_32 trains on 256 synthetic images.
+    (BIG_IMAGES, "batch_size", "global batch 512 (4 workers x 128) exceeds the 256 training"),
 ]
 
 
@@ -56,6 +60,7 @@ def test_what_an_engine_would_refuse_is_refused_at_submit_naming_the_field(
 
 
 ACCEPTED = [
+    {"model": "vgg16_32", "workers": 4, "batch_size": 64},  # 256 samples: the whole split
     {"model": "mlp", "workers": 10, "parallelism": "hybrid"},  # ten outputs, ten workers
     {"model": "mlp", "workers": 11},  # auto: no hybrid on 11 workers, data parallel runs
 ]

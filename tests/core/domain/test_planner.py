@@ -104,3 +104,32 @@ def test_a_resize_carries_its_size_in_its_plan_only() -> None:
         Resize("e", four, planner.resized_plan(job, 2), 16, "grow")
     with pytest.raises(ValueError, match="worker_batch"):
         Resize("e", four, plan, 0, "grow")
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "phrase"),
+    [
+        ({"model": "vgg16_32", "workers": 4, "batch_size": 128}, "batch_size", "use batch_size 64"),
+        ({"model": "vgg16_32", "workers": 257, "batch_size": 1}, "workers", "at most 256 workers"),
+        (
+            {
+                "model": "mlp",
+                "workers": 2,
+                "min_workers": 1,
+                "max_workers": 4,
+                "batch_policy": "adaptive",
+                "min_global_batch": 32,
+                "max_global_batch": 4096,
+            },
+            "max_global_batch",
+            "max_global_batch 4096 exceeds the 1438 training samples",
+        ),
+    ],
+)
+def test_the_largest_global_batch_must_fit_the_training_split(
+    fields: dict[str, object], field: str, phrase: str
+) -> None:
+    spec = JobSpec.from_mapping({"name": "b", "iterations": 1, "parallelism": "data", **fields})
+    with pytest.raises(InvalidSpecError) as caught:
+        Planner(memory_limit_bytes=2**50).check(spec)
+    assert caught.value.field == field and phrase in str(caught.value)
