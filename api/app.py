@@ -44,6 +44,7 @@ def build_state(settings: Settings, engine: Engine | None = None) -> AppState:
             fallback_rate,
             gpu_type=settings.gpu_type,
             simulated_rate=fallback_rate if settings.executor == "simulated" else None,
+            sharing=settings.sharing_settings,
         ),
         metrics=Metrics(engine),
         planner=planner,

@@ -17,7 +17,7 @@ from jigsaw.cluster import Placement
 from jigsaw.domain import JobSpec
 from jigsaw.environment import worker_memory_limit_bytes
 from jigsaw.errors import InvalidSpecError
-from jigsaw.oracle import Oracle
+from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.plan import Plan
 from jigsaw.planner import Planner
 
@@ -58,12 +58,13 @@ class OracleView:
         *,
         gpu_type: str | None = None,
         simulated_rate: float | None = None,
+        sharing: SharingSettings | None = None,
     ) -> None:
         self.planner = planner
         """The service's one planner: its policies, its submission checks and this view."""
         priced = planner.priced_as
         self.hardware_note = "" if gpu_type in (None, priced) else f" (priced as {priced})"
-        self._oracle = Oracle(planner.hardware, profiles=planner.catalog.profiles)
+        self._oracle = Oracle(planner.hardware, profiles=planner.catalog.profiles, sharing=sharing)
         self._gpus_per_node = gpus_per_node
         self.fallback_rate = fallback_rate
         self.simulated_rate = simulated_rate
