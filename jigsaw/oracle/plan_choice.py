@@ -116,7 +116,18 @@ def pipeline_alternatives(
 def hybrid_alternative(
     profile: ParallelProfile, hardware: HardwareSpec, workers: int, batch: int, limit: int
 ) -> Alternative | None:
-    """The longest output-side run of blocks with linear layers, sharded column-wise."""
+    """The longest output-side run of blocks with linear layers, sharded column-wise, when
+    the hybrid engine can build it."""
+    plan = hybrid_suffix(profile, workers)
+    if plan is None or hybrid_refusal(profile, plan) is not None:
+        return None
+    prediction = predict_plan(profile, hardware, plan, batch)
+    return Alternative("hybrid", plan, prediction, prediction.fits(limit))
+
+
+def hybrid_suffix(profile: ParallelProfile, workers: int) -> HybridPlan | None:
+    """The hybrid plan's shape: the longest output-side run of blocks with linear layers,
+    sharded column-wise; ``None`` below 2 workers or when the last block has no linear."""
     if workers < 2:
         return None
     counts = profile.linear_counts()
@@ -125,11 +136,7 @@ def hybrid_alternative(
         first -= 1
     if first > len(counts):
         return None
-    plan = HybridPlan.suffix(len(counts), workers, first, "column")
-    if hybrid_refusal(profile, plan) is not None:
-        return None
-    prediction = predict_plan(profile, hardware, plan, batch)
-    return Alternative("hybrid", plan, prediction, prediction.fits(limit))
+    return HybridPlan.suffix(len(counts), workers, first, "column")
 
 
 def hybrid_refusal(profile: ParallelProfile, plan: HybridPlan) -> str | None:
@@ -247,19 +254,13 @@ def _why_none(parallelism: str, parallel: ParallelProfile | None, workers: int) 
             f"a pipeline needs a stage count of 2..{blocks} (the model's blocks) that divides "
             f"{workers} workers"
         )
-    if parallel is not None and workers >= 2:
-        counts = parallel.linear_counts()
-        if counts and counts[-1] > 0:
-            first = len(counts)
-            while first > 1 and counts[first - 2] > 0:
-                first -= 1
-            plan = HybridPlan.suffix(len(counts), workers, first, "column")
-            refusal = hybrid_refusal(parallel, plan)
-            if refusal is not None:
-                return (
-                    f"a hybrid shards the output-side linear layers across every worker, and "
-                    f"{refusal}: ask for fewer workers"
-                )
+    plan = hybrid_suffix(parallel, workers) if parallel is not None else None
+    refusal = hybrid_refusal(parallel, plan) if parallel is not None and plan else None
+    if refusal is not None:
+        return (
+            "a hybrid shards the output-side linear layers across every worker, and "
+            f"{refusal}: ask for fewer workers"
+        )
     return "a hybrid needs at least 2 workers and linear layers in the model's last block"
 
 
