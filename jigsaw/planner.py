@@ -173,9 +173,12 @@ class Planner:
     # -- what a submission must mean -----------------------------------------------------------
     def check(self, spec: JobSpec) -> None:
         """Every plan rule the engines enforce, for a spec about to be accepted; raises
-        :class:`InvalidSpecError` naming the field to fix. An entrypoint's K and plan are
-        checked at its first lease. The plan-type choice stays cached here, so the policy
-        that starts the job (asking this same planner) gets the plan that was checked."""
+        :class:`InvalidSpecError` naming the field to fix: ``spb`` resolves against K; a plan
+        type the engines can build (a hybrid's sharded layers wide enough for the gang) fits
+        the per-worker memory limit; the largest global batch fits the training split. An
+        entrypoint's K and plan are checked at its first lease. The plan-type choice stays
+        cached here, so the policy that starts the job (asking this same planner) gets the
+        plan that was checked."""
         blocks = self.model_blocks(spec.model)
         if blocks is None:
             if spec.parallelism in ("pipeline", "hybrid"):
