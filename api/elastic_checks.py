@@ -22,7 +22,10 @@ from jigsaw.plan import Plan, SPBPlan
 from jigsaw.policies.quota import Quotas
 
 
-def check_elastic(spec: JobSpec, plan: Plan | None, *, cluster_gpus: int, quotas: Quotas) -> None:
+def check_elastic(
+    spec: JobSpec, typed_plan: Plan | None, *, cluster_gpus: int, quotas: Quotas
+) -> None:
+    """``typed_plan``: the pipeline or hybrid plan the planner gives ``spec`` (None: data)."""
     if not spec.is_elastic:
         return
     _low, high = spec.worker_range
@@ -42,10 +45,10 @@ def check_elastic(spec: JobSpec, plan: Plan | None, *, cluster_gpus: int, quotas
                 f"GPUs; ask for at most {limit}",
                 field="max_workers",
             )
-    if plan is not None and not isinstance(plan, SPBPlan):
+    if typed_plan is not None and not isinstance(typed_plan, SPBPlan):
         field = "batch_policy" if spec.batch_policy == "adaptive" else "max_workers"
         raise InvalidSpecError(
-            f"parallelism auto chose {plan.describe()} for {spec.model!r}, and only "
+            f"parallelism auto chose {typed_plan.describe()} for {spec.model!r}, and only "
             "data-parallel jobs are elastic: set parallelism to data, or drop min_workers, "
             "max_workers and batch_policy",
             field=field,

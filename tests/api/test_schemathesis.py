@@ -74,16 +74,28 @@ CROSS_FIELD_RULES = {
     "spb": ("depths but the job has", "does not fit model", "is a data-parallel plan"),
     # the per-worker memory limit is configuration; a plan type must fit the model and workers
     "parallelism": ("per-worker memory limit", "has no plan for model", "needs a zoo model"),
+    # a batch so large that no plan type fits the per-worker memory limit (configuration), or
+    # one iteration's global batch larger than the model's training split (its profile); a
+    # fixed elastic batch every size must divide, an adaptive range holding the initial one
+    "batch_size": (
+        "per-worker memory limit",
+        "training samples",
+        "does not split evenly",
+        "must lie in min_global_batch",
+    ),
     # the cluster's size and the quotas are configuration, not schema; an elastic range
     # must hold the initial size
-    "workers": ("can never start", "must lie in min_workers..max_workers"),
-    # elastic jobs (docs/API.md, check 8): a range, the cluster, quotas, the batch rules
+    "workers": ("can never start", "training samples", "must lie in min_workers..max_workers"),
+    # elastic jobs (docs/API.md, "Checks a submission passes"): the range, the cluster, quotas
     "min_workers": ("is above max_workers",),
     "max_workers": ("more than the cluster's", "can never be given", "only data-parallel"),
-    "batch_size": ("does not split evenly", "must lie in min_global_batch"),
     "batch_policy": ("only data-parallel",),
     "min_global_batch": ("bounds an adaptive batch", "batch_policy adaptive needs"),
-    "max_global_batch": ("bounds an adaptive batch", "batch_policy adaptive needs"),
+    "max_global_batch": (
+        "bounds an adaptive batch",
+        "batch_policy adaptive needs",
+        "training samples",
+    ),
     # the same key with another body (documented as this operation's 422)
     "Idempotency-Key": ("already used with a different request body",),
 }
