@@ -19,9 +19,8 @@ import pytest
 from jigsaw.domain import transition
 from jigsaw.executor_events import Finished, Progressed
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan, full_backprop
+from jigsaw.plan import SPBPlan
 from jigsaw.retention import sweep_checkpoints
-from jigsaw.seams import ReplanRefused
 from tests.runtime.support import PriorityPreemptingPolicy, make_harness
 from worker.runtime.checkpoints import CheckpointStore
 
@@ -76,9 +75,6 @@ def test_an_entrypoint_the_workers_cannot_use_fails_once_with_the_reason(tmp_pat
             assert job.state == JobState.FAILED and job.attempt == 1
             states = [event.to_state for event in h.store.events(job.id)]
             assert JobState.RETRYING not in states, states
-        # Resizing is not supported by the Ray runtime yet: refused whole, nothing changes.
-        with pytest.raises(ReplanRefused, match="cannot resize a gang"):
-            h.executor.resize("deep", (), full_backprop(2, 3), 16)
     finally:
         h.executor.shutdown()
 

@@ -21,6 +21,7 @@ import torch
 
 from jigsaw.executor_events import Progressed
 from jigsaw.lifecycle import JobState
+from jigsaw.plan import full_backprop
 from jigsaw.reasons import ReasonCode
 from tests.runtime.support import ScriptedResizePolicy, make_harness
 from worker.runtime.checkpoints import CheckpointStore
@@ -75,7 +76,9 @@ def test_a_fixed_batch_run_resized_4_2_3_ends_with_the_weights_of_a_run_never_re
         h.executor.shutdown()
 
     reference = SPBTrainer(
-        TrainerConfig(model="mlp", plan="none", batch_size=GLOBAL_BATCH, lr=0.05, seed=3),
+        TrainerConfig(
+            model="mlp", plan=full_backprop(1, 4), batch_size=GLOBAL_BATCH, lr=0.05, seed=3
+        ),
         ThreadGroup(1).collectives(0),
     )
 
@@ -193,7 +196,7 @@ def test_an_adaptive_run_equals_one_process_applying_its_batch_and_rate_changes(
     saved = torch.load(last / "shared.pt", weights_only=False)
 
     reference = SPBTrainer(
-        TrainerConfig(model="mlp", plan="none", batch_size=24, lr=0.05, seed=3),
+        TrainerConfig(model="mlp", plan=full_backprop(1, 4), batch_size=24, lr=0.05, seed=3),
         ThreadGroup(1).collectives(0),
     )
     bounds = [start for start, _, _ in phases[1:]] + [stopped_at]
