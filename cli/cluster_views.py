@@ -13,6 +13,7 @@ from rich.text import Text
 
 from cli.formatting import format_bytes, format_gpu
 from cli.views import plain_table
+from jigsaw.wording import counted
 
 JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
@@ -102,7 +103,7 @@ def models_table(models: dict[str, Any]) -> RenderableType:
         )
     workers = models.get("workers")
     head = Text(
-        f"Plan types for {workers} worker{'' if workers == 1 else 's'} x batch "
+        f"Plan types for {counted(int(workers or 0), 'worker')} x batch "
         f"{models.get('batch_size')}, against the server's per-worker memory limit of "
         f"{format_bytes(models.get('memory_limit_bytes'))} ({models.get('gpu_type')}). "
         "yes/no: fits; *: what parallelism auto picks; the size: model memory per worker. "

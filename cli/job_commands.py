@@ -30,6 +30,7 @@ from cli.views import (
     validation_view,
 )
 from cli.watch import watch_jobs
+from jigsaw.wording import counted
 
 OutputOption = Annotated[
     OutputFormat,
@@ -304,7 +305,7 @@ def cancel(
     data: Any = cancelled[0] if len(targets) == 1 and not by_filter else {"items": cancelled}
     emit(data, output, lambda: _cancelled_lines(cancelled) or None)
     if by_filter and targets:
-        note(f"cancelled {_count(len(cancelled), 'job')} of {len(targets)}")
+        note(f"cancelled {counted(len(cancelled), 'job')} of {len(targets)}")
     if failure is not None:
         raise typer.Exit(failure.exit_code)
 
@@ -312,7 +313,7 @@ def cancel(
 def _confirmed(count: int, states: list[str], user: str | None, yes: bool) -> bool:
     """Say how many jobs --state/--all will cancel; ask, unless --yes or there are none."""
     whose = f"of user {user!r}" if user else "of yours"
-    what = f"{_count(count, 'job')} {whose} in {', '.join(states)}"
+    what = f"{counted(count, 'job')} {whose} in {', '.join(states)}"
     if count == 0:
         note(f"nothing to cancel: no job {whose} is in {', '.join(states)}")
         return True
@@ -324,16 +325,12 @@ def _confirmed(count: int, states: list[str], user: str | None, yes: bool) -> bo
     return typer.confirm(f"Cancel {what}?", default=False, err=True)
 
 
-def _count(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _submitted_line(job: dict[str, Any]) -> str:
     spec = job.get("spec", {})
     return (
         f"[bold]{job['id']}[/] submitted: {escape(str(job.get('name')))}, "
-        f"{_count(int(spec.get('workers') or 0), 'worker')}, "
-        f"{_count(int(spec.get('iterations') or 0), 'iteration')}, "
+        f"{counted(int(spec.get('workers') or 0), 'worker')}, "
+        f"{counted(int(spec.get('iterations') or 0), 'iteration')}, "
         f"{escape(_plan_request(job))} ({job['state']})"
     )
 

@@ -38,6 +38,7 @@ from jigsaw.oracle.plan_predictions import (
 )
 from jigsaw.parallelism import PARALLELISM_CHOICES, HybridPlan, PipelinePlan
 from jigsaw.profiles import ModelProfile, ProfileCatalog
+from jigsaw.wording import counted
 
 PlanTypeName = Literal["data", "pipeline", "hybrid"]
 AUTO_MARGIN = 0.15
@@ -220,7 +221,7 @@ def _why_none(parallelism: str, blocks: int, workers: int) -> str:
     if parallelism == "pipeline":
         return (
             f"a pipeline needs a stage count of 2..{blocks} (the model's blocks) that divides "
-            f"{workers} workers"
+            f"{counted(workers, 'worker')}"
         )
     return "a hybrid needs at least 2 workers and linear layers in the model's last block"
 
