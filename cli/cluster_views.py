@@ -52,7 +52,7 @@ def cluster_view(cluster: dict[str, Any]) -> RenderableType:
         if len({w.get("job_id") for w in workers}) > 1:
             cell.append("  ◆ shared", style="bold")
         if load > 1.0:
-            sliced.append(f"{format_gpu(gpu['id'])} books {load * 100:.0f}%")
+            sliced.append(_turns(format_gpu(gpu["id"]), workers, load))
         gpus.add_row(
             format_gpu(gpu["id"]),
             _load_cell(load),
@@ -64,13 +64,21 @@ def cluster_view(cluster: dict[str, Any]) -> RenderableType:
     if sliced:
         parts.append(
             Text(
-                f"time-sliced: {', '.join(sliced)} of its time; its workers take turns, each "
-                "slower than alone (LOAD shows at most 100%; each worker's booked load is "
-                "beside it)",
+                f"time-sliced: {'; '.join(sliced)}. Workers that book more than all of a GPU's "
+                "time take turns on it, each slower than alone; LOAD shows at most 100%, each "
+                "worker's booked load is beside it",
                 style="dim",
             )
         )
     return Group(*parts)
+
+
+def _turns(gpu: str, workers: Sequence[dict[str, Any]], load: float) -> str:
+    """``GPU 0:1 has 2 jobs taking turns (booked 198%)``: who shares a time-sliced GPU, and how much
+    of its time they book together."""
+    jobs = len({worker.get("job_id") for worker in workers})
+    sharers = counted(jobs, "job") if jobs > 1 else counted(len(workers), "worker")
+    return f"GPU {gpu} has {sharers} taking turns (booked {load * 100:.0f}%)"
 
 
 def _role(worker: dict[str, Any]) -> str:

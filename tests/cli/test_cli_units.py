@@ -194,3 +194,52 @@ def test_watch_says_time_left_not_eta() -> None:
     )
     line = plain_line(watched)
     assert "left 6.0s" in line and "ETA" not in line and "plan 0,1" in line
+
+
+def _gpu(load: float, *workers: tuple[str, float]) -> dict[str, object]:
+    return {
+        "id": [0, 0],
+        "load": load,
+        "memory_used_bytes": 2**30,
+        "memory_bytes": 16 * 2**30,
+        "workers": [
+            {"job_id": f"j-{job}", "job_name": job, "rank": 0, "depth": 0, "predicted_load": share}
+            for job, share in workers
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("gpu", "says", "never"),
+    [
+        (_gpu(0.6, ("a", 0.6)), ["60%", "a/r0 d=0"], ["sliced", "taking turns"]),
+        (_gpu(0.9, ("a", 0.5), ("b", 0.4)), [" 90%", "a/r0 d=0 50%", "◆ shared"], ["sliced"]),
+        (
+            _gpu(1.98, ("host", 1.0), ("guest", 0.98)),
+            ["100% sliced", "host/r0 d=0 100%", "GPU 0:0 has 2 jobs taking turns (booked 198%)"],
+            ["198% ", "198%\n", "198% sliced"],
+        ),
+        (
+            _gpu(1.5, ("a", 0.5), ("b", 0.4), ("c", 0.6)),
+            ["100% sliced", "has 3 jobs taking turns (booked 150%)"],
+            ["150% "],
+        ),
+    ],
+    ids=["alone", "shared in space", "two jobs time-sliced", "three jobs time-sliced"],
+)
+def test_cluster_load_never_reads_over_100_percent(
+    gpu: dict[str, object], says: list[str], never: list[str]
+) -> None:
+    """A time-sliced GPU's LOAD is 100% and the footnote says who takes turns on it, not
+    '198%' (issue 25)."""
+    from rich.console import Console
+
+    from cli.cluster_views import cluster_view
+
+    console = Console(width=300, record=True)
+    console.print(cluster_view({"nodes": [], "gpus": [gpu]}))
+    text = console.export_text()
+    for part in says:
+        assert part in text, (part, text)
+    for part in never:
+        assert part not in text, (part, text)
