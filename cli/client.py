@@ -138,7 +138,8 @@ class JigsawClient:
 
     def create_token(self, name: str, user: str, scopes: Sequence[str]) -> dict[str, Any]:
         body = {"name": name, "user": user, "scopes": list(scopes)}
-        return self._request("POST", f"{API}/tokens", json=body)
+        flags = {"name": "--name", "user": "--user", "scopes": "--scope"}
+        return self._request("POST", f"{API}/tokens", json=body, flags=flags)
 
     def list_tokens(self, include_revoked: bool) -> list[dict[str, Any]]:
         params = {"include_revoked": "true"} if include_revoked else {}
@@ -208,8 +209,8 @@ class JigsawClient:
                 f'no token configured; set JIGSAW_TOKEN or put token = "..." in '
                 f"{self.config.source}"
             )
-        detail = cli_detail(response.status_code, error_body, detail, flags)
-        raise ApiError(response.status_code, detail, error_body)
+        said = cli_detail(response.status_code, error_body, detail, flags)
+        raise ApiError(response.status_code, said, error_body, rephrased=said != detail)
 
 
 def _pydantic_detail(items: list[Any]) -> str:

@@ -14,12 +14,13 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.text import Text
 
+from cli.api_words import spec_in_user_words
 from cli.client import JigsawClient
 from cli.context import make_client
 from cli.durations import iso_before, parse_duration
 from cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ApiError, CliError, UsageError
 from cli.formatting import STATE_STYLES, TERMINAL_STATES, format_time
-from cli.jobfile import read_job_file, resolve_spec
+from cli.jobfile import load_job_file, resolve_spec
 from cli.output import OutputFormat, emit, note, stdout
 from cli.plans import chosen_kind
 from cli.views import (
@@ -90,13 +91,24 @@ def submit(
         "seed": seed,
         "queue": queue,
     }
-    spec = resolve_spec(read_job_file(file) if file else {}, flags)
+    job_file = load_job_file(file) if file else None
+    spec = resolve_spec(job_file.values if job_file else {}, flags)
+    given = {key for key, value in flags.items() if value is not None}
+    where = {key: job_file.where(key) for key in job_file.values} if job_file else {}
     with make_client() as client:
+        try:
+            if dry_run:
+                result = client.validate(spec)
+            else:
+                job = submit_keyed(client, spec, idempotency_key or str(uuid.uuid4()))
+        except ApiError as error:
+            said = spec_in_user_words(error.detail, error.body.get("field"), given, where)
+            if said == error.detail:
+                raise
+            raise ApiError(error.status_code, said, error.body, rephrased=True) from error
         if dry_run:
-            result = client.validate(spec)
             emit(result, output, lambda: validation_view(result))
             return
-        job = submit_keyed(client, spec, idempotency_key or str(uuid.uuid4()))
         emit(job, output, lambda: _submitted_line(job))
         if watch:
             raise typer.Exit(watch_jobs(client, [job["id"]]))

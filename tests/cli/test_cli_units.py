@@ -168,12 +168,14 @@ def test_a_non_duration_names_the_flag(text: str) -> None:
         (422, {"field": "state"}, "query parameter 'state': Input should be 'PENDING'",
          "--state: Input should be 'PENDING'"),
         (422, {"field": "gpus"}, "unknown field 'gpus'; remove it (see the schema at /docs)",
-         "unknown field 'gpus' in the job file; remove it (the fields are the flags of "
+         "unknown field 'gpus'; remove it (the fields are the flags of "
          "`jigsaw-cli submit --help`, with _ for -)"),
         (422, {"field": "workers"}, "field 'workers': must be in 1..1024",
          "field 'workers': must be in 1..1024"),
         (404, {}, "no such route; the API lives under /api/v1 (see /docs)",
          "the server does not know this request: it is older than this jigsaw-cli"),
+        (422, {"field": "scopes.0"}, "field 'scopes.0': Input should be 'admin', 'user'",
+         "--scope: Input should be 'admin', 'user'"),
     ],
 )  # fmt: skip
 def test_server_errors_in_the_clis_words(
@@ -181,7 +183,31 @@ def test_server_errors_in_the_clis_words(
 ) -> None:
     from cli.api_words import cli_detail
 
-    assert cli_detail(status, body, detail, {"state": "--state"}) == said
+    assert cli_detail(status, body, detail, {"state": "--state", "scopes": "--scope"}) == said
+
+
+@pytest.mark.parametrize(
+    ("field", "given", "said"),
+    [
+        ("spb", {"spb"}, "--spb: unknown plan 'x'"),
+        ("spb", set(), "job file job.yaml:5: field 'spb': unknown plan 'x'"),
+        ("spb.0", set(), "job file job.yaml:5: field 'spb.0': unknown plan 'x'"),
+        ("batch_size", {"batch_size"}, "field 'spb': unknown plan 'x'"),
+        ("model", set(), "field 'spb': unknown plan 'x'"),
+        (None, {"spb"}, "field 'spb': unknown plan 'x'"),
+    ],
+    ids=["flag", "file", "file, nested", "other flag", "not in the file", "no field"],
+)
+def test_a_refused_spec_field_is_said_where_it_was_written(
+    field: str | None, given: set[str], said: str
+) -> None:
+    from cli.api_words import spec_in_user_words
+
+    where = {"spb": "job.yaml:5", "name": "job.yaml:1"}
+    detail = (
+        "field 'spb.0': unknown plan 'x'" if field == "spb.0" else "field 'spb': unknown plan 'x'"
+    )
+    assert spec_in_user_words(detail, field, given, where) == said
 
 
 def test_watch_says_time_left_not_eta() -> None:
