@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from cli.output import print_renderable
+from cli.output import note, print_renderable
 from jigsaw.errors import JigsawError
 from jigsaw.oracle import Oracle
 from jigsaw.policies import policy_names
@@ -117,7 +117,7 @@ def simulate(
             plot_results(results, plot)
         except OSError as error:
             _fail(f"cannot write {plot}: {error}")
-        Console(stderr=True).print(f"wrote {plot}")
+        note(f"wrote {plot}")
 
 
 def _check_arguments(
