@@ -269,3 +269,55 @@ def test_cluster_load_never_reads_over_100_percent(
         assert part in text, (part, text)
     for part in never:
         assert part not in text, (part, text)
+
+
+PIPELINE_DETAIL = {
+    "kind": "pipeline",
+    "num_blocks": 4,
+    "stages": [[1, 1], [2, 4]],
+    "micro_batches": 16,
+    "replicas": 1,
+    "schedule": "2bw",
+}
+
+
+def _job(state: str, **fields: object) -> dict[str, object]:
+    return {"id": "j-1", "state": state, "iterations": 5, "iterations_done": 5, **fields}
+
+
+@pytest.mark.parametrize(
+    ("job", "says", "never"),
+    [
+        (
+            _job("SUCCEEDED", plan=[], plan_kind="pipeline", plan_detail=PIPELINE_DETAIL),
+            ["pipeline[2bw] stages 1,2-4 x 1 replica, 16 micro-batches", "1.000 (no SPB"],
+            ["SPB plan", "no plan yet", "Eta"],
+        ),
+        (
+            _job("PENDING", plan=[], plan_kind=None, plan_types={"chosen": "hybrid"}),
+            ["not started; the oracle chose hybrid", "1.000 (no SPB"],
+            ["SPB plan", "no plan yet"],
+        ),
+        (
+            _job("RUNNING", plan=[0, 1], plan_kind="data", eta={"current": {"eta": 0.9,
+                 "source": "prior"}}),
+            ["data parallel, SPB stop depths 0,1", "0.900 (prior"],
+            ["no SPB"],
+        ),
+    ],
+    ids=["pipeline after it succeeded", "hybrid chosen, pending", "data parallel running"],
+)  # fmt: skip
+def test_status_names_every_plan_type_and_its_eta(
+    job: dict[str, object], says: list[str], never: list[str]
+) -> None:
+    from rich.console import Console
+
+    from cli.views import job_summary
+
+    console = Console(width=300, record=True)
+    console.print(job_summary(job))
+    text = console.export_text()
+    for part in says:
+        assert part in text, (part, text)
+    for part in never:
+        assert part not in text, (part, text)
