@@ -19,6 +19,7 @@ from cli.formatting import (
     format_loss,
     format_placement,
     format_plan,
+    format_spec_value,
     format_time,
     progress_fraction,
     styled_state,
@@ -92,7 +93,7 @@ def job_description(
     spec.add_column(style="bold")
     spec.add_column()
     for key, value in job.get("spec", {}).items():
-        spec.add_row(key, str(value))
+        spec.add_row(key, format_spec_value(value))
     return Group(
         Text("Job", style="bold underline"),
         job_summary(job),
@@ -225,7 +226,7 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
     head.add_column(style="bold")
     head.add_column()
     for key, value in spec.items():
-        head.add_row(key, str(value))
+        head.add_row(key, format_spec_value(value))
     kind = plan_kind(result) or "data"
     if kind == "data":
         head.add_row("plan", f"data parallel, SPB {format_plan(plan)}  ({num_blocks} blocks)")

@@ -170,7 +170,8 @@ ROWS = [
     Row(
         "dry run names the memory with and without the workspace",
         ["submit", "--dry-run", *MLP, "--workers", "2", "--parallelism", "data"],
-        ["MEMORY (WITH WORKSPACE)", "MODEL MEMORY", "data x 2 workers"],
+        ["MEMORY (WITH WORKSPACE)", "MODEL MEMORY", "data x 2 workers", "max_workers       -"],
+        never=["None"],
     ),
     Row(
         "dry run of one worker counts it in words",
