@@ -37,6 +37,8 @@ def cli_detail(status: int, body: Mapping[str, Any], detail: str, flags: Mapping
         return f"no job with id {job_id!r}; `jigsaw-cli list` shows your jobs"
     if status == 404 and detail.startswith("no such route"):
         return "the server does not know this request: it is older than this jigsaw-cli"
+    if status == 403 and detail.startswith("this route needs"):
+        return "this command needs" + detail.removeprefix("this route needs")
     field = body.get("field")
     if not isinstance(field, str):
         return detail

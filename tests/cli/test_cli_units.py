@@ -176,6 +176,8 @@ def test_a_non_duration_names_the_flag(text: str) -> None:
          "the server does not know this request: it is older than this jigsaw-cli"),
         (422, {"field": "scopes.0"}, "field 'scopes.0': Input should be 'admin', 'user'",
          "--scope: Input should be 'admin', 'user'"),
+        (403, {}, "this route needs a token with scope admin; yours has user",
+         "this command needs a token with scope admin; yours has user"),
     ],
 )  # fmt: skip
 def test_server_errors_in_the_clis_words(
