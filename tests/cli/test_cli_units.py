@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -323,3 +325,38 @@ def test_status_names_every_plan_type_and_its_eta(
         assert part in text, (part, text)
     for part in never:
         assert part not in text, (part, text)
+
+
+def _command_paths() -> list[list[str]]:
+    import typer
+
+    from cli.main import app
+
+    def walk(command: Any, path: list[str]) -> list[list[str]]:
+        if hasattr(command, "commands"):  # a group (Typer vendors its own Click)
+            return [p for name, sub in command.commands.items() for p in walk(sub, [*path, name])]
+        return [path]
+
+    return walk(typer.main.get_command(app), [])
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=" ".join)
+def test_help_shows_no_value_on_a_flag(path: list[str]) -> None:
+    """Every verb's help lists its on/off flags without a value they do not take (issue 25:
+    ``--watch <bool>``)."""
+    import typer
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output and "BOOLEAN" not in result.output, result.output
+    command: Any = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    for flag in (p for p in command.params if getattr(p, "is_flag", False)):
+        long = next(opt for opt in flag.opts if opt.startswith("--"))
+        listed = re.compile(rf"^\s+(?:-\w, )?{re.escape(long)}(?:\s|$)")
+        shown = [line for line in result.output.splitlines() if listed.match(line)]
+        assert len(shown) == 1 and f"{long} <" not in shown[0], (long, result.output)
