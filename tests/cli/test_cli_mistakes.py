@@ -175,6 +175,12 @@ MISTAKES = [
         "error: --spb: unknown plan 'zz'",
         file=b"name: a\nmodel: mlp\nworkers: 1\niterations: 5\nspb: bogus\n",
     ),
+    # -- a job id that would reach another route (it used to crash or say 'HTTP 307') --------
+    Mistake("job id with a slash", ["status", "j-000000000000/events"], "is not a job id"),
+    Mistake("job id climbing up", ["describe", "../scheduler"], "'../scheduler' is not a job id"),
+    Mistake("empty job id", ["describe", ""], "'' is not a job id"),
+    Mistake("job id with a query", ["logs", "?x=1"], "is not a job id"),
+    Mistake("job id of dots", ["cancel", ".."], "is not a job id"),
     Mistake(
         "bad token scope",
         ["token", "create", "--name", "t", "--user", "u", "--scope", "x"],
