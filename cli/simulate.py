@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +22,7 @@ from rich.text import Text
 
 from cli.output import note, print_renderable
 from jigsaw.errors import JigsawError
-from jigsaw.oracle import Oracle
+from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.policies import policy_names
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.rates import ReferenceRate
@@ -77,6 +78,13 @@ def simulate(
     plot: Annotated[
         Path | None, typer.Option(help="Write the JCT CDF and utilization to this PNG.")
     ] = None,
+    sharing: Annotated[
+        str,
+        typer.Option(help="How the hardware shares a GPU: timeslice (turns) or concurrent (MPS)."),
+    ] = "timeslice",
+    interference: Annotated[
+        float, typer.Option(help="Share of every shared rate lost, 0 to 0.9 (sensitivity).")
+    ] = 0.0,
 ) -> None:
     """Replay a trace in virtual time and report JCT, utilization and cluster efficiency."""
     policies = [name.strip() for name in policy.split(",") if name.strip()]
@@ -94,6 +102,7 @@ def simulate(
         worker_type=worker_type,
     )
     try:
+        setup = replace(setup, sharing=SharingSettings(sharing, interference))
         oracle = make_oracle(setup)
         jobs = load_jobs(trace, setup, oracle, limit=limit, start=start, end=end)
         if not jobs:

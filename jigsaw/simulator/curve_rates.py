@@ -24,7 +24,7 @@ from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.eta import DEFAULT_MIN_OBSERVATIONS
 from jigsaw.gradient_noise import BlockNoise
-from jigsaw.oracle import GangTiming
+from jigsaw.oracle import ColocationModel, GangTiming
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.rate_executor import TimeSlicedRates
 from jigsaw.simulator.eta_curves import CurveEta
@@ -120,6 +120,12 @@ class CurveEtaSlicedRate(CurveEtaRate):
 
     def timing(self, job: Job, placement: Placement, plan: Plan) -> GangTiming | None:
         return cast(TimeSlicedRates, self.inner).timing(job, placement, plan)
+
+    @property
+    def colocation(self) -> ColocationModel | None:
+        """The inner model's co-location model (the executor re-times shared GPUs with it)."""
+        found: ColocationModel | None = getattr(self.inner, "colocation", None)
+        return found
 
     def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
         rate = cast(TimeSlicedRates, self.inner).rate_at(job, plan, iteration_s)

@@ -28,6 +28,8 @@ class _StartupByKind:
         # Time-slicing on shared GPUs (jigsaw.rate_executor.TimeSlicedRates), when offered.
         self.timing = getattr(inner, "timing", None)
         self.rate_at = getattr(inner, "rate_at", None)
+        # The co-location model the policy prices packing with, when offered.
+        self.colocation = getattr(inner, "colocation", None)
         # Elastic gangs whose progress is not a straight line (CurvedProgress), when offered.
         self.progress_curve = getattr(inner, "progress_curve", None)
 
