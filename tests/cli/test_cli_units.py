@@ -240,34 +240,53 @@ def _gpu(load: float, *workers: tuple[str, float]) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    ("gpu", "says", "never"),
+    ("sharing", "gpu", "says", "never"),
     [
-        (_gpu(0.6, ("a", 0.6)), ["60%", "a/r0 d=0"], ["sliced", "taking turns"]),
-        (_gpu(0.9, ("a", 0.5), ("b", 0.4)), [" 90%", "a/r0 d=0 50%", "◆ shared"], ["sliced"]),
+        ("timeslice", _gpu(0.6, ("a", 0.6)), ["60%", "a/r0 d=0"], ["sliced", "taking turns"]),
         (
-            _gpu(1.98, ("host", 1.0), ("guest", 0.98)),
-            ["100% sliced", "host/r0 d=0 100%", "GPU 0:0 has 2 jobs taking turns (booked 198%)"],
-            ["198% ", "198%\n", "198% sliced"],
+            "timeslice",
+            _gpu(0.9, ("a", 0.5), ("b", 0.4)),
+            [" 90%", "a/r0 d=0 50%", "◆ shared"],
+            ["sliced"],
         ),
         (
+            "timeslice",
+            _gpu(1.98, ("host", 1.0), ("guest", 0.98)),
+            ["100% sliced", "host/r0 d=0 100%", "GPU 0:0 has 2 jobs taking turns (booked 198%)"],
+            ["198% ", "198%\n", "198% sliced", "at once"],
+        ),
+        (
+            "timeslice",
             _gpu(1.5, ("a", 0.5), ("b", 0.4), ("c", 0.6)),
             ["100% sliced", "has 3 jobs taking turns (booked 150%)"],
             ["150% "],
         ),
+        (
+            "concurrent",
+            _gpu(1.98, ("host", 1.0), ("guest", 0.98)),
+            ["100% at once", "concurrent: GPU 0:0 has 2 jobs running at once (booked 198%)"],
+            ["sliced", "take turns", "taking turns"],
+        ),
     ],
-    ids=["alone", "shared in space", "two jobs time-sliced", "three jobs time-sliced"],
+    ids=[
+        "alone",
+        "shared in space",
+        "two jobs time-sliced",
+        "three jobs time-sliced",
+        "two jobs at once (JIGSAW_SHARING=concurrent)",
+    ],
 )
 def test_cluster_load_never_reads_over_100_percent(
-    gpu: dict[str, object], says: list[str], never: list[str]
+    sharing: str, gpu: dict[str, object], says: list[str], never: list[str]
 ) -> None:
-    """A time-sliced GPU's LOAD is 100% and the footnote says who takes turns on it, not
-    '198%' (issue 25)."""
+    """A GPU booked over all its time reads 100%, and the footnote says who shares it and how
+    (turns, or at once under JIGSAW_SHARING=concurrent), not '198%' (issue 25)."""
     from rich.console import Console
 
     from cli.cluster_views import cluster_view
 
     console = Console(width=300, record=True)
-    console.print(cluster_view({"nodes": [], "gpus": [gpu]}))
+    console.print(cluster_view({"nodes": [], "gpus": [gpu], "sharing": sharing}))
     text = console.export_text()
     for part in says:
         assert part in text, (part, text)
