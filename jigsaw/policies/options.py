@@ -17,8 +17,13 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.policies.base import SUPPLIED, policy_factory
 from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
+from jigsaw.policies.timeslice import TimesliceConfig
 
-_CONFIG_CLASSES: dict[str, type[Any]] = {"las": LasConfig, "jigsaw": JigsawConfig}
+_CONFIG_CLASSES: dict[str, type[Any]] = {
+    "las": LasConfig,
+    "jigsaw": JigsawConfig,
+    "timeslice": TimesliceConfig,
+}
 NOT_SETTABLE = SUPPLIED | {"eta_of"}
 """Arguments the builder supplies and the service's eta seam: not settable as options."""
 
