@@ -45,6 +45,22 @@ def policy_options(policy: str, raw: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def merged_options(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base`` (the options a trace's semantics sets): key by key, except
+    that a JSON ``config`` (a dict) changes only the fields it names of ``base``'s config, and
+    its ``las`` only the fields that one names, so ``{"config": {"pack_gain": 0.1}}`` under
+    Pollux's semantics keeps the Tiresias queues."""
+    merged = {**base, **override}
+    config, own = override.get("config"), base.get("config")
+    if isinstance(config, dict) and dataclasses.is_dataclass(own) and not isinstance(own, type):
+        fields = {f.name: getattr(own, f.name) for f in dataclasses.fields(own) if f.init}
+        las, own_las = config.get("las"), fields.get("las")
+        if isinstance(las, dict) and isinstance(own_las, LasConfig):
+            config = {**config, "las": {**dataclasses.asdict(own_las), **las}}
+        merged["config"] = {**fields, **config}
+    return merged
+
+
 def _build(cls: type[Any], raw: dict[str, Any], where: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     values: dict[str, Any] = {}
