@@ -222,6 +222,35 @@ def check_interference(value: float | None) -> None:
         )
 
 
+def summary_markdown(paths: list[Path]) -> str:
+    """Average JCT (hours) of every row, one line per workload, and jigsaw against the best
+    peer (negative: jigsaw is better) and against the best peer other than pollux."""
+    works = [w for path in paths for w in json.loads(path.read_text())["workloads"]]
+    labels = [label for label in ROWS if any(r["row"] == label for w in works for r in w["rows"])]
+    head = ["workload", "jobs", "load", *labels, "jigsaw vs best peer", "vs best w/o pollux"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for work in works:
+        by_row = {r["row"]: r for r in work["rows"]}
+        peers = {p: by_row[p]["avg_jct_s"] for p in PEERS if p in by_row}
+        best = min(peers, key=peers.__getitem__)
+        cells = []
+        for label in labels:
+            row = by_row.get(label)
+            text = "—" if row is None else _hours(row["avg_jct_s"])
+            cells.append(f"**{text}**" if label == best else text)
+        jigsaw = by_row["jigsaw"]["avg_jct_s"]
+        others = {p: v for p, v in peers.items() if p != "pollux"}
+        second = min(others, key=others.__getitem__)
+        load = work.get("offered_load")
+        lines.append(
+            f"| {work['workload']} | {work['jobs']} | "
+            f"{'—' if load is None else f'{load:.2f}'} | {' | '.join(cells)} | "
+            f"{jigsaw / peers[best] - 1:+.1%} ({best}) | {jigsaw / others[second] - 1:+.1%} "
+            f"({second}) |"
+        )
+    return "\n".join(lines)
+
+
 def markdown(paths: list[Path]) -> str:
     """The gain table from saved JSON outputs: one block per workload, hours."""
     lines = [
@@ -261,7 +290,7 @@ def main() -> None:
     parser.add_argument("--table", nargs="+", type=Path, help="print saved outputs as markdown")
     args = parser.parse_args()
     if args.table:
-        print(markdown(args.table))
+        print(summary_markdown(args.table) + "\n\n" + markdown(args.table))
         return
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = sorted(set(rows) - set(ROWS))
