@@ -21,12 +21,12 @@ install: $(STAMP)
 run: install
 	scripts/quickstart.sh
 
-## test: install what tests need, then ruff, mypy (strict on jigsaw/) and the whole pytest suite
+## test: install what tests need, then ruff, mypy (strict on every package) and the whole pytest suite
 test: install
 	scripts/install-system-deps.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy jigsaw
+	$(VENV)/bin/mypy jigsaw api worker cli
 	$(VENV)/bin/pytest
 
 ## test-fast: the default suite without tests marked slow (for the edit-test loop)
@@ -38,7 +38,7 @@ lint:
 	$(VENV)/bin/ruff format --check .
 
 typecheck:
-	$(VENV)/bin/mypy jigsaw
+	$(VENV)/bin/mypy jigsaw api worker cli
 
 clean:
 	rm -rf $(VENV) .data artifacts .pytest_cache .mypy_cache .ruff_cache

@@ -43,6 +43,7 @@ def build_state(settings: Settings, engine: Engine | None = None) -> AppState:
             fallback_rate,
             simulated_rate=fallback_rate if settings.executor == "simulated" else None,
             worker_memory_gib=settings.worker_memory_gib,
+            sharing=settings.sharing_settings,
         ),
         metrics=Metrics(engine),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from sqlalchemy import Engine
 
@@ -14,9 +15,15 @@ PRINCIPAL_CACHE_SECONDS = 5.0
 
 
 class PrincipalCache:
-    def __init__(self, engine: Engine, ttl_s: float = PRINCIPAL_CACHE_SECONDS) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        ttl_s: float = PRINCIPAL_CACHE_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._engine = engine
         self._ttl_s = ttl_s
+        self._monotonic = monotonic
         self._entries: dict[str, tuple[float, Principal]] = {}
         self._lock = threading.Lock()
 
@@ -24,7 +31,7 @@ class PrincipalCache:
         """The principal if it was looked up within the TTL (no database access)."""
         with self._lock:
             entry = self._entries.get(hash_token(token))
-        return entry[1] if entry is not None and entry[0] > time.monotonic() else None
+        return entry[1] if entry is not None and entry[0] > self._monotonic() else None
 
     def forget(self, token_hash: str) -> None:
         """Drop a revoked token's entry, so this process refuses it at once (other processes
@@ -37,7 +44,7 @@ class PrincipalCache:
         if cached is not None:
             return cached
         key = hash_token(token)
-        now = time.monotonic()
+        now = self._monotonic()
         principal = lookup(self._engine, token)
         if principal is not None:
             with self._lock:

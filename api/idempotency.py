@@ -58,7 +58,7 @@ class IdempotencyKeys:
             now = time.time()
             try:
                 with self._single_statement.begin() as conn:
-                    row_id = conn.execute(
+                    row_id: int = conn.execute(
                         insert(keys)
                         .values(
                             username=user,

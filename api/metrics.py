@@ -39,7 +39,7 @@ class JobGauges(Collector):
         query = select(jobs.c.state, func.count()).group_by(jobs.c.state)
         try:
             with self._engine.connect() as conn:
-                for state, count in conn.execute(query):
+                for state, count in conn.execute(query).tuples():
                     counts[JobState(state)] = int(count)
         except SQLAlchemyError as error:
             log.warning("metrics: could not count jobs: %s", error)

@@ -17,7 +17,7 @@ from jigsaw.domain import JobSpec
 from jigsaw.environment import worker_memory_limit_bytes
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import PRESET_NAMES, preset
-from jigsaw.oracle import Oracle
+from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.oracle.plan_choice import PlanChoice, PlanTypeChooser
 from jigsaw.plan import Plan, full_backprop
 from jigsaw.policies.plan_resolution import configure_plan_types
@@ -51,10 +51,11 @@ class OracleView:
         *,
         simulated_rate: float | None = None,
         worker_memory_gib: float | None = None,
+        sharing: SharingSettings | None = None,
     ) -> None:
         hardware = gpu_type if gpu_type in PRESET_NAMES else FALLBACK_HARDWARE
         self.hardware_note = "" if hardware == gpu_type else f" (priced as {hardware})"
-        self._oracle = Oracle(preset(hardware))
+        self._oracle = Oracle(preset(hardware), sharing=sharing)
         self._gpus_per_node = gpus_per_node
         self.fallback_rate = fallback_rate
         self.simulated_rate = simulated_rate

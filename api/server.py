@@ -113,6 +113,7 @@ def run_scheduler() -> None:
         settings.gpus_per_node,
         settings.sim_iterations_per_second,
         worker_memory_gib=settings.worker_memory_gib,
+        sharing=settings.sharing_settings,
     )
     check_policy(settings, oracle)
     service = SchedulerService(settings, engine, Metrics(engine), oracle)

@@ -15,12 +15,15 @@ from jigsaw.environment import (
     GPU_TYPE_DEFAULT,
     GPUS_DEFAULT,
     GPUS_MAX,
+    INTERFERENCE_MAX,
     LEASE_ITERATIONS_DEFAULT,
+    SHARING_DEFAULT,
     WORKER_MEMORY_GIB_MAX,
     default_data_dir,
     expand_user,
     rejected,
 )
+from jigsaw.oracle import SharingSettings
 
 MIB = 2**20
 
@@ -72,6 +75,10 @@ class Settings(BaseSettings):
     )
     """Per-worker memory limit in GiB the plan-type choice must fit (``parallelism: auto``
     picks a pipeline or hybrid plan for a model over it); unset: the GPU type's memory."""
+    sharing: Literal["timeslice", "concurrent"] = SHARING_DEFAULT
+    """``JIGSAW_SHARING``: how the hardware shares a GPU (jigsaw.environment)."""
+    interference: float = Field(default=0.0, ge=0, le=INTERFERENCE_MAX, allow_inf_nan=False)
+    """``JIGSAW_INTERFERENCE``: penalty on shared rates, 0 to 0.9 (jigsaw.environment)."""
     checkpoint_sweep_s: float = Field(default=300.0, gt=0)
     """How often the leading scheduler deletes the checkpoints of jobs that ended for good
     (cancelled, failed); successful jobs delete their own at once."""
@@ -133,6 +140,11 @@ class Settings(BaseSettings):
                 '(python -c "import secrets; print(secrets.token_urlsafe(32))")'
             )
         return self
+
+    @property
+    def sharing_settings(self) -> SharingSettings:
+        """``JIGSAW_SHARING`` and ``JIGSAW_INTERFERENCE`` for the oracle's co-location model."""
+        return SharingSettings(self.sharing, self.interference)
 
     @property
     def resolved_database_url(self) -> str:

@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -186,7 +186,8 @@ def _record(row: Any) -> TokenRecord:
 def admin_token_exists(engine: Engine) -> bool:
     query = select(api_tokens.c.scopes).where(api_tokens.c.revoked_at.is_(None))
     with engine.connect() as conn:
-        return any("admin" in scopes for scopes in conn.execute(query).scalars())
+        granted: Sequence[list[str]] = conn.execute(query).scalars().all()
+    return any("admin" in scopes for scopes in granted)
 
 
 def create_token_offline(

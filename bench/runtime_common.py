@@ -121,4 +121,4 @@ def handle(run: JobRun, event: ExecutorEvent) -> None:
     elif isinstance(event, Failed):
         raise RuntimeError(f"{event.job_id} failed: {event.reason}")
     if run.gang is not None:
-        run.leases = list(run.gang.reports)
+        run.leases = [outcome.as_metrics() for outcome in run.gang.reports]

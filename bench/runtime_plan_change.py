@@ -72,15 +72,11 @@ def measure(root: Path, changes: int, interval: float) -> dict[str, Any]:
     assert latest is not None, "the preemption wrote no checkpoint"
     leases = gang.reports
     iteration_s = fmean(
-        lease["steps_wall_s"] / lease["lease_iterations"]
+        lease.timings.steps_wall_s / lease.iterations
         for lease in leases
-        if lease["lease_iterations"] > 0
+        if lease.iterations > 0 and lease.timings is not None
     )
-    switches = {
-        version: iteration
-        for lease in leases
-        for version, iteration in lease.get("plan_switches", [])
-    }
+    switches = {version: iteration for lease in leases for version, iteration in lease.switches}
     changes_seen = []
     for decision in decisions:
         switched = switches.get(decision["version"])

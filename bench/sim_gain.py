@@ -20,10 +20,10 @@ Workloads (``--workloads``, comma-separated):
 Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and two ablations of
 jigsaw: ``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
-``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun those
-two with the co-location model's interference penalty X (``--interference`` of ``jigsaw-cli
-simulate``), so a reader sees how much of a gain depends on the model; it needs that setting
-(``SimulationSetup.interference``) and says so when it is missing.
+``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
+policies that share GPUs with the co-location model losing the share X of every shared rate
+(``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on
+the model. ``--sharing`` picks the sharing mode of every row (default ``timeslice``).
 
     .venv/bin/python bench/sim_gain.py --workloads pollux
     .venv/bin/python bench/sim_gain.py --workloads philly --rows fifo,las,maxmin,timeslice,jigsaw
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import datetime as dt
 import json
 import math
@@ -51,7 +50,7 @@ from typing import Any
 
 from sim_common import shared_traces
 
-from jigsaw.simulator import SimulationSetup
+from jigsaw.oracle import SharingSettings
 from jigsaw.simulator.trace_replay import simulate_trace, simulation_setup
 
 PEERS = ("fifo", "las", "maxmin", "timeslice", "pollux")
@@ -152,23 +151,24 @@ def command(spec: Workload, policy: str, options: dict[str, Any], eta: str, extr
     return f"{line} {extra}".strip() + " -o json"
 
 
-def run_workload(spec: Workload, rows: list[str], interference: float | None) -> dict[str, Any]:
+def run_workload(
+    spec: Workload, rows: list[str], sharing: str, interference: float | None
+) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
-    wanted = [(label, *ROWS[label], {}) for label in rows]
+    plain = SharingSettings(sharing)
+    wanted = [(label, *ROWS[label], plain) for label in rows]
     if interference is not None:
-        wanted += [
-            (f"{p}-interference", p, {}, "table", {"interference": interference})
-            for p in INTERFERENCE_ROWS
-        ]
+        penalised = SharingSettings(sharing, interference)
+        wanted += [(f"{p}-interference", p, {}, "table", penalised) for p in INTERFERENCE_ROWS]
     jobs = None
-    for label, policy, options, eta, extra in wanted:
+    for label, policy, options, eta, shared in wanted:
         setup = simulation_setup(
             spec.trace,
             gpus=spec.gpus,
             gpus_per_node=spec.gpus_per_node,
             eta=eta,
             policy_options={policy: options} if options else {},
-            **extra,
+            sharing=shared,
         )
         started = time.perf_counter()
         (result,) = simulate_trace(spec.trace, [policy], setup, start=spec.start, end=spec.end)
@@ -178,8 +178,11 @@ def run_workload(spec: Workload, rows: list[str], interference: float | None) ->
         row.update({key: summary[key] for key in COLUMNS})
         row["cell_s"] = time.perf_counter() - started
         row["semantics"] = summary["semantics"]
-        flags = " ".join(f"--{k} {v}" for k, v in extra.items())
-        row["command"] = command(spec, policy, options, eta, flags)
+        flags = "" if shared.mode == "timeslice" else f"--sharing {shared.mode}"
+        if shared.interference:
+            flags += f" --interference {shared.interference:g}"
+        row["command"] = command(spec, policy, options, eta, flags.strip())
+        row["sharing"] = {"mode": shared.mode, "interference": shared.interference}
         results.append(row)
         print(
             f"{spec.name} {label}: {row['avg_jct_s']:.0f} s avg JCT, {row['cell_s']:.1f} s",
@@ -211,22 +214,12 @@ def versus(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def check_interference(value: float | None) -> None:
-    if value is None:
-        return
-    if "interference" not in {f.name for f in dataclasses.fields(SimulationSetup)}:
-        raise SystemExit(
-            "--interference needs the co-location model's interference setting "
-            "(SimulationSetup.interference, `jigsaw-cli simulate --interference`), "
-            "which this branch does not have yet"
-        )
-
-
 def summary_markdown(paths: list[Path]) -> str:
     """Average JCT (hours) of every row, one line per workload, and jigsaw against the best
     peer (negative: jigsaw is better) and against the best peer other than pollux."""
     works = [w for path in paths for w in json.loads(path.read_text())["workloads"]]
-    labels = [label for label in ROWS if any(r["row"] == label for w in works for r in w["rows"])]
+    candidates = [*ROWS, *(f"{p}-interference" for p in INTERFERENCE_ROWS)]
+    labels = [c for c in candidates if any(r["row"] == c for w in works for r in w["rows"])]
     head = ["workload", "jobs", "load", *labels, "jigsaw vs best peer", "vs best w/o pollux"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for work in works:
@@ -286,7 +279,10 @@ def main() -> None:
     parser.add_argument(
         "--rows", default=",".join(ROWS), help=f"comma-separated subset of {', '.join(ROWS)}"
     )
-    parser.add_argument("--interference", type=float, default=None)
+    parser.add_argument("--sharing", default="timeslice", help="timeslice or concurrent")
+    parser.add_argument(
+        "--interference", type=float, default=None, help="add the interference sensitivity rows"
+    )
     parser.add_argument("--table", nargs="+", type=Path, help="print saved outputs as markdown")
     args = parser.parse_args()
     if args.table:
@@ -296,14 +292,18 @@ def main() -> None:
     unknown = sorted(set(rows) - set(ROWS))
     if unknown:
         parser.error(f"unknown rows {', '.join(unknown)}; choose from {', '.join(ROWS)}")
-    check_interference(args.interference)
+    try:
+        SharingSettings(args.sharing, args.interference or 0.0)
+    except ValueError as error:
+        parser.error(str(error))
     specs = [w for name in args.workloads.split(",") if name.strip() for w in workloads(name)]
     started = time.perf_counter()
-    report = [run_workload(spec, rows, args.interference) for spec in specs]
+    report = [run_workload(spec, rows, args.sharing, args.interference) for spec in specs]
     payload = {
         "bench": "sim_gain",
         "path": "jigsaw.simulator.trace_replay.simulate_trace (jigsaw-cli simulate)",
         "rows": rows,
+        "sharing": args.sharing,
         "interference": args.interference,
         "wall_s": time.perf_counter() - started,
         "workloads": report,

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from spb_common import emit, provenance
 
+from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer, TrainerConfig
 from worker.zoo import load_workload
@@ -135,7 +136,7 @@ def measure(stand_in: StandIn, seed: int = 0) -> dict[str, Any]:
     torch.set_num_threads(1)
     config = TrainerConfig(
         model=stand_in.model,
-        plan="none",
+        plan=model_plan("none", WORKERS, stand_in.model),
         batch_size=stand_in.batch_size,
         optimizer="adamw" if stand_in.optimizer == "adamw" else "sgd",
         lr=stand_in.lr,

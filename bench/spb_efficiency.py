@@ -45,6 +45,7 @@ from spb_common import emit, provenance
 
 from jigsaw.eta import BlockNoise, eta_for_plan
 from jigsaw.plan import SPBPlan, resolve_plan
+from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer, TrainerConfig
 from worker.zoo import load_workload
@@ -133,7 +134,7 @@ def train_curve(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
     torch.set_num_threads(1)
     config = TrainerConfig(
         model=setting.model,
-        plan=plan,
+        plan=model_plan(plan, WORKERS, setting.model),
         batch_size=setting.batch_size,
         optimizer="adamw" if setting.optimizer == "adamw" else "sgd",
         lr=setting.lr,

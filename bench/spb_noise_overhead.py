@@ -30,6 +30,7 @@ from spb_common import add_output_flag, emit, provenance
 from worker.runtime.messages import GangConfig
 from worker.spb.collectives import Collectives
 from worker.spb.launch import spawn_local
+from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer, TrainerConfig
 
@@ -38,10 +39,15 @@ BATCH = {"digits_cnn": 32, "mlp": 32, "gpt_small": 8, "resnet18_32": 8}
 RUNTIME_PROBE_EVERY = GangConfig.__dataclass_fields__["noise_probe_every"].default
 
 
+def _staircase(model: str) -> TrainerConfig:
+    plan = model_plan("staircase", WORLD, model)
+    return TrainerConfig(model=model, plan=plan, batch_size=BATCH.get(model, 8), lr=0.01)
+
+
 def _rank(
     rank: int, collectives: Collectives, model: str, iterations: int, probe_every: int, out: str
 ) -> None:
-    base = TrainerConfig(model=model, plan="staircase", batch_size=BATCH.get(model, 8), lr=0.01)
+    base = _staircase(model)
     engines = {
         "noise_on": SPBTrainer(base, collectives),
         "noise_off": SPBTrainer(
@@ -80,7 +86,7 @@ def thread_cpu_ratio(model: str, iterations: int) -> dict[str, float]:
     """The same A/B with the 4 ranks as threads of this process (in-process backend), timed
     with each rank thread's own CPU clock (``time.thread_time``): it counts only the CPU that
     thread consumed, so other tenants of the machine barely move it."""
-    base = TrainerConfig(model=model, plan="staircase", batch_size=BATCH.get(model, 8), lr=0.01)
+    base = _staircase(model)
     off_config = TrainerConfig(**{**base.__dict__, "gradient_noise": False})
 
     def body(_rank: int, collectives: Collectives) -> dict[str, list[float]]:

@@ -28,6 +28,7 @@ from worker.spb.block_costs import profile_workload
 from worker.spb.collectives import Collectives, ring_all_reduce_bytes
 from worker.spb.instrumentation import SavedActivationMeter, optimizer_state_bytes
 from worker.spb.launch import spawn_local
+from worker.spb.model_plans import model_plan
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.trainer import SPBTrainer, TrainerConfig, build_optimizer
 from worker.zoo import load_workload
@@ -95,14 +96,19 @@ class DDPBaseline:
 
 
 def rank_body(rank: int, collectives: Collectives, options: dict[str, Any], out: str) -> None:
-    base = TrainerConfig(
-        model=options["model"], batch_size=options["batch_size"], lr=0.01, momentum=0.9
-    )
     world = collectives.world_size
+    base = TrainerConfig(
+        model=options["model"],
+        plan=model_plan("none", world, options["model"]),
+        batch_size=options["batch_size"],
+        lr=0.01,
+        momentum=0.9,
+    )
+    spb_plan = model_plan(options["plan"], world, options["model"])
     engines: dict[str, Any] = {
         "ddp": DDPBaseline(base, rank, world),
         "full": SPBTrainer(base, collectives),
-        "spb": SPBTrainer(TrainerConfig(**{**base.__dict__, "plan": options["plan"]}), collectives),
+        "spb": SPBTrainer(TrainerConfig(**{**base.__dict__, "plan": spb_plan}), collectives),
         "full_uninstrumented": SPBTrainer(
             TrainerConfig(**{**base.__dict__, "measure_activations": False}), collectives
         ),

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from cli.output import print_renderable
 from jigsaw.errors import JigsawError
+from jigsaw.oracle import SharingSettings
 from jigsaw.policies import policy_names
 from jigsaw.simulator.replay import ReplayResult
 from jigsaw.simulator.run import ETA_SOURCES
@@ -95,6 +96,13 @@ def simulate(
             '\'{"timeslice": {"config": {"pack_gain": 0.25}}}\'.',
         ),
     ] = None,
+    sharing: Annotated[
+        str,
+        typer.Option(help="How the hardware shares a GPU: timeslice (turns) or concurrent (MPS)."),
+    ] = "timeslice",
+    interference: Annotated[
+        float, typer.Option(help="Share of every shared rate lost, 0 to 0.9 (sensitivity).")
+    ] = 0.0,
 ) -> None:
     """Replay a trace in virtual time and report JCT, utilization and cluster efficiency."""
     policies = [name.strip() for name in policy.split(",") if name.strip()]
@@ -115,6 +123,7 @@ def simulate(
             worker_type=worker_type,
             eta=eta,
             policy_options=options,
+            sharing=SharingSettings(sharing, interference),
         )
         semantics = semantics_for(trace, throughputs=throughputs is not None)
         check_policy_options(policies, options, semantics)

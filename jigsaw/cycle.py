@@ -17,24 +17,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jigsaw.cluster import Cluster
 from jigsaw.decisions import Decision, Preempt, Replan, Resize, Start
 from jigsaw.domain import Job, transition
-from jigsaw.errors import (
-    ConflictError,
-    IllegalTransitionError,
-    InvalidPlanError,
-    JobNotFoundError,
-)
+from jigsaw.errors import ConflictError, IllegalTransitionError, JobNotFoundError
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
 from jigsaw.gradient_noise import InvalidNoiseStatisticsError
 from jigsaw.job_eta import merge_block_noise
+from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import Plan, SPBPlan
+from jigsaw.plan import Plan
 from jigsaw.poison import find_poison, without
 from jigsaw.policies.base import Policy
 from jigsaw.reasons import ReasonCode
@@ -159,10 +155,10 @@ class SchedulingCycle:
             case Started(at=at):
                 if job.state is _ADMITTED:
                     self._move(job, JobState.RUNNING, "all workers up", at, actor="executor")
-            case Progressed(iterations_done=done, metrics=metrics):
+            case Progressed(iterations_done=done, outcome=outcome):
                 if job.state is _RUNNING and done > job.iterations_done:
-                    learned = learned_model_facts(job, metrics)
-                    noise = measured_noise(job, learned.get("plan", job.plan), metrics)
+                    learned = learned_model_facts(job, outcome)
+                    noise = measured_noise(job, learned.get("plan", job.plan), outcome)
                     self.store.save(
                         replace(job, iterations_done=done, **learned, **noise),
                         expected_version=job.version,
@@ -352,33 +348,32 @@ class SchedulingCycle:
         return self.store.save(moved, expected_version=job.version, event=event)
 
 
-def learned_model_facts(job: Job, metrics: Mapping[str, Any]) -> dict[str, Any]:
+def learned_model_facts(job: Job, outcome: LeaseOutcome | None) -> dict[str, Any]:
     """What a lease report teaches the control plane about a model it could not profile: the
     block count K the workers built, and the plan they resolved against it (the scheduler
     had started the job with full backprop, which needs no K)."""
-    if job.model_blocks is not None:
+    if outcome is None or outcome.num_blocks is None:
         return {}
-    blocks, depths = metrics.get("num_blocks"), metrics.get("plan")
-    if not isinstance(blocks, int) or blocks < 1 or job.plan is None:
+    if job.model_blocks is not None or job.plan is None:
         return {}
+    blocks = outcome.num_blocks
     if blocks == job.plan.num_blocks:
         return {}
-    try:
-        plan = SPBPlan(tuple(int(d) for d in depths or ()), blocks)
-    except (InvalidPlanError, TypeError, ValueError):
+    if outcome.plan is None:
         return {"model_blocks": blocks}
-    return {"model_blocks": blocks, "plan": plan}
+    return {"model_blocks": blocks, "plan": outcome.plan}
 
 
-def measured_noise(job: Job, plan: Plan | None, metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's gradient statistics with this report's folded in. A report whose statistics
-    are not finite or not meaningful is refused whole and the job keeps what it had: one bad
-    report never poisons the estimate (the service also writes a line to the job's log)."""
-    raw = metrics.get("block_noise")
-    if raw is None or plan is None:
+def measured_noise(job: Job, plan: Plan | None, outcome: LeaseOutcome | None) -> dict[str, Any]:
+    """The job's gradient statistics with this report's folded in (validated where the report
+    entered, see :class:`~jigsaw.lease_outcome.LeaseOutcome`). Statistics for blocks the job's
+    plan does not have are refused whole and the job keeps what it had."""
+    if outcome is None or not outcome.block_noise or plan is None:
         return {}
     try:
-        return {"block_noise": merge_block_noise(job.block_noise, raw, plan.num_blocks)}
+        return {
+            "block_noise": merge_block_noise(job.block_noise, outcome.block_noise, plan.num_blocks)
+        }
     except InvalidNoiseStatisticsError as error:
         log.warning("job %s: refused gradient statistics: %s", job.id, error)
         return {}

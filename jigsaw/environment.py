@@ -20,6 +20,13 @@ Variables both read:
 - ``JIGSAW_WORKER_MEMORY_GIB``: the per-worker memory limit (GiB). The control plane's
   plan-type choice fits plans under it (unset: the GPU type's memory); the Ray runtime holds
   its workers to it (CPUs have no GPU memory of their own).
+- ``JIGSAW_SHARING``: how the cluster's hardware shares a GPU between two jobs' workers:
+  ``timeslice`` (turns at iteration boundaries, the default) or ``concurrent`` (space sharing,
+  CUDA MPS). The control plane prices packing with it (:mod:`jigsaw.oracle.colocation`) and
+  its simulated executor applies it; the Ray runtime does not start MPS itself, so say
+  ``concurrent`` only where the nodes run the MPS daemon.
+- ``JIGSAW_INTERFERENCE``: a penalty on every shared rate, 0 to 0.9 (default 0): a job that
+  shares a GPU runs at ``1 - interference`` of what the sharing mode predicts.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from jigsaw.errors import InvalidSpecError
 
@@ -39,6 +46,10 @@ GPU_TYPE_DEFAULT = "v100"
 LEASE_ITERATIONS_DEFAULT = 50
 CHECKPOINT_SUBDIR = "ckpt"
 WORKER_MEMORY_GIB_MAX = 1_000_000.0
+SharingModeName = Literal["timeslice", "concurrent"]
+SHARING_MODES: tuple[SharingModeName, ...] = ("timeslice", "concurrent")
+SHARING_DEFAULT: SharingModeName = "timeslice"
+INTERFERENCE_MAX = 0.9
 GIB = 1024**3
 
 

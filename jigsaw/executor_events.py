@@ -7,9 +7,10 @@ from a zombie gang (a previous launch) and is ignored. Executors that cannot kno
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from jigsaw.lease_outcome import LeaseOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +27,14 @@ class Progressed:
     job_id: str
     at: float
     iterations_done: float
-    metrics: Mapping[str, Any] = field(default_factory=dict)
+    outcome: LeaseOutcome | None = None
+    """What the lease measured (None: the executor knows progress only)."""
     attempt: int | None = None
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The outcome's JSON form (what the API shows); empty without one."""
+        return self.outcome.as_metrics() if self.outcome is not None else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +42,14 @@ class Finished:
     job_id: str
     at: float
     iterations_done: float
-    metrics: Mapping[str, Any] = field(default_factory=dict)
+    outcome: LeaseOutcome | None = None
+    """The last lease's outcome (None: the executor knows progress only)."""
     attempt: int | None = None
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The outcome's JSON form (what the API shows); empty without one."""
+        return self.outcome.as_metrics() if self.outcome is not None else {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 from jigsaw.domain import Job
 from jigsaw.efficiency import EfficiencyTable, EtaEstimate
 from jigsaw.eta import DEFAULT_MIN_OBSERVATIONS, OnlineEta, Prior, default_prior, prior_from_table
-from jigsaw.gradient_noise import BlockNoise, parse_block_noise
+from jigsaw.gradient_noise import BlockNoise, InvalidNoiseStatisticsError
 from jigsaw.plan import SPBPlan, full_backprop, staircase, uniform
 
 PriorOf = Callable[[Job], Prior]
@@ -35,13 +35,18 @@ def table_prior(table: EfficiencyTable) -> PriorOf:
 
 
 def merge_block_noise(
-    current: Sequence[BlockNoise], raw: Any, num_blocks: int
+    current: Sequence[BlockNoise], reported: Sequence[BlockNoise], num_blocks: int
 ) -> tuple[BlockNoise, ...]:
-    """The job's statistics after one report: per block, the newer of the two. ``raw`` is a
-    lease summary's ``block_noise``; a report with NaN, infinite or otherwise meaningless
-    figures raises :class:`~jigsaw.gradient_noise.InvalidNoiseStatisticsError` and changes
-    nothing (the caller keeps ``current``)."""
-    reported = parse_block_noise(raw, num_blocks, origin="lease report")
+    """The job's statistics after one report: per block, the newer of the two. ``reported``
+    holds statistics validated where the report entered
+    (:class:`~jigsaw.lease_outcome.LeaseOutcome`); a block outside the job's ``num_blocks``
+    raises :class:`~jigsaw.gradient_noise.InvalidNoiseStatisticsError` and changes nothing
+    (the caller keeps ``current``)."""
+    for entry in reported:
+        if entry.block > num_blocks:
+            raise InvalidNoiseStatisticsError(
+                f"lease report: block {entry.block}: block must be in 1..{num_blocks}"
+            )
     newest = {entry.block: entry for entry in current if entry.block <= num_blocks}
     for entry in reported:
         kept = newest.get(entry.block)

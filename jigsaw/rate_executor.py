@@ -1,10 +1,11 @@
 """A simulated executor: gangs progress at the rate a RateModel predicts, in virtual time.
 
-Gangs that share a GPU take turns at iteration boundaries. When the rate model can say how
-long a gang's iteration takes alone and how much of it each GPU computes
-(:class:`TimeSlicedRates`), every group of gangs linked by shared GPUs is re-timed together
-with :func:`jigsaw.oracle.timeslicing.timesliced_iteration_times`; otherwise ``rate`` is
-given the other gangs' summed load on each GPU.
+When the rate model can say how long a gang's iteration takes alone and how much of it each
+GPU computes (:class:`TimeSlicedRates`), every group of gangs linked by shared GPUs is re-timed
+together by the co-location model the rate model offers (``colocation``: the oracle's
+:class:`~jigsaw.oracle.colocation.ColocationModel`, the one the policies price packing with;
+time-slicing, :func:`jigsaw.oracle.timeslicing.timesliced_iteration_times`, when it offers
+none); otherwise ``rate`` is given the other gangs' summed load on each GPU.
 
 Progress is settled lazily: a running gang keeps (iterations at last settle, rate, settle
 time), and finish times sit in a heap, so a poll costs O(finished + re-rated) rather than
@@ -26,11 +27,15 @@ from typing import Protocol
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Finished, Progressed, Started
-from jigsaw.oracle.timeslicing import GangTiming, timesliced_iteration_times
+from jigsaw.oracle.gang_timing import GangTiming
+from jigsaw.oracle.timeslicing import timesliced_iteration_times
 from jigsaw.plan import Plan
 from jigsaw.seams import ReplanRefused
 
 _EPS = 1e-9
+
+SharedTimes = Callable[[Mapping[str, GangTiming]], dict[str, float]]
+"""Iteration times of gangs sharing GPUs (``ColocationModel.iteration_times``)."""
 
 
 class RateModel(Protocol):
@@ -122,6 +127,8 @@ class _Gang:
     token: int = 0
     started_reported: bool = False
     timing: GangTiming | None = None
+    timed: bool = False
+    """``timing`` was asked of the rate model (it is, the first time the gang shares a GPU)."""
     guest_use: float = 0.0
     """GPUs' worth of compute this gang uses as a guest (time-sliced next to a larger gang)."""
     curve: ProgressCurve | None = None
@@ -145,6 +152,10 @@ class RateDrivenExecutor:
         rate_at = getattr(rates, "rate_at", None)
         self._sliced: TimeSlicedRates | None = (
             rates if callable(timing) and callable(rate_at) else None  # type: ignore[assignment]
+        )
+        colocation = getattr(rates, "colocation", None)
+        self._shared_times: SharedTimes = (
+            colocation.iteration_times if colocation is not None else timesliced_iteration_times
         )
         curved = getattr(rates, "progress_curve", None)
         self._curved: CurvedProgress | None = rates if callable(curved) else None  # type: ignore[assignment]
@@ -174,8 +185,6 @@ class RateDrivenExecutor:
             begins,
             self._rates.load(job, placement, plan),
         )
-        if self._sliced is not None:
-            gang.timing = self._sliced.timing(job, placement, plan)
         self._account_occupancy()
         self._gangs[job.id] = gang
         for gpu, share in gang.load.items():
@@ -317,7 +326,7 @@ class RateDrivenExecutor:
         return seen
 
     def _sliced_times(self, job_ids: set[str]) -> dict[str, float]:
-        """Time-sliced iteration times of the gangs that share a GPU (empty: nobody does,
+        """Co-located iteration times of the gangs that share a GPU (empty: nobody does,
         or some sharing gang's timing is unknown)."""
         if self._sliced is None:
             return {}
@@ -330,11 +339,15 @@ class RateDrivenExecutor:
             return {}
         timings: dict[str, GangTiming] = {}
         for job_id in sharing:
-            timing = self._gangs[job_id].timing
+            gang = self._gangs[job_id]
+            if not gang.timed:  # asked for only once the gang shares a GPU
+                gang.timing = self._sliced.timing(gang.job, gang.placement, gang.plan)
+                gang.timed = True
+            timing = gang.timing
             if timing is None:
                 return {}
             timings[job_id] = timing
-        return timesliced_iteration_times(timings)
+        return self._shared_times(timings)
 
     def _guest_share(self, gang: _Gang, iteration_s: float) -> float:
         if gang.timing is None:

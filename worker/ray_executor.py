@@ -153,6 +153,13 @@ class RayExecutor:
         gang.stop_after_checkpoint()
         successor.launch()
 
+    def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
+        """Not supported by the Ray runtime yet: refused, having changed nothing."""
+        del placement, worker_batch
+        raise ReplanRefused(
+            f"job {job_id}: the Ray executor cannot resize a gang to {plan.describe()} yet"
+        )
+
     def poll(self, now: float) -> Sequence[ExecutorEvent]:
         del now  # events carry the wall time at which the gang saw them
         with self._lock:

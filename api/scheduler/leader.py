@@ -57,7 +57,7 @@ def bump_epoch(engine: Engine, holder: str) -> int:
     """Start a new epoch: from now on, writes fenced with an older one are refused."""
     now = time.time()
     with writer(engine).begin() as conn:
-        epoch = conn.execute(
+        epoch: int = conn.execute(
             update(scheduler_leader)
             .where(scheduler_leader.c.id == 1)
             .values(
@@ -92,7 +92,7 @@ class PostgresLeadership:
     def try_acquire(self) -> int | None:
         connection = self._lock_engine.connect()
         try:
-            got = connection.execute(
+            got: bool = connection.execute(
                 text("SELECT pg_try_advisory_lock(:key)"), {"key": LEADER_LOCK_KEY}
             ).scalar_one()
             connection.commit()
@@ -111,7 +111,7 @@ class PostgresLeadership:
         if self._connection is None:
             return False
         try:
-            held = self._connection.execute(
+            held: int = self._connection.execute(
                 text(
                     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
                     "AND pid = pg_backend_pid() AND granted "
@@ -144,7 +144,7 @@ class PostgresLeadership:
         """The lock connection's server process id (tests cut it to simulate a partition)."""
         if self._connection is None:
             return None
-        pid = self._connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        pid: int = self._connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
         self._connection.commit()
         return int(pid)
 

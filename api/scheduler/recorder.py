@@ -25,7 +25,7 @@ from jigsaw.cluster import Cluster
 from jigsaw.cycle import CycleReport
 from jigsaw.decisions import Decision, Preempt, Replan, Start
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
-from jigsaw.gradient_noise import InvalidNoiseStatisticsError, parse_block_noise
+from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import SPBPlan
 
@@ -59,11 +59,11 @@ class ProgressRecorder:
 
     def _record(self, event: ExecutorEvent) -> None:
         match event:
-            case Progressed(job_id=job_id, at=at, iterations_done=done, metrics=metrics):
-                self._check_noise(job_id, at, metrics)
-                self._sample(job_id, at, done, dict(metrics), final=False)
-            case Finished(job_id=job_id, at=at, iterations_done=done, metrics=metrics):
-                self._sample(job_id, at, done, dict(metrics), final=True)
+            case Progressed(job_id=job_id, at=at, iterations_done=done, outcome=outcome):
+                self._note_refused_noise(job_id, at, outcome)
+                self._sample(job_id, at, done, outcome, final=False)
+            case Finished(job_id=job_id, at=at, iterations_done=done, outcome=outcome):
+                self._sample(job_id, at, done, outcome, final=True)
                 self._last.pop(job_id, None)
             case Failed(job_id=job_id, at=at, reason=reason):
                 self._telemetry.add_log_lines(job_id, at, [f"gang failed: {reason}"])
@@ -71,21 +71,17 @@ class ProgressRecorder:
             case _:
                 pass
 
-    def _check_noise(self, job_id: str, at: float, metrics: Mapping[str, Any]) -> None:
+    def _note_refused_noise(self, job_id: str, at: float, outcome: LeaseOutcome | None) -> None:
         """Refused gradient statistics leave a line in the job's log naming what was wrong (the
         cycle keeps the job's estimate as it was)."""
-        raw = metrics.get("block_noise")
-        if raw is None:
+        if outcome is None or outcome.noise_refused is None:
             return
-        try:
-            parse_block_noise(raw, origin="lease report")
-        except InvalidNoiseStatisticsError as error:
-            line = f"gradient statistics refused, eta estimate kept: {error}"
-            log.warning("job %s: %s", job_id, line)
-            self._telemetry.add_log_lines(job_id, at, [line])
+        line = f"gradient statistics refused, eta estimate kept: {outcome.noise_refused}"
+        log.warning("job %s: %s", job_id, line)
+        self._telemetry.add_log_lines(job_id, at, [line])
 
     def _sample(
-        self, job_id: str, at: float, done: float, metrics: dict[str, Any], *, final: bool
+        self, job_id: str, at: float, done: float, outcome: LeaseOutcome | None, *, final: bool
     ) -> None:
         previous = self._last.get(job_id)
         if previous is not None and done <= previous[0] and not final:
@@ -93,32 +89,38 @@ class ProgressRecorder:
         job = self._store.get(job_id)
         if previous is None and done <= job.iterations_done and not final:
             return
+        outcome = outcome or LeaseOutcome()
+        metrics = outcome.as_metrics()
         start_iteration, start_at = previous or (job.iterations_done, job.run_started_at or at)
-        rate = metrics.get("iterations_per_s")
-        if not isinstance(rate, int | float) and at > start_at:
+        rate = outcome.iterations_per_s
+        if rate is None and at > start_at:
             rate = (done - start_iteration) / (at - start_at)
             metrics["iterations_per_s"] = rate
-        throughput = metrics.get("throughput")
-        if not isinstance(throughput, int | float) and isinstance(rate, int | float):
+        throughput = outcome.throughput
+        if throughput is None and rate is not None:
             throughput = rate * job.spec.batch_size * job.spec.workers
-        loss = metrics.get("loss", metrics.get("last_loss"))
-        boundary = final or "lease" in metrics or _crosses(start_iteration, done, self._lease)
+        loss = outcome.loss if outcome.loss is not None else outcome.last_loss
+        lease_ended = outcome.lease is not None
+        boundary = final or lease_ended or _crosses(start_iteration, done, self._lease)
         sample = ProgressSample(
             job_id=job_id,
             attempt=job.attempt,
             iteration=done,
             at=at,
-            loss=loss if isinstance(loss, int | float) else None,
-            throughput=throughput if isinstance(throughput, int | float) else None,
+            loss=loss,
+            throughput=throughput,
             plan=job.plan.depths if isinstance(job.plan, SPBPlan) else (),
             metrics=metrics,
             lease_boundary=boundary,
         )
-        line = _progress_line(sample, job.spec.iterations, final) if boundary else None
+        line = (
+            _progress_line(sample, job.spec.iterations, outcome.evaluation if final else None)
+            if boundary
+            else None
+        )
         self._telemetry.record(sample, line)
-        worker_lines = metrics.get("log_lines")
-        if isinstance(worker_lines, list):
-            self._telemetry.add_log_lines(job_id, at, [str(entry) for entry in worker_lines])
+        if outcome.log_lines:
+            self._telemetry.add_log_lines(job_id, at, list(outcome.log_lines))
         self._last[job_id] = (done, at)
 
 
@@ -126,7 +128,11 @@ def _crosses(before: float, after: float, lease: int) -> bool:
     return math.floor(after / lease) > math.floor(before / lease)
 
 
-def _progress_line(sample: ProgressSample, iterations: int, final: bool) -> str:
+def _progress_line(
+    sample: ProgressSample, iterations: int, evaluation: Mapping[str, float] | None
+) -> str:
+    """``evaluation`` is the last lease's held-out score, given only for the final line."""
+    final = evaluation is not None
     parts = [f"{'finished at' if final else 'iteration'} {sample.iteration:.0f}/{iterations}"]
     if sample.loss is not None:
         parts.append(f"loss {sample.loss:.4g}")
@@ -134,10 +140,9 @@ def _progress_line(sample: ProgressSample, iterations: int, final: bool) -> str:
         parts.append(f"{sample.throughput:.1f} samples/s")
     if sample.plan:
         parts.append("plan " + ",".join(str(d) for d in sample.plan))
-    if final:
-        extra = {
-            k: v for k, v in sample.metrics.items() if k in ("accuracy", "val_accuracy", "val_loss")
-        }
+    if evaluation:
+        shown = ("accuracy", "val_accuracy", "val_loss")
+        extra = {k: v for k, v in evaluation.items() if k in shown}
         if extra:
             parts.append(json.dumps(extra))
     return " ".join(parts)

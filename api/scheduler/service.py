@@ -28,12 +28,14 @@ from api.store.telemetry import Telemetry
 from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.oracle import Oracle
 from jigsaw.policies.base import Policy
 from jigsaw.policies.builder import build_policy as build_named_policy
 from jigsaw.policies.quota import Quotas
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.rate_executor import RateDrivenExecutor
 from jigsaw.retention import sweep_checkpoints
 from jigsaw.seams import Executor, KeepsCheckpoints
+from jigsaw.service_rates import ColocatedConstantRate
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +54,25 @@ class ExecutorHandle:
             stop()
 
 
-def build_executor(settings: Settings) -> ExecutorHandle:
+def build_executor(settings: Settings, oracle: Oracle | None = None) -> ExecutorHandle:
+    """Ray, or the simulated executor: the configured rate alone, shared GPUs re-timed by
+    ``oracle``'s co-location model (the policy's; built from the settings when not given)."""
     if settings.executor == "ray":
         # Lazy: the API and the simulated mode work without Ray installed.
         from worker.ray_executor import create_executor
 
         ray = create_executor()
         return ExecutorHandle(ray, ray.cluster)
-    rates = ConstantRate(settings.sim_iterations_per_second, settings.sim_startup_seconds)
+    if oracle is None:
+        oracle = OracleView(
+            settings.gpu_type,
+            settings.gpus_per_node,
+            settings.sim_iterations_per_second,
+            sharing=settings.sharing_settings,
+        ).oracle
+    rates = ColocatedConstantRate(
+        oracle, settings.sim_iterations_per_second, settings.sim_startup_seconds
+    )
     cluster = Cluster.uniform(settings.gpus, settings.gpus_per_node, gpu_type=settings.gpu_type)
     return ExecutorHandle(RateDrivenExecutor(rates, report_progress=True), lambda: cluster)
 
@@ -84,14 +97,18 @@ class SchedulerService:
         metrics: Metrics,
         oracle: OracleView,
         *,
-        executor_factory: Callable[[Settings], ExecutorHandle] = build_executor,
+        executor_factory: Callable[[Settings], ExecutorHandle] | None = None,
         leadership: Leadership | None = None,
     ) -> None:
         self.settings = settings
         self.engine = engine
         self.metrics = metrics
         self._oracle = oracle
-        self._executor_factory = executor_factory
+        self._executor_factory = (
+            executor_factory
+            if executor_factory is not None
+            else lambda chosen: build_executor(chosen, oracle.oracle)
+        )
         self.leadership = leadership if leadership is not None else leadership_for(engine)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

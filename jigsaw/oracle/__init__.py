@@ -4,7 +4,19 @@
 Pollux measurements (``bench/oracle_calibration.py``). See docs/ORACLE.md.
 """
 
+from jigsaw.environment import SHARING_MODES
+from jigsaw.oracle.colocation import ColocationModel, SharingSettings
+from jigsaw.oracle.gang_timing import GangTiming, SharingProfile
 from jigsaw.oracle.oracle import Oracle, Prediction
-from jigsaw.oracle.timeslicing import GangTiming, timesliced_iteration_times
+from jigsaw.oracle.timeslicing import timesliced_iteration_times
 
-__all__ = ["GangTiming", "Oracle", "Prediction", "timesliced_iteration_times"]
+__all__ = [
+    "SHARING_MODES",
+    "ColocationModel",
+    "GangTiming",
+    "Oracle",
+    "Prediction",
+    "SharingProfile",
+    "SharingSettings",
+    "timesliced_iteration_times",
+]

@@ -29,11 +29,13 @@ from jigsaw.cluster import GpuId, Placement
 from jigsaw.efficiency import EfficiencyTable
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import HardwareSpec
+from jigsaw.oracle.colocation import ColocationModel, SharingSettings
+from jigsaw.oracle.colocation_concurrent import sharing_profile
 from jigsaw.oracle.costs import ModelCosts, PlanCosts, model_costs, plan_costs
+from jigsaw.oracle.gang_timing import GangTiming, SharingProfile
 from jigsaw.oracle.network import PlacementCosts, placement_costs
 from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_predictions import PlanPrediction, predict_plan, replica_batch
-from jigsaw.oracle.timeslicing import GangTiming
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan, full_backprop
 from jigsaw.profiles import ProfileCatalog
@@ -67,10 +69,15 @@ class Oracle:
         hardware: HardwareSpec,
         profiles: ProfileCatalog | None = None,
         efficiency: EfficiencyTable | None = None,
+        sharing: SharingSettings | None = None,
     ) -> None:
         self.hardware = hardware
         self.profiles = profiles if profiles is not None else ProfileCatalog()
         self.efficiency = efficiency if efficiency is not None else EfficiencyTable.load()
+        self.colocation = ColocationModel(hardware, sharing)
+        """How gangs sharing a GPU slow each other (:mod:`jigsaw.oracle.colocation`): the
+        policies, the simulated executors and the service price a shared GPU with it."""
+        self._sharing: dict[tuple[str, int], SharingProfile] = {}
         self._models: dict[tuple[str, int], tuple[ModelCosts, str]] = {}
         self._plans: dict[tuple[str, int, tuple[int, ...]], PlanCosts] = {}
         self._alone: dict[tuple[str, int, tuple[int, ...], Placement], _Alone] = {}
@@ -178,16 +185,30 @@ class Oracle:
         return {node: busy / alone.iteration_s for node, busy in alone.place.nic_busy_s}
 
     def timing(self, model: str, batch_size: int, plan: Plan, placement: Placement) -> GangTiming:
-        """Iteration time alone and compute seconds per GPU: what time-slicing needs
-        (:mod:`jigsaw.oracle.timeslicing`)."""
+        """Iteration time alone, compute seconds per GPU and the job's sharing profile: what
+        the co-location model needs (:mod:`jigsaw.oracle.colocation`)."""
         if not isinstance(plan, SPBPlan):
             busy = self._parallel_busy(model, batch_size, plan, placement)
             alone_p = self._predict_parallel(model, batch_size, plan, placement, None)
-            return GangTiming(alone_p.iteration_time_s, tuple(busy.items()))
+            return GangTiming(
+                alone_p.iteration_time_s,
+                tuple(busy.items()),
+                self.sharing_profile(model, batch_size),
+            )
         alone_s = self.predict(model, batch_size, plan, placement).iteration_time_s
         costs = self._plan(model, batch_size, plan)
         alone = self._alone_costs((model, batch_size, plan.depths, placement), costs, placement)
-        return GangTiming(alone_s, alone.place.gpu_busy_s)
+        return GangTiming(alone_s, alone.place.gpu_busy_s, self.sharing_profile(model, batch_size))
+
+    def sharing_profile(self, model: str, batch_size: int) -> SharingProfile:
+        """What concurrent sharing is predicted from
+        (:func:`jigsaw.oracle.colocation_concurrent.sharing_profile`)."""
+        key = (model, batch_size)
+        found = self._sharing.get(key)
+        if found is None:
+            found = sharing_profile(self.profiles.get(model), batch_size, self.hardware)
+            self._sharing[key] = found
+        return found
 
     def worker_memory_bytes(self, model: str, batch_size: int, plan: Plan, rank: int) -> int:
         if not isinstance(plan, SPBPlan):

@@ -34,24 +34,14 @@ which is why comm enters only through ``G_j``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from jigsaw.cluster import GpuId
+from jigsaw.oracle.gang_timing import GangTiming
+
+__all__ = ["GangTiming", "timesliced_iteration_times", "turn_cycle"]
 
 MAX_SWEEPS = 60
 TOLERANCE = 1e-9
-
-
-@dataclass(frozen=True, slots=True)
-class GangTiming:
-    """One gang's iteration time alone and its compute seconds per iteration on each GPU."""
-
-    alone_s: float
-    busy_s: tuple[tuple[GpuId, float], ...]
-
-    def __post_init__(self) -> None:
-        if not self.alone_s > 0:
-            raise ValueError("a gang's iteration time alone must be positive")
 
 
 def turn_cycle(busy_s: float, others: Sequence[tuple[float, float]]) -> float:

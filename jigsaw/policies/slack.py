@@ -4,8 +4,8 @@ one-worker job runs in the slack it opens (docs/SCHEDULER.md, "jigsaw", step 5).
 A *slot* is one GPU of a running ``spb: auto`` gang (the *host*) that holds only the host's
 worker, under one of the host's SPB plans: the GPU of its least-loaded partial rank. Placing a
 waiting one-worker job (the *guest*) there means re-planning the host in place (a lease
-boundary, no restart) and time-slicing that GPU between the two
-(:mod:`jigsaw.oracle.timeslicing`).
+boundary, no restart) and sharing that GPU between the two, priced by the oracle's co-location
+model (:mod:`jigsaw.oracle.colocation`: time-slicing by default).
 
 A slot is taken when it pays for the cluster: the sum over the affected jobs (the host, the
 jobs already sharing the host's GPUs, the guest) of goodput (eta x iterations per second)
@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.decisions import Replan, Start
 from jigsaw.domain import Job
-from jigsaw.oracle import GangTiming, Oracle, timesliced_iteration_times
+from jigsaw.errors import InvalidSpecError
+from jigsaw.oracle import GangTiming, Oracle, SharingProfile
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import Footprint, PlanCatalog, PlanOption
@@ -274,8 +275,10 @@ class SlackMarket:
         after_timings = {**before_timings, host.id: host_timing}
         for (guest, guest_option), gpu in assignment:
             alone = 1.0 / guest_option.goodput * guest_option.eta
-            after_timings[guest.id] = GangTiming(alone, ((gpu, guest_option.loads[0] * alone),))
-        after_times = timesliced_iteration_times(after_timings)
+            after_timings[guest.id] = GangTiming(
+                alone, ((gpu, guest_option.loads[0] * alone),), self._profile(guest)
+            )
+        after_times = self.oracle.colocation.iteration_times(after_timings)
         after = 0.0
         completions = 0.0  # change of sum(normalised speed / remaining exclusive seconds)
         for job_id in neighbours:
@@ -321,7 +324,7 @@ class SlackMarket:
             if timing is None:
                 return None
             timings[job_id] = timing
-        times = timesliced_iteration_times(timings)
+        times = self.oracle.colocation.iteration_times(timings)
         each: dict[str, float] = {}
         for job_id in neighbours:
             job = self._running[job_id]
@@ -351,6 +354,12 @@ class SlackMarket:
             for other in self._on_gpu.get(gpu, ()):
                 found[other] = None
         return list(found)
+
+    def _profile(self, job: Job) -> SharingProfile | None:
+        try:
+            return self.oracle.sharing_profile(job.spec.model, job.spec.batch_size)
+        except InvalidSpecError:
+            return None
 
     def _timing(self, job_id: str, plan: Plan) -> GangTiming | None:
         job = self._running[job_id]

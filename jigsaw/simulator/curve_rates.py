@@ -23,7 +23,8 @@ from typing import cast
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.eta import DEFAULT_MIN_OBSERVATIONS
-from jigsaw.oracle import GangTiming
+from jigsaw.gradient_noise import BlockNoise
+from jigsaw.oracle import ColocationModel, GangTiming
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.rate_executor import TimeSlicedRates
 from jigsaw.simulator.eta_curves import CurveEta
@@ -80,9 +81,9 @@ class CurveEtaRate:
 
     def noise_report(
         self, job: Job, plan: Plan, done: float
-    ) -> tuple[int, list[dict[str, float | int]]] | None:
+    ) -> tuple[int, tuple[BlockNoise, ...]] | None:
         """What a gang's workers would report at ``done`` iterations: the per-block gradient
-        statistics of its application's curve there, as a lease summary's ``block_noise``,
+        statistics of its application's curve there, as a lease outcome's ``block_noise``,
         with the stretch of the curve they come from (a new report is due only when it
         changes). None for a one-worker gang (no SPB plan to price) or a job without an
         application."""
@@ -101,7 +102,7 @@ class CurveEtaRate:
             observations=DEFAULT_MIN_OBSERVATIONS,
         )
         segment = self.curves.segment_index(app, workers, batch, progress)
-        return segment, [entry.as_dict() for entry in stats]
+        return segment, tuple(stats)
 
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.inner.load(job, placement, plan)
@@ -119,6 +120,12 @@ class CurveEtaSlicedRate(CurveEtaRate):
 
     def timing(self, job: Job, placement: Placement, plan: Plan) -> GangTiming | None:
         return cast(TimeSlicedRates, self.inner).timing(job, placement, plan)
+
+    @property
+    def colocation(self) -> ColocationModel | None:
+        """The inner model's co-location model (the executor re-times shared GPUs with it)."""
+        found: ColocationModel | None = getattr(self.inner, "colocation", None)
+        return found
 
     def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
         rate = cast(TimeSlicedRates, self.inner).rate_at(job, plan, iteration_s)

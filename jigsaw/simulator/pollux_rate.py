@@ -11,8 +11,16 @@ is the goodput-optimal one of each epoch, as Pollux's agent re-chooses it betwee
 without a restart. The rate is the mean one that reaches the end exactly when that would,
 and :meth:`PolluxRate.progress_curve` says where the gang stands on the way (its speed
 changes by epoch), so a resize checkpoints exactly. SPB plans do not change the speed
-(Pollux applications have no SPB profile). Gangs that share a GPU (only the jigsaw policy
-packs) slow down as in :class:`jigsaw.rate_executor.ConstantRate`.
+(Pollux applications have no SPB profile).
+
+Gangs that share a GPU (only packing policies do) are re-timed by the oracle's co-location
+model on the oracle's timings of their zoo models (:mod:`jigsaw.oracle.colocation`), the
+ones the policy priced the packing with, and each keeps the fraction ``T_alone / T_shared``
+of its measured speed, as :class:`~jigsaw.simulator.rates.GavelRate` does with Gavel's.
+Built without an oracle, or for a model the oracle cannot price, it keeps the rule of
+Pollux's own simulator (:class:`jigsaw.rate_executor.ConstantRate`: divide by the most
+loaded GPU's ``1 + others' load``); neither changes a replay without packing (Pollux's
+fidelity runs).
 """
 
 from __future__ import annotations
@@ -28,15 +36,22 @@ from jigsaw.domain import Job
 from jigsaw.errors import InvalidSpecError
 from jigsaw.goodput.model import CANDIDATE_BATCHES
 from jigsaw.goodput.source import GoodputSource
+from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.plan import Plan
 from jigsaw.traces.pollux_apps import PolluxApp
 from jigsaw.traces.pollux_progress import JobWork
 
 
 class PolluxRate:
-    def __init__(self, apps: Mapping[str, PolluxApp], gpus_per_node: int) -> None:
+    def __init__(
+        self, apps: Mapping[str, PolluxApp], gpus_per_node: int, oracle: Oracle | None = None
+    ) -> None:
         self.apps = dict(apps)
         self.gpus_per_node = gpus_per_node
+        self.oracle = oracle
+        self.colocation = oracle.colocation if oracle is not None else None
+        self._timed_on: dict[str, tuple[Placement, float]] = {}
+        """Per job: the placement and alone iteration time of its last ``timing``."""
         self._speed: dict[tuple[str, int, int, tuple[int, ...]], float] = {}
         self._work: dict[tuple[str, int, int], JobWork] = {}
         self._adaptive: dict[
@@ -159,6 +174,26 @@ class PolluxRate:
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         del job, plan
         return dict.fromkeys(placement, 1.0)
+
+    def timing(self, job: Job, placement: Placement, plan: Plan) -> GangTiming | None:
+        """The oracle's timing of the gang's zoo model on this placement: the policy prices
+        packing from the same one, so the fraction of its speed a shared gang keeps is the
+        one the policy predicted; ``None`` without an oracle or for a model it cannot price
+        (then ``rate`` applies Pollux's own rule)."""
+        if self.oracle is None:
+            return None
+        try:
+            timing = self.oracle.timing(job.spec.model, job.spec.batch_size, plan, placement)
+        except InvalidSpecError:
+            return None
+        self._timed_on[job.id] = (placement, timing.alone_s)
+        return timing
+
+    def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
+        """The gang's measured speed now times the co-location model's fraction of it."""
+        del plan
+        placement, alone = self._timed_on[job.id]
+        return self.speed(job, per_node_counts(placement)) * alone / iteration_s
 
     def startup_s(self, job: Job) -> float:
         del job

@@ -50,6 +50,7 @@ class OracleRate:
     def __init__(self, oracle: Oracle, gpus_per_node: int) -> None:
         self.oracle = oracle
         self.gpus_per_node = gpus_per_node
+        self.colocation = oracle.colocation
         self._reference: dict[tuple[str, int, int], float] = {}
 
     def rate(
@@ -114,6 +115,7 @@ class GavelRate:
         self.worker_type = worker_type
         self.job_types = dict(job_types)
         self.oracle_rate = oracle_rate
+        self.colocation = oracle_rate.colocation
         self.round_s = round_s
         """Gavel's rounds run whole steps: ``floor(rate x round_s)`` a round, so a job ends
         with a short last round for the steps left over (None: progress is continuous)."""

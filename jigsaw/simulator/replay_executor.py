@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.executor_events import ExecutorEvent, Progressed
+from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.plan import Plan
 from jigsaw.rate_executor import RateDrivenExecutor, RateModel
 from jigsaw.seams import Clock
@@ -27,6 +28,8 @@ class _StartupByKind:
         # Time-slicing on shared GPUs (jigsaw.rate_executor.TimeSlicedRates), when offered.
         self.timing = getattr(inner, "timing", None)
         self.rate_at = getattr(inner, "rate_at", None)
+        # The co-location model the policy prices packing with, when offered.
+        self.colocation = getattr(inner, "colocation", None)
         # Elastic gangs whose progress is not a straight line (CurvedProgress), when offered.
         self.progress_curve = getattr(inner, "progress_curve", None)
 
@@ -151,7 +154,8 @@ class ReplayExecutor(RateDrivenExecutor):
             if report is None or self._reported_segment.get(job_id) == report[0]:
                 continue
             self._reported_segment[job_id] = report[0]
-            events.append(Progressed(job_id, now, done, {"block_noise": report[1]}))
+            outcome = LeaseOutcome().with_reported_noise(report[1])
+            events.append(Progressed(job_id, now, done, outcome))
         return events
 
     def _busy_changed(self) -> None:

@@ -12,7 +12,7 @@ from jigsaw.cluster import Cluster
 from jigsaw.efficiency import EfficiencyTable
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import preset
-from jigsaw.oracle import Oracle
+from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.plan import SPBPlan
 from jigsaw.policies.base import Policy, policy_factory
 from jigsaw.policies.builder import build_policy
@@ -57,6 +57,9 @@ class SimulationSetup:
     plan priced and run at eta = 1 (an ablation: what SPB would give if it cost nothing)."""
     curves_dir: Path | None = None
     """Pollux's ``apps/`` directory for ``eta="curve"`` (found beside a Pollux workload)."""
+    sharing: SharingSettings = field(default_factory=SharingSettings)
+    """How the hardware shares a GPU and the interference penalty (:mod:`jigsaw.oracle.colocation`):
+    the policy and the replay price co-location with it alike."""
 
 
 ETA_SOURCES = ("table", "curve", "one")
@@ -66,7 +69,7 @@ def make_oracle(setup: SimulationSetup, efficiency: EfficiencyTable | None = Non
     hardware = preset(setup.hardware)
     if efficiency is None and setup.eta == "one":
         efficiency = UnitEfficiency()
-    return Oracle(hardware, efficiency=efficiency)
+    return Oracle(hardware, efficiency=efficiency, sharing=setup.sharing)
 
 
 def make_policy(name: str, oracle: Oracle, **options: Any) -> Policy:
@@ -143,7 +146,7 @@ def _make_rates(
     jobs: list[TraceJob], setup: SimulationSetup, oracle: Oracle, trace: Path | None = None
 ) -> tuple[ReferenceRate, list[Arrival]]:
     if trace is not None and trace_format(trace) == "pollux":
-        return pollux_rates(jobs, trace, setup)
+        return pollux_rates(jobs, trace, setup, oracle)
     oracle_rate = OracleRate(oracle, setup.gpus_per_node)
     if setup.throughputs is None:
         arrivals = arrivals_from_trace(
@@ -175,14 +178,16 @@ def _make_rates(
 
 
 def pollux_rates(
-    jobs: list[TraceJob], trace: Path, setup: SimulationSetup
+    jobs: list[TraceJob], trace: Path, setup: SimulationSetup, oracle: Oracle | None = None
 ) -> tuple[ReferenceRate, list[Arrival]]:
-    """Pollux's semantics: its measured step times; the work is already in the jobs."""
+    """Pollux's semantics: its measured step times; the work is already in the jobs. Gangs
+    sharing a GPU are re-timed by ``oracle``'s co-location model (without one: Pollux's
+    simulator's rule, each gang divided by 1 + the others' load)."""
     apps_dir = find_apps_dir(trace)
     if apps_dir is None:
         raise InvalidSpecError(f"{trace}: no apps/ directory beside the workload", field="trace")
     apps = {name: load_pollux_app(apps_dir, name) for name in sorted({j.model for j in jobs})}
-    rate = PolluxRate(apps, setup.gpus_per_node)
+    rate = PolluxRate(apps, setup.gpus_per_node, oracle)
     return rate, arrivals_from_trace(jobs, lambda _job: 1.0)
 
 
@@ -238,6 +243,8 @@ def replay(
             "hardware": hardware.name,
             "seed": setup.seed,
             "semantics": chosen.name,
+            "sharing": oracle.colocation.settings.mode,
+            "interference": oracle.colocation.settings.interference,
         }
     )
     return result

@@ -9,15 +9,20 @@ total_steps, scale_factor, priority_weight, SLO, arrival_time`` (tab separated).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from jigsaw.environment import SHARING_MODES
 from jigsaw.errors import InvalidSpecError, TraceFormatError
 from jigsaw.profiles import analytic_profile, canonical_name
 from jigsaw.traces.record import TraceJob, parse_non_negative_float, parse_positive_int
 
 NUM_FIELDS = 10
+SHARING_KEY = "sharing"
+SHARING_KEY_DEFAULT = "concurrent"
+"""Gavel measured its pairs running at the same time on one GPU (space sharing)."""
 _KEY = re.compile(r"^\('(?P<job_type>[^']+)',\s*(?P<scale>\d+)\)$")
 
 
@@ -63,41 +68,68 @@ def read_gavel(path: str | Path) -> list[TraceJob]:
 
 @dataclass(frozen=True, slots=True)
 class GavelThroughputs:
-    """Steps per second by (worker type, job type, scale factor), alone or paired."""
+    """Steps per second by (worker type, job type, scale factor), alone or paired.
+
+    The file is ``{worker_type: {job key: {"null": alone, other job key: [rate, other's
+    rate], ...}}}`` with job keys ``"('<job type>', <scale factor>)"``, and may say at its
+    top level how its pairs shared the GPU: ``"sharing": "concurrent"`` (Gavel's measurements,
+    the default when absent) or ``"timeslice"``. Every rate must be a finite number >= 0 (0:
+    the job cannot run there, or the pair cannot share); every job type must map to a zoo
+    model (``jigsaw.profiles.canonical_name``), and a pair must name a job with its own entry
+    on the same worker type. A bad entry raises :class:`TraceFormatError` naming the file, the
+    line of the entry, its keys and what is wrong.
+    """
 
     alone: dict[tuple[str, str, int], float]
     paired: dict[tuple[str, str, int, str, int], tuple[float, float]]
+    sharing: str = SHARING_KEY_DEFAULT
+    """How the measured pairs shared the GPU."""
 
     @classmethod
     def load(cls, path: str | Path) -> GavelThroughputs:
         label = str(path)
+        text = Path(path).read_text()
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(text)
         except json.JSONDecodeError as error:
             raise TraceFormatError(label, error.lineno, f"not valid JSON: {error.msg}") from None
         if not isinstance(data, dict):
             raise TraceFormatError(label, 1, "expected {worker_type: {job key: {...}}}")
+        where = _Locator(label, text)
+        sharing = data.pop(SHARING_KEY, SHARING_KEY_DEFAULT)
+        if sharing not in SHARING_MODES:
+            raise where.error(
+                (SHARING_KEY,),
+                f"unknown sharing mode {sharing!r}; choose one of: {', '.join(SHARING_MODES)}",
+            )
         alone: dict[tuple[str, str, int], float] = {}
         paired: dict[tuple[str, str, int, str, int], tuple[float, float]] = {}
         for worker, entries in data.items():
             if not isinstance(entries, dict):
-                raise TraceFormatError(label, 1, f"{worker}: expected an object of job keys")
+                raise where.error((worker,), "expected an object of job keys")
             for key, rates in entries.items():
-                job_type, scale = _parse_key(key, label, worker)
+                job_type, scale = _parse_key(key, where, (worker, key))
                 if not isinstance(rates, dict) or "null" not in rates:
-                    raise TraceFormatError(label, 1, f"{worker} {key}: no 'null' (alone) rate")
-                alone[(worker, job_type, scale)] = float(rates["null"])
+                    raise where.error((worker, key), "no 'null' (alone) rate")
+                alone[(worker, job_type, scale)] = _rate(rates["null"], where, (worker, key))
                 for other, pair in rates.items():
                     if other == "null":
                         continue
-                    other_type, other_scale = _parse_key(other, label, worker)
+                    keys = (worker, key, other)
+                    other_type, other_scale = _parse_key(other, where, keys)
+                    if other not in entries:
+                        raise where.error(
+                            keys,
+                            f"the pair names job type {other_type!r} x{other_scale}, which has "
+                            f"no entry of its own on {worker!r}",
+                        )
                     if not isinstance(pair, list) or len(pair) != 2:
-                        raise TraceFormatError(label, 1, f"{worker} {key} {other}: need 2 rates")
+                        raise where.error(keys, "need a list of 2 rates [this job, the other]")
                     paired[(worker, job_type, scale, other_type, other_scale)] = (
-                        float(pair[0]),
-                        float(pair[1]),
+                        _rate(pair[0], where, keys),
+                        _rate(pair[1], where, keys),
                     )
-        return cls(alone, paired)
+        return cls(alone, paired, sharing)
 
     def steps_per_second(self, worker_type: str, job_type: str, scale_factor: int) -> float:
         try:
@@ -121,8 +153,43 @@ class GavelThroughputs:
         return tuple(sorted({key[0] for key in self.alone}))
 
 
-def _parse_key(key: str, label: str, worker: str) -> tuple[str, int]:
+def _parse_key(key: str, where: _Locator, keys: tuple[str, ...]) -> tuple[str, int]:
     match = _KEY.match(key.strip())
     if match is None:
-        raise TraceFormatError(label, 1, f"{worker}: malformed job key {key!r}")
-    return match.group("job_type"), int(match.group("scale"))
+        raise where.error(keys, f"malformed job key {key!r}; expected \"('<job type>', <GPUs>)\"")
+    job_type = match.group("job_type")
+    try:
+        analytic_profile(canonical_name(job_type)[0])
+    except InvalidSpecError:
+        raise where.error(keys, f"unknown Gavel job type {job_type!r}") from None
+    return job_type, int(match.group("scale"))
+
+
+def _rate(value: object, where: _Locator, keys: tuple[str, ...]) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise where.error(keys, f"a rate must be a number of steps per second, got {value!r}")
+    rate = float(value)
+    if not math.isfinite(rate):
+        raise where.error(keys, f"a rate must be finite, got {value!r}")
+    if rate < 0:
+        raise where.error(keys, f"a rate must be >= 0 steps per second, got {value!r}")
+    return rate
+
+
+class _Locator:
+    """Errors naming the file, the line where an entry's keys appear, and the keys."""
+
+    def __init__(self, label: str, text: str) -> None:
+        self.label = label
+        self.text = text
+
+    def error(self, keys: tuple[str, ...], message: str) -> TraceFormatError:
+        position = 0
+        for key in keys:
+            found = self.text.find(json.dumps(key), position)
+            if found < 0:
+                break
+            position = found
+        line = self.text.count("\n", 0, position) + 1
+        path = " -> ".join(repr(key) for key in keys)
+        return TraceFormatError(self.label, line, f"{path}: {message}")

@@ -7,14 +7,24 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from api.settings import Settings, read_settings
-from jigsaw.environment import InvalidSettingError
+from jigsaw.environment import SHARING_MODES, InvalidSettingError
+from jigsaw.oracle import SharingSettings
 from worker.runtime.settings import RuntimeSettings
 
-SHARED = {"data_dir", "gpus", "gpu_type", "lease_iterations", "worker_memory_gib"}
+SHARED = {
+    "data_dir",
+    "gpus",
+    "gpu_type",
+    "lease_iterations",
+    "worker_memory_gib",
+    "sharing",
+    "interference",
+}
 
 
 @pytest.fixture
@@ -48,13 +58,22 @@ def test_both_readers_read_the_same_values(clean_env: pytest.MonkeyPatch, tmp_pa
     clean_env.setenv("JIGSAW_GPUS", "8")
     clean_env.setenv("JIGSAW_GPU_TYPE", "a100")
     clean_env.setenv("JIGSAW_LEASE_ITERATIONS", "20")
+    clean_env.setenv("JIGSAW_SHARING", "concurrent")
+    clean_env.setenv("JIGSAW_INTERFERENCE", "0.2")
     clean_env.setenv("JIGSAW_CONTROL_EVERY", "")  # empty counts as unset, in both
     service, runtime = Settings(), RuntimeSettings()
     for name in sorted(SHARED):
         assert getattr(service, name) == getattr(runtime, name), name
     assert runtime.gpus == 8 and runtime.checkpoint_dir == tmp_path / "data" / "ckpt"
     assert runtime.control_every == 25
+    assert (runtime.sharing, runtime.interference) == ("concurrent", 0.2)
+    assert service.sharing_settings == SharingSettings("concurrent", 0.2)
     assert RuntimeSettings.from_env(dict(os.environ)) == runtime
+
+
+def test_sharing_defaults_to_time_slicing_without_penalty(clean_env: pytest.MonkeyPatch) -> None:
+    assert Settings().sharing_settings == SharingSettings("timeslice", 0.0)
+    assert get_args(Settings.model_fields["sharing"].annotation) == SHARING_MODES
 
 
 @pytest.mark.parametrize(
@@ -64,6 +83,13 @@ def test_both_readers_read_the_same_values(clean_env: pytest.MonkeyPatch, tmp_pa
         ("JIGSAW_GPUS", "100001", "JIGSAW_GPUS must be at most 100000, got '100001'"),
         ("JIGSAW_GPUS", "four", "JIGSAW_GPUS must be a number (an integer), got 'four'"),
         ("JIGSAW_LEASE_ITERATIONS", "0", "JIGSAW_LEASE_ITERATIONS must be positive, got '0'"),
+        (
+            "JIGSAW_SHARING",
+            "mps",
+            "JIGSAW_SHARING must be 'timeslice' or 'concurrent', got 'mps'",
+        ),
+        ("JIGSAW_INTERFERENCE", "1.5", "JIGSAW_INTERFERENCE must be at most 0.9, got '1.5'"),
+        ("JIGSAW_INTERFERENCE", "nan", "JIGSAW_INTERFERENCE must be a number, got 'nan'"),
     ],
 )
 def test_both_readers_reject_a_shared_variable_with_the_same_line(

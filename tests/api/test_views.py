@@ -13,7 +13,9 @@ from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import SchedulingCycle
 from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.executor_events import Progressed
+from jigsaw.executor_events import Finished, Progressed
+from jigsaw.gradient_noise import BlockNoise
+from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
@@ -103,7 +105,7 @@ def test_reported_progress_shows_in_the_job_progress_and_logs(api: ApiClient) ->
     store = SqlStore(api.state.engine)
     recorder = ProgressRecorder(store, Telemetry(api.state.engine), lease_iterations=50)
     # As the cycle does: the hook sees the report, then the progress is folded in.
-    recorder(Progressed(job_id, time.time(), 60.0, {"loss": 0.5, "log_lines": ["hello"]}))
+    recorder(Progressed(job_id, time.time(), 60.0, LeaseOutcome(loss=0.5, log_lines=("hello",))))
     job = store.get(job_id)
     store.save(replace(job, iterations_done=60.0), expected_version=job.version)
     headers = api.headers("alice")
@@ -123,6 +125,32 @@ def test_reported_progress_shows_in_the_job_progress_and_logs(api: ApiClient) ->
     lines = [entry["line"] for entry in logs["items"]]
     assert any(line.startswith("iteration 60/100 loss 0.5") for line in lines)
     assert lines[-1] == "hello"
+
+
+def test_a_report_with_refused_noise_keeps_its_progress_and_says_why_in_the_log(
+    api: ApiClient,
+) -> None:
+    job_id = str(api.submit(name="noisy", workers=1, iterations=100)["id"])
+    run_round(api, Cluster.uniform(1, 1))
+    store = SqlStore(api.state.engine)
+    recorder = ProgressRecorder(store, Telemetry(api.state.engine), lease_iterations=50)
+    bad = BlockNoise(1, 0.5, float("nan"), 8, 10, 9, 2)
+    outcome = LeaseOutcome(loss=0.7, num_blocks=2).with_reported_noise([bad])
+    recorder(Progressed(job_id, time.time(), 60.0, outcome))
+    headers = api.headers("alice")
+    logs = api.client.get(f"/api/v1/jobs/{job_id}/logs", headers=headers).json()
+    lines = [entry["line"] for entry in logs["items"]]
+    assert (
+        "gradient statistics refused, eta estimate kept: "
+        "lease report: block 1: grad_var is nan, not finite"
+    ) in lines
+    samples = api.client.get(f"/api/v1/jobs/{job_id}/progress", headers=headers).json()
+    assert [(s["iteration"], s["loss"]) for s in samples["items"]] == [(60.0, 0.7)]
+    # The last lease's held-out score closes the log.
+    recorder(Finished(job_id, time.time(), 100.0, LeaseOutcome(evaluation={"accuracy": 0.9})))
+    logs = api.client.get(f"/api/v1/jobs/{job_id}/logs", headers=headers).json()
+    assert logs["items"][-1]["line"].startswith("finished at 100/100")
+    assert logs["items"][-1]["line"].endswith('{"accuracy": 0.9}')
 
 
 def test_progress_samples_are_thinned_past_the_cap_keeping_lease_boundaries(

@@ -4,17 +4,22 @@ lease summaries and failure classification."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.gradient_noise import BlockNoise
+from jigsaw.lease_outcome import InvalidLeaseOutcomeError, LeaseOutcome
+from jigsaw.plan import PlanRequest, SPBPlan, full_backprop
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.control import ControlChannel, is_control_point
 from worker.runtime.failures import classify
 from worker.runtime.ledger import ProgressLedger
 from worker.runtime.messages import LeaseReport, PlanOffer
 from worker.runtime.settings import RuntimeSettings
+from worker.runtime.spb_lease import plan_for_built_model
 from worker.runtime.summary import InconsistentLeaseError, lease_overhead_s, summarize
 from worker.spb import CheckpointError
 
@@ -158,13 +163,28 @@ def report(rank: int, end: int, plan: tuple[int, ...] = (0, 1), **changes: objec
 
 
 def test_summary_reports_per_rank_costs_and_the_lease_overhead() -> None:
-    metrics = summarize([report(1, 10), report(0, 10, metrics={"accuracy": 0.9})])
+    outcome = summarize([report(1, 10), report(0, 10, metrics={"accuracy": 0.9})])
+    assert outcome.loss == pytest.approx(1.5)
+    assert outcome.throughput == pytest.approx(128 / 0.4)
+    assert [rank.saved_activation_bytes for rank in outcome.ranks] == [2000, 1000]
+    assert outcome.evaluation == {"accuracy": 0.9}
+    assert outcome.plan == SPBPlan((0, 1), 4) and outcome.num_blocks == 4
+    # The JSON form the API shows keeps the keys lease summaries always had.
+    metrics = outcome.as_metrics()
     assert metrics["loss"] == pytest.approx(1.5)
     assert metrics["throughput"] == pytest.approx(128 / 0.4)
     assert metrics["saved_activation_bytes"] == [2000, 1000]
     assert metrics["bytes_sent"] == [10, 20]
     assert metrics["per_rank_compute_s"] == [pytest.approx(0.1), pytest.approx(0.1)]
     assert metrics["accuracy"] == 0.9
+    assert metrics["plan"] == [0, 1] and metrics["num_blocks"] == 4
+    assert list(metrics) == [
+        "lease", "attempt", "lease_iterations", "plan", "plan_kind", "plan_text", "num_blocks",
+        "plan_version", "loss", "last_loss", "throughput", "iterations_per_s",
+        "iteration_time_s", "per_rank_compute_s", "per_rank_sync_s", "saved_activation_bytes",
+        "peak_memory_bytes", "bytes_sent", "lease_wall_s", "steps_wall_s", "eval_s",
+        "control_s", "checkpoint_s", "lease_overhead_s", "lease_overhead_fraction", "accuracy",
+    ]  # fmt: skip
     # 0.4 wall - 0.32 in steps - 0.05 checkpoint + 0.005 idle before the lease
     assert lease_overhead_s(report(0, 10)) == pytest.approx(0.035)
     with pytest.raises(InconsistentLeaseError, match="different iterations"):
@@ -224,3 +244,40 @@ def test_inventory_keeps_node_indexes_stable_and_reports_lost_nodes(
     # Ray forgetting a node entirely is the same loss.
     del nodes[1]
     assert not inv.cluster().nodes[1].alive
+
+
+def test_a_lease_report_enters_as_a_typed_outcome_and_bad_noise_is_refused_there() -> None:
+    good = BlockNoise(1, 0.5, 2.0, 8, 10, 9, 2)
+    outcome = summarize([report(0, 10, block_noise=(good,)), report(1, 10, block_noise=(good,))])
+    assert isinstance(outcome, LeaseOutcome)
+    assert outcome.block_noise == (good,) and outcome.noise_refused is None
+    assert outcome.as_metrics()["block_noise"] == [good.as_dict()]
+    negative = replace(good, grad_var=-1.0)
+    refused = summarize([report(0, 10, block_noise=(negative,)), report(1, 10)])
+    assert refused.block_noise == () and "block_noise" not in refused.as_metrics()
+    assert refused.noise_refused == (
+        "lease report: block 1: grad_var -1.0 is negative (a variance cannot be)"
+    )
+    beyond = replace(good, block=5)
+    refused = summarize([report(0, 10, block_noise=(beyond,)), report(1, 10)])
+    assert refused.noise_refused == "lease report: block 5: block must be in 1..4"
+    # The lease itself still counts: its progress and figures are kept.
+    assert refused.loss == pytest.approx(1.5) and refused.plan == SPBPlan((0, 1), 4)
+
+
+def test_a_lease_report_whose_plan_contradicts_its_block_count_is_refused() -> None:
+    with pytest.raises(InvalidLeaseOutcomeError, match="built 3"):
+        LeaseOutcome(plan=SPBPlan((0, 1), 4), num_blocks=3)
+    with pytest.raises(InvalidPlanError):
+        summarize([report(0, 10, plan=(0, 9)), report(1, 10, plan=(0, 9))])
+
+
+def test_a_plan_meets_the_k_the_workers_built_in_one_place() -> None:
+    unknown = full_backprop(2, 1)  # what the control plane starts a job of unknown K with
+    request = PlanRequest.parse("staircase")
+    assert plan_for_built_model(unknown, request, 6) == SPBPlan((0, 3), 6)
+    assert plan_for_built_model(unknown, None, 6) == full_backprop(2, 6)
+    known = SPBPlan((0, 2), 4)
+    assert plan_for_built_model(known, None, 4) is known
+    with pytest.raises(InvalidPlanError, match="outside the model"):
+        plan_for_built_model(unknown, PlanRequest.parse("0,5"), 3)

@@ -12,23 +12,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jigsaw.plan import SPBPlan, full_backprop, staircase, uniform
 from worker.spb.launch import spawn_local
 from worker.spb.scenarios import Scenario, load_results, run_scenarios
 from worker.spb.trainer import TrainerConfig
 
 WORLD = 4
-CNN = TrainerConfig(model="digits_cnn", plan="none", batch_size=16, lr=0.05, seed=3)
-STAIRCASE = TrainerConfig(**{**CNN.__dict__, "plan": "staircase"})
+CNN_BLOCKS = 4
+"""digits_cnn's K."""
+CNN = TrainerConfig(
+    model="digits_cnn", plan=full_backprop(WORLD, CNN_BLOCKS), batch_size=16, lr=0.05, seed=3
+)
+STAIRCASE = TrainerConfig(**{**CNN.__dict__, "plan": staircase(WORLD, CNN_BLOCKS)})
 STAIRCASE_STEPS = 3
 # test_spb_equivalence: the same run on gloo here and on the thread group in the test.
-EQUIVALENCE = TrainerConfig(model="digits_cnn", plan="0,1,1,3", batch_size=16, lr=0.05, seed=1)
+EQUIVALENCE = TrainerConfig(
+    model="digits_cnn", plan=SPBPlan((0, 1, 1, 3), CNN_BLOCKS), batch_size=16, lr=0.05, seed=1
+)
 EQUIVALENCE_STEPS = 5
 
 
 def gloo_runs(root: Path) -> dict[str, tuple[str, Scenario]]:
     """Name -> (kind, scenario), in execution order ("resumed" reads "full"'s checkpoint)."""
     checkpoint = str(root / "ckpt")
-    resume_switches: dict[int, Any] = {5: "uniform:1"}  # pending at checkpoint time
+    resume_switches = {5: uniform(WORLD, CNN_BLOCKS, 1)}  # pending at checkpoint time
 
     def out(name: str) -> str:
         return str(root / name)
@@ -45,7 +52,12 @@ def gloo_runs(root: Path) -> dict[str, tuple[str, Scenario]]:
         # a plan switch mid-run against the same run without switches
         "switched": (
             "spb",
-            Scenario(CNN, 8, out("switched"), switches={3: "staircase", 6: "uniform:2"}),
+            Scenario(
+                CNN,
+                8,
+                out("switched"),
+                switches={3: STAIRCASE.plan, 6: uniform(WORLD, CNN_BLOCKS, 2)},
+            ),
         ),
         "steady": ("spb", Scenario(CNN, 8, out("steady"))),
         # checkpoint at iteration 3, then a fresh trainer resumes from it

@@ -11,18 +11,21 @@ import pytest
 import torch
 
 from jigsaw.gradient_noise import BlockNoise, two_batch_estimate
-from jigsaw.plan import resolve_plan
+from jigsaw.plan import full_backprop, resolve_plan
 from worker.runtime.messages import LeaseReport
 from worker.runtime.summary import summarize
 from worker.spb.collectives import Collectives
 from worker.spb.launch import spawn_local
+from worker.spb.model_plans import model_plan
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer, TrainerConfig
 from worker.zoo import load_workload
 
 WORLD = 4
-MLP = TrainerConfig(model="mlp", plan="staircase", batch_size=8, lr=0.05, seed=5)
+MLP = TrainerConfig(
+    model="mlp", plan=model_plan("staircase", WORLD, "mlp"), batch_size=8, lr=0.05, seed=5
+)
 
 
 def _with(config: TrainerConfig, **changes: Any) -> TrainerConfig:
@@ -77,7 +80,7 @@ def test_raw_statistics_equal_the_estimator_on_the_contributors_gradients() -> N
 
 
 def test_probe_iterations_measure_single_contributor_blocks_and_keep_replicas_identical() -> None:
-    trainers = _run(_with(MLP, plan="uniform:3", noise_probe_every=5), 10)
+    trainers = _run(_with(MLP, plan=model_plan("uniform:3", WORLD, "mlp"), noise_probe_every=5), 10)
     history = list(trainers[1].history)
     assert [m.iteration for m in history if m.probe] == [4, 9]
     assert all(m.depth == (0 if m.probe else 3) for m in history)
@@ -90,21 +93,21 @@ def test_probe_iterations_measure_single_contributor_blocks_and_keep_replicas_id
 
 
 def test_no_probe_when_every_block_has_two_contributors() -> None:
-    trainers = _run(_with(MLP, plan="0,0,1,1", noise_probe_every=2), 4)
+    trainers = _run(_with(MLP, plan=model_plan("0,0,1,1", WORLD, "mlp"), noise_probe_every=2), 4)
     assert not any(m.probe for m in trainers[0].history)
     assert [s.observations for s in trainers[0].noise_stats()] == [4, 4, 4, 4]
 
 
 def test_measurement_can_be_switched_off_and_then_sends_no_extra_bytes() -> None:
-    on = _run(_with(MLP, plan="none"), 1)[0].history[-1].bytes_sent
-    off_trainer = _run(_with(MLP, plan="none", gradient_noise=False), 1)[0]
+    on = _run(_with(MLP, plan=full_backprop(WORLD, 4)), 1)[0].history[-1].bytes_sent
+    off_trainer = _run(_with(MLP, plan=full_backprop(WORLD, 4), gradient_noise=False), 1)[0]
     assert off_trainer.noise_stats() == ()
     # One float32 per block, all-reduced among 4: 2 * 3/4 * 4 bytes * 4 blocks.
     assert on - off_trainer.history[-1].bytes_sent == 24
 
 
 def _gloo_rank(rank: int, collectives: Collectives, out: str) -> None:
-    trainer = SPBTrainer(_with(MLP, plan="none"), collectives)
+    trainer = SPBTrainer(_with(MLP, plan=full_backprop(collectives.world_size, 4)), collectives)
     trainer.run(12)
     stats = [s.as_dict() for s in trainer.noise_stats()]
     Path(out, f"rank{rank}.json").write_text(json.dumps(stats))
@@ -152,7 +155,9 @@ def test_lease_summary_carries_block_noise_beside_the_existing_figures() -> None
         block_noise=noise,
         probe_iterations=1,
     )
-    metrics = summarize([report])
+    outcome = summarize([report])
+    assert outcome.block_noise == noise and outcome.probe_iterations == 1
+    metrics = outcome.as_metrics()
     assert metrics["block_noise"] == [noise[0].as_dict()]
     assert metrics["probe_iterations"] == 1
     assert metrics["bytes_sent"] == [1]
@@ -161,7 +166,7 @@ def test_lease_summary_carries_block_noise_beside_the_existing_figures() -> None
 def test_char_lstm_entrypoint_trains_under_spb_with_identical_replicas() -> None:
     config = TrainerConfig(
         model="worker.zoo.examples.char_lstm:build",
-        plan="staircase",
+        plan=model_plan("staircase", WORLD, "worker.zoo.examples.char_lstm:build"),
         batch_size=2,
         optimizer="adamw",
         lr=3e-3,

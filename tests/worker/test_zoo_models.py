@@ -7,6 +7,8 @@ import torch
 from torch import nn
 
 from jigsaw.errors import InvalidSpecError
+from jigsaw.plan import full_backprop
+from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import ThreadGroup
 from worker.spb.trainer import SPBTrainer, TrainerConfig
 from worker.zoo import UnknownModelError, Workload, list_models, load_workload
@@ -57,7 +59,7 @@ def test_text_corpus_is_real_prose_shipped_with_python() -> None:
 
 def test_user_entrypoint_loads_and_trains() -> None:
     name = "worker.zoo.examples.tiny_regression:build"
-    config = TrainerConfig(model=name, plan="none", batch_size=32, lr=0.05)
+    config = TrainerConfig(model=name, plan=model_plan("none", 1, name), batch_size=32, lr=0.05)
     trainer = SPBTrainer(config, ThreadGroup(1).collectives(0))
     before = trainer.evaluate()
     trainer.run(30)
@@ -89,7 +91,8 @@ def test_parameters_shared_between_blocks_are_rejected() -> None:
         input_shape=(4,),
     )
     with pytest.raises(InvalidSpecError, match="shared by blocks 1 and 2"):
-        SPBTrainer(TrainerConfig(model="tied"), ThreadGroup(1).collectives(0), workload=workload)
+        config = TrainerConfig(model="tied", plan=full_backprop(1, 2))
+        SPBTrainer(config, ThreadGroup(1).collectives(0), workload=workload)
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,7 @@ class HybridTrainer:
         with torch.autograd.graph.saved_tensors_hooks(meter.pack, meter.unpack):
             hidden = gather_rows(self.dp_blocks(inputs), self.group)
             loss = self.workload.loss(self.sharded_blocks(hidden), all_targets)
-        loss.backward()  # type: ignore[no-untyped-call]
+        loss.backward()
         if len(self.group.ranks) > 1 and self.dp_params:
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.dp_params]
             flat = torch.cat([g.reshape(-1) for g in grads])

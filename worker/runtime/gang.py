@@ -27,6 +27,7 @@ import ray
 from ray.util.placement_group import PlacementGroup
 
 from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.plan import Plan
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.failures import GangFailure, diagnose
@@ -84,7 +85,7 @@ class Gang:
         self.started_at: float | None = None
         self._iteration = 0
         self._heartbeats = HeartbeatWatch(settings.hang_timeout_s)
-        self.reports: deque[dict[str, Any]] = deque(maxlen=REPORTS_KEPT)
+        self.reports: deque[LeaseOutcome] = deque(maxlen=REPORTS_KEPT)
         """Summaries of the latest leases, newest last (benchmarks and tests read them)."""
 
     # -- called by the executor (any thread) --------------------------------------------
@@ -232,11 +233,11 @@ class Gang:
                 in_flight.append([a.run_lease.remote(order) for a in self._actors])
             reports = self._await_lease(in_flight[0])
             in_flight.popleft()
-            summary = summarize(reports)
-            self.reports.append(summary)
+            outcome = summarize(reports)
+            self.reports.append(outcome)
             head = reports[0]
             self._check_killed()
-            if head.end_iteration > self._iteration or summary.get("accuracy") is not None:
+            if head.end_iteration > self._iteration or "accuracy" in outcome.evaluation:
                 self._iteration = head.end_iteration
                 self._emit(
                     self,
@@ -244,7 +245,7 @@ class Gang:
                         self.job_id,
                         time.time(),
                         float(head.end_iteration),
-                        summary,
+                        outcome,
                         attempt=self.attempt,
                     ),
                 )
@@ -261,7 +262,7 @@ class Gang:
                         self.job_id,
                         time.time(),
                         float(head.end_iteration),
-                        summary,
+                        outcome,
                         attempt=self.attempt,
                     ),
                 )

@@ -283,7 +283,8 @@ class GangWorker:
         shutdown_distributed()
 
 
-RemoteGangWorker = ray.remote(concurrency_groups={"control": 2})(GangWorker)
+# Ray's typed overloads of ``remote`` omit ``concurrency_groups``, a documented actor option.
+RemoteGangWorker = ray.remote(concurrency_groups={"control": 2})(GangWorker)  # type: ignore[call-overload]
 
 
 def build_lease_trainer(config: GangConfig, collectives: Collectives, device: str) -> LeaseTrainer:

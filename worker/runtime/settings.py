@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
@@ -21,7 +21,9 @@ from jigsaw.environment import (
     GPU_TYPE_DEFAULT,
     GPUS_DEFAULT,
     GPUS_MAX,
+    INTERFERENCE_MAX,
     LEASE_ITERATIONS_DEFAULT,
+    SHARING_DEFAULT,
     WORKER_MEMORY_GIB_MAX,
     default_checkpoint_dir,
     default_data_dir,
@@ -73,6 +75,10 @@ class RuntimeSettings(BaseSettings):
     """``auto``: CUDA when the actor sees a GPU, else CPU (gloo)."""
     gpu_type: str = GPU_TYPE_DEFAULT
     """Reported for nodes whose Ray resources name no ``accelerator_type``."""
+    sharing: Literal["timeslice", "concurrent"] = SHARING_DEFAULT
+    """``JIGSAW_SHARING``: how the hardware shares a GPU (jigsaw.environment)."""
+    interference: float = Field(default=0.0, ge=0, le=INTERFERENCE_MAX, allow_inf_nan=False)
+    """``JIGSAW_INTERFERENCE``: penalty on shared rates, 0 to 0.9 (jigsaw.environment)."""
     startup_timeout_s: float = Field(default=180.0, gt=0)
     """Reserve + launch + rendezvous + restore must finish within this or the start fails."""
     heartbeat_interval_s: float = Field(default=2.0, gt=0)

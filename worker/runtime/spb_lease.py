@@ -8,13 +8,24 @@ import torch
 
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan
+from jigsaw.plan import Plan, PlanRequest, SPBPlan
 from worker.runtime.lease_trainer import OnIteration, PlanChangeRefused, RunOutcome
 from worker.runtime.messages import GangConfig
 from worker.saved_bytes import tensor_bytes
 from worker.spb import IterationMetrics, SPBTrainer, TrainerConfig
 from worker.spb.collectives import Collectives
+from worker.zoo import load_workload
+
+
+def plan_for_built_model(plan: SPBPlan, request: PlanRequest | None, num_blocks: int) -> SPBPlan:
+    """The one place a job's plan meets the K its workers built. When the control plane did
+    not know K it sends the user's request, resolved here; a full-backprop plan it resolved
+    without K means the same at any K (re-plans sent before K was learned are such)."""
+    if request is not None:
+        return request.resolve(plan.num_workers, num_blocks)
+    if plan.is_full_backprop and plan.num_blocks != num_blocks:
+        return plan.rebased(num_blocks)
+    return plan
 
 
 class SPBLease:
@@ -22,13 +33,14 @@ class SPBLease:
 
     def __init__(self, config: GangConfig, collectives: Collectives, device: str) -> None:
         plan = config.plan
-        if isinstance(plan, PipelinePlan | HybridPlan):
+        if not isinstance(plan, SPBPlan):
             raise TypeError(f"the SPB engine cannot run {plan!r}")
         self.rank = collectives.rank
+        workload = load_workload(config.model, seed=config.seed)
         self.trainer = SPBTrainer(
             TrainerConfig(
                 model=config.model,
-                plan=config.plan_request.text if config.plan_request else plan,
+                plan=plan_for_built_model(plan, config.plan_request, len(workload.blocks)),
                 batch_size=config.batch_size,
                 lr=config.learning_rate,
                 seed=config.seed,
@@ -37,6 +49,7 @@ class SPBLease:
                 noise_probe_every=config.noise_probe_every,
             ),
             collectives,
+            workload=workload,
         )
         self.num_blocks = self.trainer.num_blocks
         self.device = self.trainer.device
@@ -56,12 +69,13 @@ class SPBLease:
         return self.trainer.plan.describe()
 
     def switch_plan(self, plan: Plan) -> None:
-        if isinstance(plan, PipelinePlan | HybridPlan):
+        if not isinstance(plan, SPBPlan):
             raise PlanChangeRefused(
                 f"a data-parallel gang cannot switch to {plan.describe()} in place: "
                 "stop it with a checkpoint and start it under the new plan"
             )
-        self.trainer.schedule_plan(plan, apply_at=self.trainer.iteration)
+        resolved = plan_for_built_model(plan, None, self.num_blocks)
+        self.trainer.schedule_plan(resolved, apply_at=self.trainer.iteration)
 
     def run(self, iterations: int, on_iteration: OnIteration) -> RunOutcome:
         steps: list[IterationMetrics] = []

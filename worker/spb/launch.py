@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import start_processes
 
 from worker.spb.torch_collectives import TorchCollectives, init_distributed, shutdown_distributed
 
@@ -55,7 +55,7 @@ def spawn_local(
     # Children inherit the environment; keep OpenMP from spinning up a thread per core each.
     if threads_per_rank is not None:
         os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_rank))
-    mp.start_processes(
+    start_processes(
         _entry,
         args=(body, world_size, store_addr, threads_per_rank, args),
         nprocs=world_size,

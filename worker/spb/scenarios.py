@@ -7,7 +7,6 @@ functions live in the package (not in tests) so that spawned processes can impor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from jigsaw.plan import SPBPlan
 from worker.spb.collectives import Collectives
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.trainer import SPBTrainer, TrainerConfig, _seed_rngs, build_optimizer
@@ -27,7 +27,7 @@ class Scenario:
     config: TrainerConfig
     steps: int
     out_dir: str
-    switches: dict[int, str | Sequence[int]] = field(default_factory=dict)
+    switches: dict[int, SPBPlan] = field(default_factory=dict)
     checkpoint_at: int | None = None
     checkpoint_dir: str | None = None
     resume_from: str | None = None
@@ -45,9 +45,9 @@ def run_scenario(rank: int, collectives: Collectives, scenario: Scenario) -> dic
     trainer = SPBTrainer(scenario.config, collectives)
     if scenario.resume_from is not None:
         trainer.load_checkpoint(scenario.resume_from)
-    for at, spec in scenario.switches.items():
+    for at, plan in scenario.switches.items():
         if at >= trainer.iteration:
-            trainer.schedule_plan(spec, apply_at=at)
+            trainer.schedule_plan(plan, apply_at=at)
     record: dict[str, Any] = {
         "iterations": [],
         "losses": [],
@@ -69,7 +69,7 @@ def run_scenario(rank: int, collectives: Collectives, scenario: Scenario) -> dic
         if scenario.record_grads:
             record["grads"].append(
                 [
-                    torch.cat([p.grad.reshape(-1).clone() for p in block.parameters()])
+                    torch.cat([_applied_gradient(p) for p in block.parameters()])
                     for block in trainer.blocks
                 ]
             )
@@ -77,6 +77,12 @@ def run_scenario(rank: int, collectives: Collectives, scenario: Scenario) -> dic
     Path(scenario.out_dir).mkdir(parents=True, exist_ok=True)
     torch.save(record, result_path(scenario.out_dir, rank))
     return record
+
+
+def _applied_gradient(param: nn.Parameter) -> torch.Tensor:
+    if param.grad is None:
+        raise RuntimeError("a parameter has no gradient after a step: SPB trains every block")
+    return param.grad.reshape(-1).clone()
 
 
 def run_ddp_reference(rank: int, collectives: Collectives, scenario: Scenario) -> None:

@@ -65,7 +65,7 @@ class TorchCollectives:
         if len(ranks) < 2:
             return DoneWork()
         self.traffic.add(ring_all_reduce_bytes(tensor.numel() * tensor.element_size(), len(ranks)))
-        work = dist.all_reduce(
+        work: Work | None = dist.all_reduce(
             tensor, op=dist.ReduceOp.SUM, group=self._group(ranks), async_op=True
         )
         assert work is not None  # async_op=True always returns a handle

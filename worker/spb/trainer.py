@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from jigsaw.errors import InvalidSpecError, JigsawError
 from jigsaw.gradient_noise import BlockNoise
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
-from jigsaw.plan import SPBPlan, full_backprop, resolve_plan
+from jigsaw.plan import SPBPlan, full_backprop
 from worker.spb import checkpoint as ckpt
 from worker.spb.collectives import Collectives
 from worker.spb.gradient_sync import BufferAverager, GradientSynchronizer
@@ -57,7 +57,9 @@ class TrainerConfig:
     """Everything a rank needs to build its trainer; identical on every rank of a job."""
 
     model: str
-    plan: str | Sequence[int] = "none"
+    plan: SPBPlan
+    """For this job's world size and the model's K (:func:`worker.spb.model_plans.model_plan`
+    resolves a plan named in words against a zoo model)."""
     batch_size: int = 32  # per rank
     optimizer: Literal["sgd", "adamw"] = "sgd"
     lr: float = 0.05
@@ -152,7 +154,7 @@ class SPBTrainer:
             if config.gradient_noise
             else None
         )
-        self.plan = self._resolve(config.plan)
+        self.plan = self._checked(config.plan)
         self._install(self.plan)
 
     # ----- plans -------------------------------------------------------------------------
@@ -164,15 +166,7 @@ class SPBTrainer:
     def depth(self) -> int:
         return self.plan.depths[self.rank]
 
-    def _resolve(self, spec: str | Sequence[int] | SPBPlan) -> SPBPlan:
-        plan = (
-            spec
-            if isinstance(spec, SPBPlan)
-            else resolve_plan(spec, self.world_size, self.num_blocks)
-        )
-        if plan.is_full_backprop and plan.num_workers == self.world_size:
-            # Resolved before the control plane knew K: full backprop means the same at any K.
-            plan = plan.rebased(self.num_blocks)
+    def _checked(self, plan: SPBPlan) -> SPBPlan:
         if plan.num_workers != self.world_size or plan.num_blocks != self.num_blocks:
             raise InvalidSpecError(
                 f"plan is for {plan.num_workers} workers x {plan.num_blocks} blocks but this job "
@@ -211,16 +205,15 @@ class SPBTrainer:
         """Smoothed per-block gradient statistics so far (empty if measurement is off)."""
         return self.noise.snapshot() if self.noise is not None else ()
 
-    def schedule_plan(self, spec: str | Sequence[int] | SPBPlan, apply_at: int) -> SPBPlan:
-        """Switch to ``spec`` at the start of iteration ``apply_at`` (0-based count of completed
+    def schedule_plan(self, plan: SPBPlan, apply_at: int) -> SPBPlan:
+        """Switch to ``plan`` at the start of iteration ``apply_at`` (0-based count of completed
         iterations). Every rank must schedule the same plan for the same iteration."""
         if apply_at < self.iteration:
             raise PlanSwitchError(
                 f"cannot apply a plan at iteration {apply_at}: rank {self.rank} is already at "
                 f"iteration {self.iteration}"
             )
-        plan = self._resolve(spec)
-        self._pending[apply_at] = plan
+        self._pending[apply_at] = self._checked(plan)
         return plan
 
     def _apply_pending_plan(self) -> None:
@@ -392,9 +385,7 @@ class SPBTrainer:
         self.collectives.barrier()
         return path
 
-    def load_checkpoint(
-        self, directory: str | Path, *, plan: str | Sequence[int] | SPBPlan | None = None
-    ) -> None:
+    def load_checkpoint(self, directory: str | Path, *, plan: SPBPlan | None = None) -> None:
         """Collective. Restores weights, optimizer, data position, RNG and iteration.
 
         ``plan`` overrides the saved plan (needed when the world size changed). Ranks without a
@@ -418,16 +409,20 @@ class SPBTrainer:
                 f"checkpoint plan has {len(shared['plan'])} workers but this job has "
                 f"{self.world_size}: pass plan= to choose a plan for the new size"
             )
-        self._install(self._resolve(plan if plan is not None else tuple(shared["plan"])))
+        self._install(self._checked(plan if plan is not None else self._saved(shared["plan"])))
         self._pending = {}
         if plan is None:
             self._pending = {
-                int(it): self._resolve(tuple(d)) for it, d in shared["pending"].items()
+                int(it): self._checked(self._saved(d)) for it, d in shared["pending"].items()
             }
         if own is not None:
             ckpt.restore_rng(own["rng"])
         else:
             _seed_rngs(self.config.seed + self.iteration, self.rank)
+
+    def _saved(self, depths: Sequence[int]) -> SPBPlan:
+        """A plan as a checkpoint stores it (its depths; K is this model's)."""
+        return SPBPlan(tuple(int(d) for d in depths), self.num_blocks)
 
     def close(self) -> None:
         if self._sync is not None:

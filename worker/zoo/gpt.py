@@ -36,7 +36,8 @@ class DecoderLayer(nn.Module):
         q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
         attended = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(attended.transpose(1, 2).reshape(batch, steps, width))
-        return x + self.mlp(self.norm2(x))
+        out: Tensor = x + self.mlp(self.norm2(x))
+        return out
 
 
 class Embedding(nn.Module):
@@ -47,7 +48,8 @@ class Embedding(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         steps = torch.arange(tokens.shape[1], device=tokens.device)
-        return self.tokens(tokens) + self.positions(steps)
+        embedded: Tensor = self.tokens(tokens) + self.positions(steps)
+        return embedded
 
 
 class LanguageModelHead(nn.Module):
@@ -57,7 +59,8 @@ class LanguageModelHead(nn.Module):
         self.head = nn.Linear(width, BYTE_VOCAB, bias=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.head(self.norm(x))
+        logits: Tensor = self.head(self.norm(x))
+        return logits
 
 
 def next_byte_loss(logits: Tensor, targets: Tensor) -> Tensor:

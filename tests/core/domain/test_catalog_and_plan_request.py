@@ -13,6 +13,7 @@ from jigsaw.cycle import learned_model_facts
 from jigsaw.domain import Job, JobSpec, transition
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import preset
+from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.oracle import Oracle
 from jigsaw.plan import (
@@ -108,10 +109,15 @@ def test_gang_policies_resolve_against_the_catalog_or_start_full_backprop_withou
 
 def test_the_first_lease_report_teaches_k_and_the_plan_the_workers_resolved() -> None:
     started = job("my_pkg.models:build", plan=full_backprop(4, 1))
-    facts = learned_model_facts(started, {"num_blocks": 6, "plan": [0, 1, 3, 4]})
-    assert facts == {"model_blocks": 6, "plan": SPBPlan((0, 1, 3, 4), 6)}
+    resolved = SPBPlan((0, 1, 3, 4), 6)
+    facts = learned_model_facts(started, LeaseOutcome(plan=resolved, num_blocks=6))
+    assert facts == {"model_blocks": 6, "plan": resolved}
+    # a pipeline gang reports K but no SPB plan: K alone is learned
+    assert learned_model_facts(started, LeaseOutcome(num_blocks=6)) == {"model_blocks": 6}
     known = job("digits_cnn", plan=SPBPlan((0, 1, 2, 3), 4))
-    assert learned_model_facts(known, {"num_blocks": 4, "plan": [0, 1, 2, 3]}) == {}
+    same = LeaseOutcome(plan=SPBPlan((0, 1, 2, 3), 4), num_blocks=4)
+    assert learned_model_facts(known, same) == {}
+    assert learned_model_facts(started, None) == {}
 
 
 def test_one_builder_serves_every_registered_policy_and_wraps_quotas() -> None:

@@ -12,14 +12,15 @@ from jigsaw.eta import eta_for_plan
 from jigsaw.executor_events import Progressed
 from jigsaw.gradient_noise import BlockNoise, InvalidNoiseStatisticsError
 from jigsaw.job_eta import candidate_etas, job_eta, merge_block_noise
+from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import SPBPlan, full_backprop, staircase
 from tests.core.support import setup, submit
 
 
-def noise(block: int, sqr: float, var: float, *, at: int = 10, obs: int = 20) -> dict[str, float]:
-    return {"block": block, "grad_sqr": sqr, "grad_var": var, "batch": 32,
-            "observations": obs, "last_iteration": at, "contributors": 2}  # fmt: skip
+def noise(block: int, sqr: float, var: float, *, at: int = 10, obs: int = 20) -> BlockNoise:
+    return BlockNoise(block=block, grad_sqr=sqr, grad_var=var, batch=32,
+                      observations=obs, last_iteration=at, contributors=2)  # fmt: skip
 
 
 def test_merge_keeps_the_newest_statistics_of_each_block() -> None:
@@ -30,25 +31,35 @@ def test_merge_keeps_the_newest_statistics_of_each_block() -> None:
     assert stale == second
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
-def test_a_report_with_non_finite_statistics_is_refused_whole(bad: float) -> None:
+def test_merge_refuses_blocks_the_jobs_plan_does_not_have() -> None:
     kept = merge_block_noise((), [noise(1, 1.0, 2.0)], 2)
-    with pytest.raises(InvalidNoiseStatisticsError, match="not finite"):
-        merge_block_noise(kept, [noise(1, 5.0, 5.0, at=99), noise(2, bad, 1.0, at=99)], 2)
+    with pytest.raises(InvalidNoiseStatisticsError, match=r"block 3: block must be in 1\.\.2"):
+        merge_block_noise(kept, [noise(1, 5.0, 5.0, at=99), noise(3, 1.0, 1.0, at=99)], 2)
 
 
-def test_the_cycle_folds_noise_into_the_job_and_ignores_a_poisoned_report() -> None:
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_report_with_non_finite_statistics_is_refused_whole_at_the_edge(bad: float) -> None:
+    with pytest.raises(InvalidNoiseStatisticsError, match=r"block 2: grad_sqr .* not finite"):
+        LeaseOutcome(block_noise=(noise(1, 5.0, 5.0), noise(2, bad, 1.0)))
+    received = LeaseOutcome(num_blocks=2).with_reported_noise(
+        [noise(1, 5.0, 5.0, at=99), noise(2, bad, 1.0, at=99)]
+    )
+    assert received.block_noise == ()
+    assert received.noise_refused is not None and "not finite" in received.noise_refused
+
+
+def test_the_cycle_folds_noise_into_the_job_and_ignores_a_refused_report() -> None:
     store, _clock, _executor, cycle = setup()
     submit(store, "a", workers=2, iterations=1000, at=0.0)
     cycle.run_once()
     cycle.run_once()
     assert store.get("a").state is JobState.RUNNING
-    good = [noise(b, 1.0, 4.0) for b in range(1, 5)]
-    cycle.observe([Progressed("a", 1.0, 10.0, {"block_noise": good})])
+    good = tuple(noise(b, 1.0, 4.0) for b in range(1, 5))
+    cycle.observe([Progressed("a", 1.0, 10.0, LeaseOutcome(block_noise=good))])
     measured = store.get("a").block_noise
     assert len(measured) == 4 and measured[0].grad_var == 4.0
-    poisoned = [noise(1, math.nan, 1.0, at=30)]
-    cycle.observe([Progressed("a", 2.0, 20.0, {"block_noise": poisoned})])
+    poisoned = LeaseOutcome().with_reported_noise([noise(1, math.nan, 1.0, at=30)])
+    cycle.observe([Progressed("a", 2.0, 20.0, poisoned)])
     after = store.get("a")
     assert after.block_noise == measured and after.iterations_done == 20.0
 

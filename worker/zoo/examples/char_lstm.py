@@ -27,6 +27,7 @@ class _Recurrent(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if self.embedding is not None:
             x = self.embedding(x)
+        out: Tensor
         out, _ = self.lstm(x)
         return out
 
