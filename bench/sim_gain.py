@@ -214,11 +214,29 @@ def versus(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
+LABELS = (*ROWS, *(f"{p}-interference" for p in INTERFERENCE_ROWS))
+
+
+def merged_workloads(paths: list[Path]) -> list[dict[str, Any]]:
+    """The workloads of saved outputs, merged by name: a row of a later file replaces the
+    row of the same label from an earlier one (a rerun of some rows); rows in LABELS order."""
+    works: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        for work in json.loads(path.read_text())["workloads"]:
+            kept = works.setdefault(work["workload"], {**work, "rows": []})
+            if kept["jobs"] is None:
+                kept["jobs"] = work["jobs"]
+            by_label = {row["row"]: row for row in kept["rows"]}
+            by_label.update({row["row"]: row for row in work["rows"]})
+            kept["rows"] = [by_label[label] for label in LABELS if label in by_label]
+    return list(works.values())
+
+
 def summary_markdown(paths: list[Path]) -> str:
     """Average JCT (hours) of every row, one line per workload, and jigsaw against the best
     peer (negative: jigsaw is better) and against the best peer other than pollux."""
-    works = [w for path in paths for w in json.loads(path.read_text())["workloads"]]
-    candidates = [*ROWS, *(f"{p}-interference" for p in INTERFERENCE_ROWS)]
+    works = merged_workloads(paths)
+    candidates = LABELS
     labels = [c for c in candidates if any(r["row"] == c for w in works for r in w["rows"])]
     head = ["workload", "jobs", "load", *labels, "jigsaw vs best peer", "vs best w/o pollux"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -251,19 +269,18 @@ def markdown(paths: list[Path]) -> str:
         "| preempt | packed | cell (s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for path in paths:
-        for work in json.loads(path.read_text())["workloads"]:
-            rows = work["rows"]
-            best = min(rows, key=lambda r: r["avg_jct_s"])["row"]
-            for row in rows:
-                name = f"**{row['row']}**" if row["row"] == best else row["row"]
-                hours = [_hours(row[k]) for k in ("avg_jct_s", "p50_jct_s", "p99_jct_s")]
-                lines.append(
-                    f"| {work['workload']} | {name} | {' | '.join(hours)} | "
-                    f"{_hours(row['makespan_s'])} | {row['cluster_efficiency']:.3f} | "
-                    f"{row['utilization']:.3f} | {row['preemptions']} | {row['packed_starts']} | "
-                    f"{row['cell_s']:.1f} |"
-                )
+    for work in merged_workloads(paths):
+        rows = work["rows"]
+        best = min(rows, key=lambda r: r["avg_jct_s"])["row"]
+        for row in rows:
+            name = f"**{row['row']}**" if row["row"] == best else row["row"]
+            hours = [_hours(row[k]) for k in ("avg_jct_s", "p50_jct_s", "p99_jct_s")]
+            lines.append(
+                f"| {work['workload']} | {name} | {' | '.join(hours)} | "
+                f"{_hours(row['makespan_s'])} | {row['cluster_efficiency']:.3f} | "
+                f"{row['utilization']:.3f} | {row['preemptions']} | {row['packed_starts']} | "
+                f"{row['cell_s']:.1f} |"
+            )
     return "\n".join(lines)
 
 
