@@ -11,12 +11,11 @@ from api.presenters import eta_public, job_json, plan_types_public
 from api.schemas.jobs import JobCreate
 from api.state import AppState
 from api.store.telemetry import Telemetry
-from api.submission_checks import check_spb_text, check_submission
+from api.submission_checks import check_submission
 from api.tokens import Principal
 from jigsaw.domain import Job, JobEvent, JobSpec, new_job_id, submitted_event, transition
 from jigsaw.errors import ConflictError, JobNotFoundError
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import Plan
 from jigsaw.policies.quota import Quotas
 
 CANCEL_ATTEMPTS = 5
@@ -40,33 +39,30 @@ def build_spec(body: JobCreate, principal: Principal) -> JobSpec:
     return JobSpec.from_mapping({**values, "user": principal.user})
 
 
-def checked_spec(
-    state: AppState, body: JobCreate, principal: Principal
-) -> tuple[JobSpec, Plan | None]:
-    """The spec, once it passed every check a submission must pass (api/submission_checks.py),
-    and its plan resolved against the model (None for an entrypoint: K comes at its first
-    lease). The one path ``submit`` and ``jobs:validate`` share."""
-    if isinstance(body.spb, str):
-        check_spb_text(body.spb)  # as sent: the spec keeps only its canonical spelling
+def checked_spec(state: AppState, body: JobCreate, principal: Principal) -> JobSpec:
+    """The spec, once it passed every check a submission must pass (api/submission_checks.py,
+    the plan's rules asked of the app's one planner). The one path ``submit`` and
+    ``jobs:validate`` share; neither keeps a plan of its own: the policy asks the same
+    planner at start, which still holds the plan-type choice it checked."""
     spec = build_spec(body, principal)
     totals = state.store.gpu_totals(max_age_s=INVENTORY_MAX_AGE_S)
     quotas = Quotas(state.settings.queue_quotas, state.settings.user_quotas)
-    plan = check_submission(
+    check_submission(
         spec,
+        state.planner,
         cluster_gpus=totals.recorded or state.settings.gpus,
         why_never_fits=quotas.never_fits(spec),
-        chooser=state.oracle.plan_types,
     )
-    return spec, plan
+    return spec
 
 
 def submit(
     state: AppState, principal: Principal, body: JobCreate, idempotency_key: str | None
 ) -> Submitted:
-    spec, _plan = checked_spec(state, body, principal)
+    spec = checked_spec(state, body, principal)
     job = Job(id=new_job_id(), spec=spec, submitted_at=time.time())
     payload = job_json(
-        job, eta=eta_public(job, state.oracle), plan_types=plan_types_public(spec, state.oracle)
+        job, eta=eta_public(job, state.oracle), plan_types=plan_types_public(spec, state.planner)
     )
     event = submitted_event(job, principal.user)
     if idempotency_key is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import cast
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -39,7 +40,8 @@ class JobGauges(Collector):
         query = select(jobs.c.state, func.count()).group_by(jobs.c.state)
         try:
             with self._engine.connect() as conn:
-                for state, count in conn.execute(query).tuples():
+                for row in conn.execute(query):
+                    state, count = cast("tuple[str, int]", tuple(row))
                     counts[JobState(state)] = int(count)
         except SQLAlchemyError as error:
             log.warning("metrics: could not count jobs: %s", error)

@@ -1,5 +1,6 @@
 """The oracle as the service uses it: predictions for ``jobs:validate``, worker loads for the
-packing view and rates for queue ETAs. Block counts come from the model catalog.
+packing view and rates for queue ETAs. Plans, plan types and block counts come from the
+service's one :class:`~jigsaw.planner.Planner` (:func:`build_planner`, held on the app state).
 
 Models without a profile (``package.mod:fn`` entry points) still work: their K is unknown
 until their first lease reports it, they run full backprop until then, they get the
@@ -16,15 +17,21 @@ from jigsaw.cluster import Placement
 from jigsaw.domain import JobSpec
 from jigsaw.environment import worker_memory_limit_bytes
 from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import PRESET_NAMES, preset
 from jigsaw.oracle import Oracle, SharingSettings
-from jigsaw.oracle.plan_choice import PlanChoice, PlanTypeChooser
-from jigsaw.plan import Plan, full_backprop
-from jigsaw.policies.plan_resolution import configure_plan_types
+from jigsaw.plan import Plan
+from jigsaw.planner import Planner
 
 log = logging.getLogger(__name__)
 
-FALLBACK_HARDWARE = "v100"
+
+def build_planner(gpu_type: str, worker_memory_gib: float | None) -> Planner:
+    """The service's planner: its GPU type (``JIGSAW_GPU_TYPE``; one the oracle has no preset
+    for is planned as the default type) and per-worker limit (``JIGSAW_WORKER_MEMORY_GIB``)."""
+    return Planner.for_gpu_type(
+        gpu_type,
+        memory_limit_bytes=worker_memory_limit_bytes(worker_memory_gib),
+        catalog=ModelCatalog(),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,29 +52,24 @@ class WorkerEstimate:
 class OracleView:
     def __init__(
         self,
-        gpu_type: str,
+        planner: Planner,
         gpus_per_node: int,
         fallback_rate: float,
         *,
+        gpu_type: str | None = None,
         simulated_rate: float | None = None,
-        worker_memory_gib: float | None = None,
         sharing: SharingSettings | None = None,
     ) -> None:
-        hardware = gpu_type if gpu_type in PRESET_NAMES else FALLBACK_HARDWARE
-        self.hardware_note = "" if hardware == gpu_type else f" (priced as {hardware})"
-        self._oracle = Oracle(preset(hardware), sharing=sharing)
+        self.planner = planner
+        """The service's one planner: its policies, its submission checks and this view."""
+        priced = planner.priced_as
+        self.hardware_note = "" if gpu_type in (None, priced) else f" (priced as {priced})"
+        self._oracle = Oracle(planner.hardware, profiles=planner.catalog.profiles, sharing=sharing)
         self._gpus_per_node = gpus_per_node
         self.fallback_rate = fallback_rate
         self.simulated_rate = simulated_rate
         """Set when the executor is the constant-rate simulator: every job runs at it."""
-        self.catalog = ModelCatalog(self._oracle.profiles)
-        self.plan_types = PlanTypeChooser(
-            self._oracle.hardware,
-            self._oracle.profiles,
-            worker_memory_limit_bytes(worker_memory_gib),
-        )
-        # The service's policies resolve plan types with the same chooser as its answers.
-        configure_plan_types(self.plan_types)
+        self.catalog = planner.catalog
 
     @property
     def oracle(self) -> Oracle:
@@ -79,22 +81,6 @@ class OracleView:
     def num_blocks(self, model: str) -> int | None:
         """K from the catalog; ``None`` for a model whose workers have not reported it."""
         return self.catalog.num_blocks(model)
-
-    def plan_choice(self, spec: JobSpec) -> PlanChoice | None:
-        """The plan-type choice for ``spec`` (every alternative predicted); ``None`` for a
-        model without a profile. Raises naming ``parallelism`` when nothing allowed fits."""
-        return self.plan_types.choice(spec)
-
-    def plan_for(self, spec: JobSpec) -> Plan:
-        """The plan a gang policy would start ``spec`` with (full backprop while K is
-        unknown: the workers resolve the request against the model they build)."""
-        typed = self.plan_types.plan_for(spec)
-        if typed is not None:
-            return typed
-        blocks = self.num_blocks(spec.model)
-        if blocks is None:
-            return full_backprop(spec.workers, 1)
-        return spec.plan_request.resolve(spec.workers, blocks)
 
     def predict(self, spec: JobSpec, plan: Plan) -> PredictionView:
         if not self.known(spec.model):
@@ -136,7 +122,7 @@ class OracleView:
         if not self.known(spec.model):
             return self.fallback_rate
         try:
-            chosen = plan if plan is not None else self.plan_for(spec)
+            chosen = plan if plan is not None else self.planner.spec_plan(spec)
             placement = self._oracle.compact(spec.workers, self._gpus_per_node)
             seconds = self._oracle.predict(
                 spec.model, spec.batch_size, chosen, placement

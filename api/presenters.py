@@ -22,6 +22,7 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.job_eta import candidate_etas, job_eta, noise_summary, table_prior
 from jigsaw.oracle.plan_choice import PlanChoice
 from jigsaw.plan import SPBPlan, plan_to_json
+from jigsaw.planner import Planner
 
 NO_SPB = "no SPB: every block's gradient averages the whole batch"
 
@@ -33,7 +34,7 @@ def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
         whole = EtaEstimatePublic(plan=job.plan.describe(), depths=[], eta=1.0, source=NO_SPB)
         return EtaPublic(current=whole, candidates=[], **noise_summary(job))
     prior = table_prior(oracle.oracle.efficiency)(job)
-    blocks = job.model_blocks or oracle.num_blocks(job.spec.model)
+    blocks = oracle.planner.num_blocks(job)
     if job.plan is not None and job.plan.num_blocks > 1:
         blocks = job.plan.num_blocks
 
@@ -53,11 +54,11 @@ def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
     return EtaPublic(current=current, candidates=candidates, **noise_summary(job))
 
 
-def plan_types_public(spec: JobSpec, oracle: OracleView) -> PlanTypesPublic | None:
+def plan_types_public(spec: JobSpec, planner: Planner) -> PlanTypesPublic | None:
     """The oracle's prediction for every plan type of ``spec`` and the one chosen; ``None``
     for a model without a profile, or one whose choice failed (refused at submit)."""
     try:
-        choice = oracle.plan_choice(spec)
+        choice = planner.plan_choice(spec)
     except InvalidSpecError:
         return None
     return plan_choice_public(choice) if choice is not None else None

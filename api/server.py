@@ -19,7 +19,7 @@ from api.bootstrap import ensure_admin_token
 from api.db import make_engine, wait_for_database
 from api.metrics import Metrics
 from api.migrate import upgrade_to_head
-from api.oracle_view import OracleView
+from api.oracle_view import OracleView, build_planner
 from api.scheduler.leader import SchedulerAlreadyRunningError
 from api.scheduler.service import SchedulerService, build_policy
 from api.serving import PortUnavailableError, listen, serve_until_signal
@@ -109,10 +109,10 @@ def run_scheduler() -> None:
     settings = load_settings()
     engine = prepare_database(settings)
     oracle = OracleView(
-        settings.gpu_type,
+        build_planner(settings.gpu_type, settings.worker_memory_gib),
         settings.gpus_per_node,
         settings.sim_iterations_per_second,
-        worker_memory_gib=settings.worker_memory_gib,
+        gpu_type=settings.gpu_type,
         sharing=settings.sharing_settings,
     )
     check_policy(settings, oracle)

@@ -12,7 +12,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from jigsaw.environment import (
     ENV_PREFIX,
-    GPU_TYPE_DEFAULT,
     GPUS_DEFAULT,
     GPUS_MAX,
     INTERFERENCE_MAX,
@@ -23,6 +22,7 @@ from jigsaw.environment import (
     expand_user,
     rejected,
 )
+from jigsaw.hardware import DEFAULT_GPU_TYPE
 from jigsaw.oracle import SharingSettings
 
 MIB = 2**20
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     gpus: int = Field(default=GPUS_DEFAULT, ge=1, le=GPUS_MAX)
     """The simulated cluster's GPUs (the Ray runtime reads it for its local Ray)."""
     gpus_per_node: int = Field(default=4, ge=1, le=1024)
-    gpu_type: str = GPU_TYPE_DEFAULT
+    gpu_type: str = DEFAULT_GPU_TYPE
     worker_memory_gib: float | None = Field(
         default=None, gt=0, le=WORKER_MEMORY_GIB_MAX, allow_inf_nan=False
     )

@@ -12,6 +12,7 @@ from api.metrics import Metrics
 from api.oracle_view import OracleView
 from api.settings import Settings
 from api.store import SqlStore
+from jigsaw.planner import Planner
 
 if TYPE_CHECKING:
     from api.scheduler.service import SchedulerService
@@ -25,4 +26,7 @@ class AppState:
     principals: PrincipalCache
     oracle: OracleView
     metrics: Metrics
+    planner: Planner
+    """The service's one planner: the submission checks, ``jobs:validate``, the models view
+    and the scheduler's policy all ask this instance (``oracle.planner`` is the same)."""
     scheduler: SchedulerService | None = field(default=None)

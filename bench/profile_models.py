@@ -45,6 +45,7 @@ def profile(name: str, max_gflops: float, repeats: int) -> dict[str, Any]:
         "model": name,
         "num_blocks": meta.num_blocks,
         "input_shape": list(meta.input_shape),
+        "train_samples": len(cpu.make_data().train),
         "profiled_batch_size": batch,
         "device": f"cpu ({platform.machine()}, {torch.get_num_threads()} intra-op threads, "
         "shared machine)",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from jigsaw.hardware import DEFAULT_GPU_TYPE
+
 GpuId = tuple[int, int]
 Placement = tuple[GpuId, ...]
 """One GPU per worker, in rank order. Several workers may name the same GPU when packed."""
@@ -18,7 +20,7 @@ class Node:
     name: str
     num_gpus: int
     gpu_memory_bytes: int = DEFAULT_GPU_MEMORY_BYTES
-    gpu_type: str = "v100"
+    gpu_type: str = DEFAULT_GPU_TYPE
     alive: bool = True
 
     def gpu_ids(self) -> Iterator[GpuId]:
@@ -42,7 +44,7 @@ class Cluster:
         gpus_per_node: int,
         *,
         gpu_memory_bytes: int = DEFAULT_GPU_MEMORY_BYTES,
-        gpu_type: str = "v100",
+        gpu_type: str = DEFAULT_GPU_TYPE,
     ) -> Cluster:
         if num_gpus < 1 or gpus_per_node < 1:
             raise ValueError("a cluster needs at least one GPU and one GPU per node")

@@ -48,6 +48,11 @@ class Resize:
     Unlike :class:`Replan` a resize restarts the gang from a checkpoint (the executor charges
     the restart) and may change the global batch (``plan.num_workers * worker_batch``).
     Only policies that size jobs emit it; the others never do.
+
+    The one typed value of a resize, from the policy through the cycle (which records it on
+    the job: ``plan``, ``placement``, ``Job.worker_batch``) to the executor and the workers.
+    The worker count is not a field of its own: it is the plan's (``plan.num_workers``, one
+    rank per entry of ``placement``), so the two cannot disagree.
     """
 
     job_id: str
@@ -55,6 +60,15 @@ class Resize:
     plan: Plan
     worker_batch: int
     reason: str
+
+    def __post_init__(self) -> None:
+        if self.plan.num_workers != len(self.placement):
+            raise ValueError(
+                f"resize of {self.job_id}: the plan has {self.plan.num_workers} workers but the "
+                f"placement {len(self.placement)} GPUs"
+            )
+        if self.worker_batch < 1:
+            raise ValueError(f"resize of {self.job_id}: worker_batch must be >= 1")
 
 
 Decision = Start | Preempt | Replan | Resize

@@ -162,6 +162,9 @@ DEFAULT_WORKSPACE_BYTES = 1 * GIB
 CPU_WORKSPACE_BYTES = 256 * 2**20
 
 PRESET_NAMES = tuple(_DATASHEETS)
+DEFAULT_GPU_TYPE = "v100"
+"""The GPU type wherever none is given or reported: the simulator, the service
+(``JIGSAW_GPU_TYPE``), Ray nodes that name no accelerator, and the oracle's predictions."""
 
 
 def preset(name: str) -> HardwareSpec:

@@ -18,12 +18,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from jigsaw.errors import InvalidSpecError
 
-PARALLELISM_CHOICES = ("auto", "data", "pipeline", "hybrid")
-"""What a job spec's ``parallelism`` may say (``auto``: the oracle chooses the plan type)."""
+PlanType = Literal["data", "pipeline", "hybrid"]
+"""Which kind of parallelism a job runs: the one vocabulary of the plan type (the planner's
+answer, the oracle's alternatives, the API's ``plan_types``). A resolved plan's tag
+(:data:`PlanKind`) says the same with ``spb`` for ``data``: :func:`plan_type_of`."""
+Parallelism = Literal["auto", "data", "pipeline", "hybrid"]
+"""What a job spec's ``parallelism`` may say: a :data:`PlanType`, or ``auto`` (the planner
+chooses)."""
+PARALLELISM_CHOICES: tuple[Parallelism, ...] = get_args(Parallelism)
+PlanKind = Literal["spb", "pipeline", "hybrid"]
+"""A resolved plan's tag (``plan.kind``, stored and on the wire): ``spb`` is the data-parallel
+plan, with or without SPB depths."""
 PipelineSchedule = Literal["2bw", "gpipe"]
 SCHEDULES: tuple[PipelineSchedule, ...] = ("2bw", "gpipe")
 ShardLayout = Literal["column", "row"]
@@ -44,7 +53,7 @@ class PipelinePlan:
     ``"gpipe"`` (all forwards, all backwards, flush, one weight version).
     """
 
-    kind: ClassVar[str] = "pipeline"
+    kind: ClassVar[PlanKind] = "pipeline"
 
     num_blocks: int
     stages: tuple[tuple[int, int], ...]
@@ -204,7 +213,7 @@ class HybridPlan:
     sharded block and every worker then computes the rest of the model on it.
     """
 
-    kind: ClassVar[str] = "hybrid"
+    kind: ClassVar[PlanKind] = "hybrid"
 
     num_blocks: int
     num_workers: int
@@ -277,6 +286,28 @@ class HybridPlan:
                 raise InvalidSpecError(
                     f"sharded block {item.block} has no linear layer to split",
                     field="sharded",
+                )
+
+    def check_shardable(self, linear_layers: Sequence[tuple[int, int, int]]) -> None:
+        """Refuse a sharded linear layer too narrow to give every worker a slice:
+        ``linear_layers`` are the model's ``(block, in_features, out_features)``; a column
+        shard splits ``out_features``, a row shard ``in_features``, across all workers. The
+        hybrid engine builds its shards by this rule (worker/hybrid/sharded_linear.py), and the
+        planner refuses a hybrid plan by it before a job is accepted."""
+        for block, in_features, out_features in linear_layers:
+            layout = self.layout_of(block)
+            if layout is None:
+                continue
+            what, total = (
+                ("out_features", out_features)
+                if layout == "column"
+                else ("in_features", in_features)
+            )
+            if total < self.num_workers:
+                raise InvalidSpecError(
+                    f"block {block}: {what} of {total} cannot be split across "
+                    f"{self.num_workers} workers",
+                    field="workers",
                 )
 
     @classmethod

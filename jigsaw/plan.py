@@ -22,20 +22,43 @@ Plan requests accepted everywhere (API, CLI, YAML):
 - ``uniform:k``: worker 0 does full backprop, every other worker stops at depth ``k``.
 - ``auto``: the scheduler chooses (resolved by the policy, never by the worker).
 - an explicit comma-separated list such as ``0,1,1,2`` (or a list of ints in JSON/YAML).
+
+That text grammar is :meth:`PlanRequest.parse`, the only one: case does not matter, spaces
+may surround the commas, a depth has at most :data:`MAX_DEPTH_DIGITS` digits.
+:data:`PLAN_TEXT_PATTERN` states the same grammar as a JSON Schema pattern (the API's OpenAPI
+schema publishes it), with the one rule parse checks apart: a list holds a 0.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, TypeAlias
 
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.parallelism import HybridPlan, PipelinePlan, ShardedBlock
+from jigsaw.parallelism import HybridPlan, PipelinePlan, PlanKind, PlanType, ShardedBlock
 
 AUTO = "auto"
 NAMED_PLANS = ("none", "staircase", "uniform:k", AUTO)
+MAX_DEPTH_DIGITS = 7
+"""A depth written as text has at most this many digits (no model has 10^7 blocks)."""
+_DEPTH_TEXT = re.compile(rf"-?[0-9]{{1,{MAX_DEPTH_DIGITS}}}")
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in word)
+
+
+_DIGITS = f"[0-9]{{1,{MAX_DEPTH_DIGITS}}}"
+PLAN_TEXT_PATTERN = (
+    rf"^ *({'|'.join(_any_case(w) for w in ('none', 'staircase', 'auto'))}"
+    rf"|{_any_case('uniform')}:{_DIGITS}"
+    rf"|({_DIGITS} *, *)*0{{1,{MAX_DEPTH_DIGITS}}}( *, *{_DIGITS})*) *$"
+)
+""":meth:`PlanRequest.parse`'s text grammar as a JSON Schema pattern, for clients (the API
+publishes it in its OpenAPI schema); a list must hold a 0 (block 1 must be trained)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -47,7 +70,7 @@ class SPBPlan:
     depths and block count both are.
     """
 
-    kind: ClassVar[str] = "spb"
+    kind: ClassVar[PlanKind] = "spb"
 
     depths: tuple[int, ...]
     num_blocks: int
@@ -117,11 +140,20 @@ or without SPB), ``"pipeline"`` (PipeDream-2BW or GPipe stages x replicas) or ``
 (SplitBrain-style sharded suffix). Every member has ``num_workers``, ``num_blocks`` and
 ``describe()``; only an :class:`SPBPlan` has stop depths."""
 
-PLAN_KINDS: dict[str, type[SPBPlan] | type[PipelinePlan] | type[HybridPlan]] = {
+PLAN_KINDS: dict[PlanKind, type[SPBPlan] | type[PipelinePlan] | type[HybridPlan]] = {
     SPBPlan.kind: SPBPlan,
     PipelinePlan.kind: PipelinePlan,
     HybridPlan.kind: HybridPlan,
 }
+
+
+def plan_type_of(plan: Plan) -> PlanType:
+    """The plan type a resolved plan runs: ``data`` for an :class:`SPBPlan` (tag ``spb``)."""
+    if isinstance(plan, PipelinePlan):
+        return "pipeline"
+    if isinstance(plan, HybridPlan):
+        return "hybrid"
+    return "data"
 
 
 def plan_to_json(plan: Plan) -> dict[str, Any]:
@@ -298,21 +330,25 @@ def resolve_plan(
 
 
 def _parse_uniform_depth(text: str) -> int:
-    raw = text.split(":", 1)[1]
-    try:
-        depth = int(raw)
-    except ValueError:
-        raise InvalidPlanError(f"'uniform:k' needs an integer k, got {raw!r}") from None
+    raw = text.split(":", 1)[1].strip()
+    if _DEPTH_TEXT.fullmatch(raw) is None:
+        raise InvalidPlanError(
+            f"'uniform:k' needs an integer k of at most {MAX_DEPTH_DIGITS} digits, got {raw[:20]!r}"
+        )
+    depth = int(raw)
     if depth < 0:
         raise InvalidPlanError(f"'uniform:k' needs k >= 0, got {depth}")
     return depth
 
 
 def _parse_depth_list(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.replace(" ", "").split(",") if part != ""]
-    except ValueError:
+    """Integers of at most :data:`MAX_DEPTH_DIGITS` digits between commas: no empty item
+    (``0,,1`` and ``0,1,`` are not plans), no ``_`` or ``+`` that ``int`` would take."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(_DEPTH_TEXT.fullmatch(part) for part in parts):
         raise InvalidPlanError(
-            f"unknown plan {text!r}: use none, staircase, uniform:k, auto, "
-            "or comma-separated depths such as 0,1,2,3"
-        ) from None
+            f"unknown plan {text[:60]!r}: use none, staircase, uniform:k, auto, "
+            f"or comma-separated depths such as 0,1,2,3 (at most {MAX_DEPTH_DIGITS} digits "
+            "each)"
+        )
+    return [int(part) for part in parts]

@@ -81,6 +81,9 @@ class ModelProfile:
     default_batch_size: int
     device: str | None = None
     provenance: str = ""
+    train_samples: int | None = None
+    """Samples in the training split the workers build for this model (``None``: not
+    recorded): one iteration's global batch can never be larger."""
 
     @property
     def num_blocks(self) -> int:
@@ -314,8 +317,19 @@ def parse_profile(data: Any, path: str) -> ModelProfile:
     default_batch = _ANALYTIC[model].default_batch_size if model in _ANALYTIC else int(batch or 32)
     device = data.get("device")
     provenance = f"{path} ({data.get('command', 'unknown command')}, {data.get('created', '?')})"
+    samples = data.get("train_samples")
+    if samples is not None and (
+        isinstance(samples, bool) or not isinstance(samples, int) or samples < 1
+    ):
+        raise InvalidSpecError(f"{path}: train_samples must be a positive integer, got {samples!r}")
     return ModelProfile(
-        model, blocks, MEASURED, default_batch, str(device) if device else None, provenance
+        model,
+        blocks,
+        MEASURED,
+        default_batch,
+        str(device) if device else None,
+        provenance,
+        train_samples=samples,
     )
 
 

@@ -35,7 +35,6 @@ from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
 from worker.runtime.gang import Gang
 from worker.runtime.gang_launcher import GangRequest
 from worker.runtime.inventory import RayInventory, connect
-from worker.runtime.lease_trainer import plan_kind
 from worker.runtime.ledger import ProgressLedger
 from worker.runtime.settings import RuntimeSettings
 
@@ -217,7 +216,7 @@ class RayExecutor:
 
 
 def both_spb(current: Plan, new: Plan) -> bool:
-    return plan_kind(current) == plan_kind(new) == "spb"
+    return current.kind == new.kind == "spb"
 
 
 def create_executor() -> RayExecutor:

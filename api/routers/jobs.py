@@ -79,9 +79,9 @@ def submit_job(
 )
 def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobValidation:
     """Check a spec and show its resolved plan and the oracle's prediction; stores nothing."""
-    spec, checked = jobs_service.checked_spec(state, body, principal)
+    spec = jobs_service.checked_spec(state, body, principal)
     # An entrypoint: its K and its plan are checked at the first lease; full backprop shown.
-    plan = checked if checked is not None else state.oracle.plan_for(spec)
+    plan = state.planner.spec_plan(spec)
     spb_auto = spec.spb == "auto" and isinstance(plan, SPBPlan)
     note = "; spb=auto: the policy picks the plan at start" if spb_auto else ""
     prediction = state.oracle.predict(spec, plan)
@@ -90,8 +90,8 @@ def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobV
         plan=list(plan.depths) if isinstance(plan, SPBPlan) else [],
         plan_kind=plan.kind,
         plan_detail=plan_to_json(plan),
-        plan_types=plan_types_public(spec, state.oracle),
-        num_blocks=plan.num_blocks if checked is not None else None,
+        plan_types=plan_types_public(spec, state.planner),
+        num_blocks=state.planner.model_blocks(spec.model),
         prediction=PredictionPublic(
             iteration_time_s=prediction.iteration_time_s,
             per_worker_memory_bytes=prediction.per_worker_memory_bytes,
@@ -146,7 +146,7 @@ def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
     job = jobs_service.visible_job(state, principal, job_id)
     # Serialized once here; returning a Response skips FastAPI's second validation pass.
     eta = eta_public(job, state.oracle)
-    plan_types = plan_types_public(job.spec, state.oracle)
+    plan_types = plan_types_public(job.spec, state.planner)
     shown = job_public(job, jobs_service.last_loss(state, job), eta, plan_types)
     body = privacy_mask(state, principal).job(shown).model_dump_json().encode()
     return json_response(body, 200)

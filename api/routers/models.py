@@ -38,20 +38,20 @@ class PlanTypes:
     refusal: str | None
 
 
-# The API's plan-type chooser is asked in these two functions only (the submission checks ask
-# the same one), so that swapping the chooser changes this view with them.
+# The app's planner is asked in these two functions only (the submission checks ask the same
+# one), so that another planner changes this view with them.
 
 
 def plan_types_for(state: AppState, spec: JobSpec) -> PlanTypes:
     try:
-        return PlanTypes(state.oracle.plan_choice(spec), None)
+        return PlanTypes(state.planner.plan_choice(spec), None)
     except InvalidSpecError as error:
         return PlanTypes(None, str(error))
 
 
 def memory_limit_bytes(state: AppState) -> int:
     """The per-worker memory limit every plan type must fit."""
-    return state.oracle.plan_types.memory_limit_bytes
+    return state.planner.memory_limit_bytes
 
 
 @router.get("/models", response_model=ModelList, operation_id="list_models")
@@ -67,7 +67,7 @@ def list_models(
     at ``workers`` x ``batch_size``, with the source of each plan type's eta."""
     items: list[ModelPublic] = []
     for name in ZOO_MODELS:
-        entry = state.oracle.catalog.find(name)
+        entry = state.planner.catalog.find(name)
         if entry is None or entry.profile is None:
             continue
         spec = JobSpec(

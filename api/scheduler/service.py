@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from api.idempotency import IdempotencyKeys
 from api.metrics import Metrics
-from api.oracle_view import OracleView
+from api.oracle_view import OracleView, build_planner
 from api.scheduler.leader import Leadership, SchedulerAlreadyRunningError, leadership_for
 from api.scheduler.recorder import LeadershipLostError, ProgressRecorder, RoundRecorder
 from api.settings import Settings
@@ -65,9 +65,10 @@ def build_executor(settings: Settings, oracle: Oracle | None = None) -> Executor
         return ExecutorHandle(ray, ray.cluster)
     if oracle is None:
         oracle = OracleView(
-            settings.gpu_type,
+            build_planner(settings.gpu_type, settings.worker_memory_gib),
             settings.gpus_per_node,
             settings.sim_iterations_per_second,
+            gpu_type=settings.gpu_type,
             sharing=settings.sharing_settings,
         ).oracle
     rates = ColocatedConstantRate(
@@ -79,13 +80,14 @@ def build_executor(settings: Settings, oracle: Oracle | None = None) -> Executor
 
 def build_policy(settings: Settings, oracle: OracleView) -> Policy:
     """The configured policy, built as the simulator builds it
-    (:func:`jigsaw.policies.builder.build_policy`), with the service's quotas."""
+    (:func:`jigsaw.policies.builder.build_policy`), with the service's planner (the one its
+    submission checks ask) and quotas."""
     return build_named_policy(
         settings.policy,
         oracle.oracle,
         dict(settings.policy_options),
+        planner=oracle.planner,
         quotas=Quotas(settings.queue_quotas, settings.user_quotas),
-        catalog=oracle.catalog,
     )
 
 

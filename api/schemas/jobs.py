@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from api.schemas.common import Forbidding, Integer, Public, Text, Timestamp, integral
-from api.submission_checks import SPB_TEXT
 from jigsaw.catalog import ENTRYPOINT
 from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
+from jigsaw.plan import PLAN_TEXT_PATTERN
 from jigsaw.profiles import ZOO_MODELS
 
 JOB_EXAMPLE: dict[str, Any] = {
@@ -56,7 +56,7 @@ class JobCreate(Forbidding):
     iterations: Integer = Field(ge=1, le=MAX_ITERATIONS)
     priority: Integer = Field(default=0, ge=-1000, le=1000)
     spb: (
-        Annotated[Text, Field(max_length=8192, json_schema_extra={"pattern": SPB_TEXT.pattern})]
+        Annotated[Text, Field(max_length=8192, json_schema_extra={"pattern": PLAN_TEXT_PATTERN})]
         | Annotated[
             list[Depth],
             BeforeValidator(integral_items),

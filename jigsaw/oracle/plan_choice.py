@@ -22,13 +22,11 @@ samples per second; when nothing fits, :class:`NoPlanFitsError` names the limit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass
 
-from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import HardwareSpec
-from jigsaw.oracle.parallel_profile import ParallelProfile, parallel_profile_of
+from jigsaw.oracle.parallel_profile import ParallelProfile
 from jigsaw.oracle.plan_partitions import partition_pipeline
 from jigsaw.oracle.plan_predictions import (
     PlanPrediction,
@@ -36,24 +34,26 @@ from jigsaw.oracle.plan_predictions import (
     predict_pipeline,
     predict_plan,
 )
-from jigsaw.parallelism import PARALLELISM_CHOICES, HybridPlan, PipelinePlan
-from jigsaw.profiles import ModelProfile, ProfileCatalog
+from jigsaw.parallelism import PARALLELISM_CHOICES, HybridPlan, PipelinePlan, PlanType
+from jigsaw.profiles import ModelProfile
+from jigsaw.sizes import human_bytes
 
-PlanTypeName = Literal["data", "pipeline", "hybrid"]
 AUTO_MARGIN = 0.15
 GIB = 1024**3
 
 
 class NoPlanFitsError(InvalidSpecError):
-    """No plan type the job allows fits the per-worker memory limit."""
+    """No plan type the job allows fits the per-worker memory limit. The field is
+    ``batch_size`` when a smaller batch would fit (the batch is what to fix), else
+    ``parallelism``."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, field="parallelism")
+    def __init__(self, message: str, field: str = "parallelism") -> None:
+        super().__init__(message, field=field)
 
 
 @dataclass(frozen=True, slots=True)
 class Alternative:
-    kind: PlanTypeName
+    kind: PlanType
     plan: PipelinePlan | HybridPlan | None
     """``None`` for data parallelism (its SPB depths are the policy's choice)."""
     prediction: PlanPrediction
@@ -116,7 +116,18 @@ def pipeline_alternatives(
 def hybrid_alternative(
     profile: ParallelProfile, hardware: HardwareSpec, workers: int, batch: int, limit: int
 ) -> Alternative | None:
-    """The longest output-side run of blocks with linear layers, sharded column-wise."""
+    """The longest output-side run of blocks with linear layers, sharded column-wise, when
+    the hybrid engine can build it."""
+    plan = hybrid_suffix(profile, workers)
+    if plan is None or hybrid_refusal(profile, plan) is not None:
+        return None
+    prediction = predict_plan(profile, hardware, plan, batch)
+    return Alternative("hybrid", plan, prediction, prediction.fits(limit))
+
+
+def hybrid_suffix(profile: ParallelProfile, workers: int) -> HybridPlan | None:
+    """The hybrid plan's shape: the longest output-side run of blocks with linear layers,
+    sharded column-wise; ``None`` below 2 workers or when the last block has no linear."""
     if workers < 2:
         return None
     counts = profile.linear_counts()
@@ -125,9 +136,22 @@ def hybrid_alternative(
         first -= 1
     if first > len(counts):
         return None
-    plan = HybridPlan.suffix(len(counts), workers, first, "column")
-    prediction = predict_plan(profile, hardware, plan, batch)
-    return Alternative("hybrid", plan, prediction, prediction.fits(limit))
+    return HybridPlan.suffix(len(counts), workers, first, "column")
+
+
+def hybrid_refusal(profile: ParallelProfile, plan: HybridPlan) -> str | None:
+    """Why the hybrid engine could not build ``plan`` for this model (a sharded layer too
+    narrow for the workers), from the profile's linear layers; ``None`` when it can."""
+    try:
+        plan.check_shardable(
+            [
+                (layer.block, layer.in_features, layer.out_features)
+                for layer in profile.linear_layers
+            ]
+        )
+    except InvalidSpecError as error:
+        return str(error)
+    return None
 
 
 def alternatives(
@@ -180,12 +204,18 @@ def choose_plan(
     if not allowed:
         raise InvalidSpecError(
             f"parallelism {parallelism!r} has no plan for model {profile.model!r} on "
-            f"{workers} worker(s): {_why_none(parallelism, profile.num_blocks, workers)}",
+            f"{workers} worker(s): {_why_none(parallelism, parallel, workers)}",
             field="parallelism",
         )
     fitting = [a for a in allowed if a.fits]
     if not fitting:
-        raise NoPlanFitsError(_nothing_fits(allowed, memory_limit_bytes, parallelism))
+        smaller = batch > 1 and _fits_at_batch_one(
+            profile, parallel, hardware, workers, memory_limit_bytes, parallelism
+        )
+        raise NoPlanFitsError(
+            _nothing_fits(allowed, memory_limit_bytes, parallelism, batch if smaller else None),
+            field="batch_size" if smaller else "parallelism",
+        )
     best = max(fitting, key=lambda a: a.samples_per_s)
     data = every[0]
     if parallelism == "auto" and data.fits:
@@ -200,8 +230,9 @@ def choose_plan(
             reason += f"{1 + margin:.2f}x its samples/s"
     elif parallelism == "auto":
         reason = (
-            f"data parallelism needs {_gib(data.prediction.max_model_bytes)} per worker, over "
-            f"the {_gib(memory_limit_bytes)} limit; {best.kind} fits and is the fastest that does"
+            f"data parallelism needs {human_bytes(data.prediction.max_model_bytes)} per worker, "
+            f"over the {human_bytes(memory_limit_bytes)} limit; {best.kind} fits and is the "
+            "fastest that does"
         )
     else:
         reason = f"parallelism {parallelism} requested"
@@ -216,110 +247,53 @@ def _better(a: Alternative, b: Alternative) -> bool:
     return a.prediction.max_model_bytes < b.prediction.max_model_bytes
 
 
-def _why_none(parallelism: str, blocks: int, workers: int) -> str:
+def _why_none(parallelism: str, parallel: ParallelProfile | None, workers: int) -> str:
+    blocks = parallel.blocks.num_blocks if parallel is not None else 0
     if parallelism == "pipeline":
         return (
             f"a pipeline needs a stage count of 2..{blocks} (the model's blocks) that divides "
             f"{workers} workers"
         )
+    plan = hybrid_suffix(parallel, workers) if parallel is not None else None
+    refusal = hybrid_refusal(parallel, plan) if parallel is not None and plan else None
+    if refusal is not None:
+        return (
+            "a hybrid shards the output-side linear layers across every worker, and "
+            f"{refusal}: ask for fewer workers"
+        )
     return "a hybrid needs at least 2 workers and linear layers in the model's last block"
 
 
-def _nothing_fits(allowed: list[Alternative], limit: int, parallelism: str) -> str:
-    needs = "; ".join(f"{a.describe()} needs {_gib(a.prediction.max_model_bytes)}" for a in allowed)
+def _fits_at_batch_one(
+    profile: ModelProfile,
+    parallel: ParallelProfile | None,
+    hardware: HardwareSpec,
+    workers: int,
+    limit: int,
+    parallelism: str,
+) -> bool:
+    """Whether an allowed plan type fits at one sample per worker: then the batch is what
+    makes the job too big, not the model."""
+    every = alternatives(profile, parallel, hardware, workers, 1, limit)
+    return any(a.fits for a in every if parallelism == "auto" or a.kind == parallelism)
+
+
+def _nothing_fits(
+    allowed: list[Alternative], limit: int, parallelism: str, batch: int | None
+) -> str:
+    needs = "; ".join(
+        f"{a.describe()} needs {human_bytes(a.prediction.max_model_bytes)}" for a in allowed
+    )
     subject = (
-        "no plan type fits"
-        if parallelism == "auto"
-        else (f"parallelism {parallelism} does not fit")
+        "no plan type fits" if parallelism == "auto" else f"parallelism {parallelism} does not fit"
     )
-    return (
-        f"{subject} the per-worker memory limit of {_gib(limit)} "
-        f"(JIGSAW_WORKER_MEMORY_GIB): {needs}. Use more workers, a smaller batch_size, or "
-        "a larger limit"
-    )
-
-
-def _gib(size: int) -> str:
-    return f"{size / GIB:.2f} GiB"
-
-
-class PlanTypeChooser:
-    """:func:`choose_plan` for job specs, on one hardware spec and memory limit, cached.
-
-    ``memory_limit_bytes`` is the per-worker limit on the model's own memory (parameters,
-    gradients, optimizer state, activations: ``JIGSAW_WORKER_MEMORY_GIB``, the quantity the
-    workers enforce); ``None`` means the GPU type's memory less its workspace. A spec's
-    ``spb`` other than auto/none is an SPB plan, which
-    is data parallel: such a job is offered data parallelism only.
-    """
-
-    def __init__(
-        self,
-        hardware: HardwareSpec,
-        profiles: ProfileCatalog | None = None,
-        memory_limit_bytes: int | None = None,
-        margin: float = AUTO_MARGIN,
-    ) -> None:
-        self.hardware = hardware
-        self.profiles = profiles if profiles is not None else ProfileCatalog()
-        self.memory_limit_bytes = (
-            memory_limit_bytes
-            if memory_limit_bytes is not None
-            else hardware.memory_bytes - hardware.workspace_bytes
+    advice = "Use more workers, a smaller batch_size, or a larger limit"
+    if batch is not None:
+        subject = f"at batch_size {batch} {subject}"
+        advice = (
+            "Use a smaller batch_size (one sample per worker fits), more workers, or a larger limit"
         )
-        self.margin = margin
-        self._choices: dict[tuple[str, int, int, str], PlanChoice | InvalidSpecError | None] = {}
-
-    def choice(self, spec: JobSpec) -> PlanChoice | None:
-        """The choice for ``spec``; ``None`` for a model without a profile (data parallel,
-        nothing to predict). Raises what :func:`choose_plan` raises."""
-        parallelism = spec.parallelism
-        if spec.spb not in ("auto", "none") and parallelism == "auto":
-            parallelism = "data"
-        key = (spec.model, spec.workers, spec.batch_size, parallelism)
-        if key not in self._choices:
-            self._choices[key] = self._choose(spec, parallelism)
-        cached = self._choices[key]
-        if isinstance(cached, InvalidSpecError):
-            raise cached
-        return cached
-
-    def plan_for(self, spec: JobSpec) -> PipelinePlan | HybridPlan | None:
-        """The pipeline or hybrid plan ``spec`` runs, or ``None`` for data parallelism
-        (the policy picks its SPB depths). Never raises: a spec nothing fits was refused at
-        submit; in a simulation it runs data parallel."""
-        if spec.parallelism == "data":
-            return None
-        try:
-            chosen = self.choice(spec)
-        except InvalidSpecError:
-            return None
-        return chosen.chosen.plan if chosen is not None else None
-
-    def _choose(self, spec: JobSpec, parallelism: str) -> PlanChoice | InvalidSpecError | None:
-        try:
-            profile = self.profiles.get(spec.model)
-        except (InvalidSpecError, OSError):
-            return None
-        try:
-            choice = choose_plan(
-                profile,
-                parallel_profile_of(profile),
-                self.hardware,
-                spec.workers,
-                spec.batch_size,
-                self.memory_limit_bytes,
-                parallelism,
-                self.margin,
-            )
-        except InvalidSpecError as error:
-            if parallelism != spec.parallelism:
-                error.args = (
-                    f"{error.args[0]} (spb {spec.spb!r} is an SPB plan, which is "
-                    "data parallel: set spb to auto or none to allow other types)",
-                )
-            return error
-        if parallelism != spec.parallelism:
-            reason = f"spb {spec.spb!r} is an SPB plan, which is data parallel"
-            choice = replace(choice, requested=spec.parallelism, reason=reason)
-        return choice
+    return (
+        f"{subject} the per-worker memory limit of {human_bytes(limit)} "
+        f"(JIGSAW_WORKER_MEMORY_GIB): {needs}. {advice}"
+    )

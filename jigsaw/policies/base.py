@@ -50,7 +50,7 @@ class PolicyBase:
 
 PolicyFactory = Callable[..., Policy]
 
-SUPPLIED = frozenset({"oracle", "blocks_of"})
+SUPPLIED = frozenset({"oracle", "planner"})
 """What a policy factory may ask the builder for (:mod:`jigsaw.policies.builder`)."""
 
 

@@ -1,10 +1,10 @@
 """One policy builder for the simulator and the service.
 
-A registered policy declares what it uses of the cluster's models (``uses`` in
-:func:`~jigsaw.policies.base.register`): the oracle (jigsaw prices plans with it) or the
-models' block counts (the gang policies resolve plans with them). The builder supplies those,
-turns JSON options into config objects (:mod:`jigsaw.policies.options`) and wraps the policy
-in quotas when there are any.
+A registered policy declares what it uses (``uses`` in :func:`~jigsaw.policies.base.register`):
+the oracle (jigsaw prices plans with it) and the planner (every policy asks it what plan a job
+starts with, :mod:`jigsaw.planner`). The builder supplies those, turns JSON options into
+config objects (:mod:`jigsaw.policies.options`) and wraps the policy in quotas when there are
+any.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 from jigsaw.catalog import ModelCatalog
 from jigsaw.oracle import Oracle
+from jigsaw.planner import Planner
 from jigsaw.policies.base import Policy, registration
 from jigsaw.policies.options import policy_options
-from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.policies.quota import QuotaPolicy, Quotas
 
 
@@ -25,14 +25,17 @@ def build_policy(
     oracle: Oracle,
     options: Mapping[str, Any] | None = None,
     *,
+    planner: Planner | None = None,
     quotas: Quotas | None = None,
-    catalog: ModelCatalog | None = None,
 ) -> Policy:
     """The registered policy ``name`` with ``options`` (plain JSON values or config objects),
-    given what it uses, wrapped in ``quotas`` when they limit anything."""
+    given what it uses, wrapped in ``quotas`` when they limit anything. Without a
+    ``planner``, one for the oracle's hardware and models (the GPU type's memory as the
+    per-worker limit): what the simulator plans a trace's jobs with."""
     entry = registration(name)
-    blocks_of: BlocksOf = (catalog or ModelCatalog(oracle.profiles)).num_blocks
-    available: dict[str, Any] = {"oracle": oracle, "blocks_of": blocks_of}
+    if planner is None:
+        planner = Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))
+    available: dict[str, Any] = {"oracle": oracle, "planner": planner}
     supplied = {key: available[key] for key in entry.uses}
     policy = entry.factory(**supplied, **policy_options(name, dict(options or {})))
     return policy if quotas is None or quotas.empty else QuotaPolicy(policy, quotas)

@@ -12,13 +12,12 @@ simulator does instead, round by round (:mod:`jigsaw.policies.gavel_fifo`).
 
 from __future__ import annotations
 
-from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision, Start
 from jigsaw.placement import compact_placement, group_by_node, take
+from jigsaw.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.gavel_fifo import gavel_fifo_allocation, gavel_fifo_round
 from jigsaw.policies.gavel_share import GavelPriorities
-from jigsaw.policies.plan_resolution import BlocksOf, resolve_for
 from jigsaw.snapshot import Snapshot
 
 
@@ -28,10 +27,10 @@ class FifoPolicy(PolicyBase):
     """Decides from the oldest waiting jobs only, never more of them than there are free
     GPUs plus one: the simulator may hold the rest of the queue back (same decisions)."""
 
-    def __init__(self, blocks_of: BlocksOf | None = None, *, ranking: str = "arrival") -> None:
+    def __init__(self, planner: Planner | None = None, *, ranking: str = "arrival") -> None:
         if ranking not in ("arrival", "gavel"):
             raise ValueError(f"ranking must be 'arrival' or 'gavel', got {ranking!r}")
-        self._blocks_of = blocks_of or default_catalog().num_blocks
+        self.planner = planner if planner is not None else Planner()
         self._gavel: GavelPriorities | None = None
         if ranking == "gavel":
             self._gavel = GavelPriorities(allocate=gavel_fifo_allocation)
@@ -45,7 +44,7 @@ class FifoPolicy(PolicyBase):
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         if self._gavel is not None:
-            return gavel_fifo_round(snapshot, self._gavel, self._blocks_of)
+            return gavel_fifo_round(snapshot, self._gavel, self.planner)
         free = group_by_node(snapshot.free_gpus())
         decisions: list[Decision] = []
         alive = snapshot.cluster.num_gpus
@@ -57,9 +56,9 @@ class FifoPolicy(PolicyBase):
                 break
             take(free, placement)
             decisions.append(
-                Start(job.id, placement, resolve_for(job, self._blocks_of), "fifo: head fits")
+                Start(job.id, placement, self.planner.start_plan(job), "fifo: head fits")
             )
         return decisions
 
 
-register("fifo", uses=frozenset({"blocks_of"}))(FifoPolicy)
+register("fifo", uses=frozenset({"planner"}))(FifoPolicy)

@@ -23,7 +23,7 @@ from jigsaw.cluster import GpuId
 from jigsaw.decisions import Decision, Preempt, Start
 from jigsaw.domain import Job
 from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.policies.plan_resolution import BlocksOf, resolve_for
+from jigsaw.planner import Planner
 from jigsaw.snapshot import Snapshot
 
 DEFAULT_MIN_RUN_S = 1_800.0
@@ -60,7 +60,7 @@ def gang_round(
     snapshot: Snapshot,
     ranked: Sequence[Job],
     *,
-    blocks_of: BlocksOf,
+    planner: Planner,
     min_run_s: float,
     label: str,
     reserve: bool = True,
@@ -114,9 +114,7 @@ def gang_round(
             continue
         take(pool, placement)
         owner_of.update(dict.fromkeys(placement, job.id))
-        starts.append(
-            Start(job.id, placement, resolve_for(job, blocks_of), f"{label}: ranked to run")
-        )
+        starts.append(Start(job.id, placement, planner.start_plan(job), f"{label}: ranked to run"))
     started_ids = {decision.job_id for decision in starts}
     first_newcomer = next((job.id for job in newcomers if job.id in started_ids), None)
     preempts: list[Decision] = []

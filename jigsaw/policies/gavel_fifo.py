@@ -22,9 +22,9 @@ from operator import attrgetter
 
 from jigsaw.decisions import Decision
 from jigsaw.domain import Job
+from jigsaw.planner import Planner
 from jigsaw.policies.gang import gang_round
 from jigsaw.policies.gavel_share import GavelPriorities
-from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.snapshot import Snapshot
 
 _ARRIVAL = attrgetter("submitted_at", "id")
@@ -55,7 +55,7 @@ def gavel_fifo_allocation(
 
 
 def gavel_fifo_round(
-    snapshot: Snapshot, priorities: GavelPriorities, blocks_of: BlocksOf
+    snapshot: Snapshot, priorities: GavelPriorities, planner: Planner
 ) -> list[Decision]:
     jobs = snapshot.running + snapshot.waiting
     # Ranked every round, nobody waiting included: Gavel's resets happen in such rounds too.
@@ -64,5 +64,5 @@ def gavel_fifo_round(
         return []
     allocated = [job for job in ranked if priorities.allocation.get(job.id, 0.0) > 0.0]
     return gang_round(
-        snapshot, allocated, blocks_of=blocks_of, min_run_s=0.0, label="fifo", reserve=False
+        snapshot, allocated, planner=planner, min_run_s=0.0, label="fifo", reserve=False
     )

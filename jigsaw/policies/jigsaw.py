@@ -29,11 +29,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jigsaw.catalog import ModelCatalog
 from jigsaw.decisions import Decision, Replan, Start
 from jigsaw.domain import Job
-from jigsaw.hardware import preset
+from jigsaw.hardware import DEFAULT_GPU_TYPE, preset
 from jigsaw.oracle import Oracle
 from jigsaw.plan import Plan, SPBPlan
+from jigsaw.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig, fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
@@ -108,10 +110,16 @@ class JigsawPolicy(PolicyBase):
         eta_of: EtaOf | None = None,
         spb: bool = True,
         incremental: bool = True,
+        planner: Planner | None = None,
     ) -> None:
-        self.oracle = oracle if oracle is not None else Oracle(preset("v100"))
+        self.oracle = oracle if oracle is not None else Oracle(preset(DEFAULT_GPU_TYPE))
         self.config = config if config is not None else JigsawConfig()
-        self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of)
+        self.planner = (
+            planner
+            if planner is not None
+            else Planner(self.oracle.hardware, catalog=ModelCatalog(self.oracle.profiles))
+        )
+        self.catalog = PlanCatalog(self.oracle, spb=spb, eta_of=eta_of, planner=self.planner)
         self._slack = SlackOptions(
             pack_gain=self.config.pack_gain,
             host_keep=self.config.host_keep,
@@ -321,4 +329,4 @@ def _plan_of(job: Job) -> Plan:
     return job.plan
 
 
-register("jigsaw", uses=frozenset({"oracle"}))(JigsawPolicy)
+register("jigsaw", uses=frozenset({"oracle", "planner"}))(JigsawPolicy)

@@ -9,12 +9,11 @@ ranking into starts and preemptions; each preemption names its preemptor.
 
 from __future__ import annotations
 
-from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision
+from jigsaw.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round, protection_ends
-from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.policies.round_memory import RoundMemory
 from jigsaw.snapshot import Snapshot
 
@@ -25,14 +24,14 @@ class LasPolicy(PolicyBase):
 
     def __init__(
         self,
-        blocks_of: BlocksOf | None = None,
+        planner: Planner | None = None,
         *,
         config: LasConfig | None = None,
         min_run_s: float = DEFAULT_MIN_RUN_S,
         reserve: bool = True,
         incremental: bool = True,
     ) -> None:
-        self._blocks_of = blocks_of or default_catalog().num_blocks
+        self.planner = planner if planner is not None else Planner()
         self.config = config if config is not None else LasConfig()
         self.min_run_s = min_run_s
         self.reserve = reserve
@@ -48,7 +47,7 @@ class LasPolicy(PolicyBase):
         return gang_round(
             snapshot,
             ranked,
-            blocks_of=self._blocks_of,
+            planner=self.planner,
             min_run_s=self.min_run_s,
             label="las",
             reserve=self.reserve,
@@ -71,4 +70,4 @@ def stable_ranking_until(
     )
 
 
-register("las", uses=frozenset({"blocks_of"}))(LasPolicy)
+register("las", uses=frozenset({"planner"}))(LasPolicy)

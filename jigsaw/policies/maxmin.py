@@ -16,13 +16,12 @@ keeps state between rounds, so one policy instance serves one cluster.
 
 from __future__ import annotations
 
-from jigsaw.catalog import default_catalog
 from jigsaw.decisions import Decision
+from jigsaw.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.fairness import fair_shares, maxmin_order
 from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
 from jigsaw.policies.gavel_share import GAVEL_HEAD_START_S, GAVEL_RESET_INTERVAL_S, GavelPriorities
-from jigsaw.policies.plan_resolution import BlocksOf
 from jigsaw.snapshot import Snapshot
 
 
@@ -32,7 +31,7 @@ class MaxMinPolicy(PolicyBase):
 
     def __init__(
         self,
-        blocks_of: BlocksOf | None = None,
+        planner: Planner | None = None,
         *,
         min_run_s: float = DEFAULT_MIN_RUN_S,
         reserve: bool = True,
@@ -51,7 +50,7 @@ class MaxMinPolicy(PolicyBase):
             self._gavel = GavelPriorities(
                 reset_interval_s=reset_interval_s, head_start_s=head_start_s
             )
-        self._blocks_of = blocks_of or default_catalog().num_blocks
+        self.planner = planner if planner is not None else Planner()
         self.min_run_s = min_run_s
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""
@@ -76,11 +75,11 @@ class MaxMinPolicy(PolicyBase):
         return gang_round(
             snapshot,
             ranked,
-            blocks_of=self._blocks_of,
+            planner=self.planner,
             min_run_s=self.min_run_s,
             label="maxmin",
             reserve=self.reserve,
         )
 
 
-register("maxmin", uses=frozenset({"blocks_of"}))(MaxMinPolicy)
+register("maxmin", uses=frozenset({"planner"}))(MaxMinPolicy)

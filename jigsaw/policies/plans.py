@@ -1,7 +1,8 @@
 """What each SPB plan of a job would cost: loads, memory, eta and goodput, cached.
 
-Candidate plans of a job with ``spb = auto`` are full backprop (``none``), ``staircase`` and
-``uniform:k`` for k in 1..K-1; a job with a fixed plan has that plan only. Costs come from
+The candidate plans are the planner's (:meth:`jigsaw.planner.Planner.candidates`): under
+``spb = auto`` full backprop (``none``), ``staircase`` and ``uniform:k`` for k in 1..K-1; a
+job with a fixed plan, a pipeline or a hybrid has that plan only. Costs come from
 the oracle once per (model, batch, workers, spb) and once per (job, plan, placement); a round
 then only reads dictionaries.
 
@@ -11,18 +12,18 @@ full backprop and its workers count as filling their GPUs, so nothing is packed 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from jigsaw.catalog import ModelCatalog
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
 from jigsaw.efficiency import EtaEstimate
 from jigsaw.errors import InvalidSpecError
-from jigsaw.job_eta import candidate_plans, job_eta
+from jigsaw.job_eta import job_eta
 from jigsaw.oracle import GangTiming, Oracle
-from jigsaw.oracle.plan_choice import PlanTypeChooser
 from jigsaw.plan import Plan, SPBPlan, full_backprop
-from jigsaw.policies.plan_resolution import plan_types
+from jigsaw.planner import Planner
 
 Footprint = tuple[tuple[GpuId, float, int], ...]
 """Per GPU of a placement: (gpu, summed load of the job's workers there, their memory)."""
@@ -57,10 +58,14 @@ class PlanCatalog:
         spb: bool = True,
         eta_of: EtaOf | None = None,
         opaque_load: float = 1.0,
-        chooser: PlanTypeChooser | None = None,
+        planner: Planner | None = None,
     ) -> None:
         self.oracle = oracle
-        self._chooser = chooser
+        self.planner = (
+            planner
+            if planner is not None
+            else Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))
+        )
         self.spb = spb
         self._eta_of: EtaOf = eta_of if eta_of is not None else oracle.eta
         self._opaque_load = opaque_load
@@ -146,24 +151,11 @@ class PlanCatalog:
     # -- internals ------------------------------------------------------------------------
     def _build_options(self, job: Job) -> tuple[PlanOption, ...]:
         spec = job.spec
-        try:
-            blocks = self.oracle.num_blocks(spec.model)
-        except InvalidSpecError:
+        if not self.planner.catalog.has_profile(spec.model):
             opaque = full_backprop(spec.workers, 1)
             loads = (self._opaque_load,) * spec.workers
             return (PlanOption("none", opaque, loads, (0,) * spec.workers, 1.0, 0.0),)
-        plans: Sequence[tuple[str, Plan]]
-        typed = None
-        if spec.parallelism != "data":
-            typed = (self._chooser or plan_types()).plan_for(spec)
-        if typed is not None:
-            plans = [(typed.kind, typed)]  # a pipeline or hybrid job runs that plan only
-        elif not spec.plan_request.is_auto:
-            plans = [(spec.spb, spec.plan_request.resolve(spec.workers, blocks))]
-        elif self.spb:
-            plans = candidate_plans(spec.workers, blocks)
-        else:
-            plans = [("none", full_backprop(spec.workers, blocks))]
+        plans = self.planner.candidates(spec, spb=self.spb)
         options: list[PlanOption] = []
         seen: set[Plan] = set()
         compact = self.oracle.compact(spec.workers)

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jigsaw.catalog import default_catalog
 from jigsaw.cluster import Placement
 from jigsaw.decisions import Decision, Preempt, Resize, Start
 from jigsaw.domain import Job
@@ -42,9 +41,9 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.goodput.model import compact_nodes
 from jigsaw.goodput.source import GoodputSource, JobGoodput
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import Plan, SPBPlan, full_backprop
+from jigsaw.plan import Plan
+from jigsaw.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.plan_resolution import BlocksOf, job_blocks, resolve_for
 from jigsaw.policies.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
 from jigsaw.snapshot import Snapshot
 
@@ -76,7 +75,7 @@ class PolluxPolicy(PolicyBase):
 
     def __init__(
         self,
-        blocks_of: BlocksOf | None = None,
+        planner: Planner | None = None,
         *,
         goodput: GoodputSource | None = None,
         restart_s: float = RESTART_S,
@@ -93,7 +92,7 @@ class PolluxPolicy(PolicyBase):
                 f"fairness_power must be negative (Pollux uses -1), got {fairness_power}",
                 field="policy_options",
             )
-        self._blocks_of = blocks_of or default_catalog().num_blocks
+        self.planner = planner if planner is not None else Planner()
         self._source = goodput
         self.resizes_running_jobs = goodput is not None
         """Without job reports nothing is resized: rounds are needed only when jobs wait."""
@@ -205,7 +204,7 @@ class PolluxPolicy(PolicyBase):
                     f"pollux: {len(view.current)} -> {len(placement)} GPUs, "
                     f"batch {batch * len(placement)}"
                 )
-                plan = self._plan(job, len(placement))
+                plan: Plan = self.planner.resized_plan(job, len(placement))
                 self._resizes[job.id] += 1
                 resizes.append(
                     (
@@ -216,9 +215,9 @@ class PolluxPolicy(PolicyBase):
             elif not view.current and placement:
                 batch = self._worker_batch(view, placement)
                 plan = (
-                    self._plan(job, len(placement))
+                    self.planner.resized_plan(job, len(placement))
                     if view.goodput
-                    else resolve_for(job, self._blocks_of)
+                    else self.planner.start_plan(job)
                 )
                 total = f", batch {batch * len(placement)}" if batch is not None else ""
                 starts.append(
@@ -250,12 +249,5 @@ class PolluxPolicy(PolicyBase):
         smallest = max(limits.min_batch, limits.min_local * workers)
         return math.ceil(smallest / workers)
 
-    def _plan(self, job: Job, workers: int) -> Plan:
-        """Full backprop on ``workers`` (elastic jobs are data parallel; Pollux knows no
-        SPB), over the K the job ran with, else the catalog's."""
-        if isinstance(job.plan, SPBPlan):
-            return full_backprop(workers, job.plan.num_blocks)
-        return full_backprop(workers, job_blocks(job, self._blocks_of) or 1)
 
-
-register("pollux", uses=frozenset({"blocks_of"}))(PolluxPolicy)
+register("pollux", uses=frozenset({"planner"}))(PolluxPolicy)

@@ -11,7 +11,7 @@ import jigsaw.policies  # noqa: F401  (registers every policy)
 from jigsaw.cluster import Cluster
 from jigsaw.efficiency import EfficiencyTable
 from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import preset
+from jigsaw.hardware import DEFAULT_GPU_TYPE, preset
 from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.plan import SPBPlan
 from jigsaw.policies.base import Policy, policy_factory
@@ -38,7 +38,7 @@ from jigsaw.traces.pollux_apps import find_apps_dir, load_pollux_app
 class SimulationSetup:
     gpus: int = 64
     gpus_per_node: int = 8
-    hardware: str = "v100"
+    hardware: str = DEFAULT_GPU_TYPE
     seed: int = 0
     round_s: float = 60.0
     overheads: OverheadModel = field(default_factory=OverheadModel)

@@ -28,7 +28,9 @@ from jigsaw.clock import VirtualClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import SchedulingCycle
 from jigsaw.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.hardware import preset
 from jigsaw.lifecycle import JobState
+from jigsaw.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.conftest import REPO, ServerProcess, _libpq
@@ -115,7 +117,7 @@ class ObliviousLeadership(PostgresLeadership):
 
 def service(engine: Engine, leadership: PostgresLeadership) -> SchedulerService:
     settings = Settings(database_url=str(engine.url), round_seconds=0.05, gpus=2)
-    oracle = OracleView("v100", 4, settings.sim_iterations_per_second)
+    oracle = OracleView(Planner(preset("v100")), 4, settings.sim_iterations_per_second)
     return SchedulerService(settings, engine, Metrics(engine), oracle, leadership=leadership)
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from jigsaw.domain import JobSpec
 from jigsaw.hardware import preset
-from jigsaw.oracle.plan_choice import GIB, PlanTypeChooser
+from jigsaw.oracle.plan_choice import GIB
+from jigsaw.planner import Planner
 from tests.api.conftest import ApiClient, make_api
 
 VGG: dict[str, Any] = {"name": "big", "model": "vgg16_32_fc", "workers": 2, "iterations": 10}
@@ -21,8 +22,7 @@ VGG: dict[str, Any] = {"name": "big", "model": "vgg16_32_fc", "workers": 2, "ite
 
 def needs() -> dict[str, int]:
     """Each plan type's predicted per-worker memory for VGG at 2 workers, batch 32, v100."""
-    chooser = PlanTypeChooser(preset("v100"))
-    choice = chooser.choice(JobSpec(**VGG))
+    choice = Planner(preset("v100")).plan_choice(JobSpec(**VGG))
     assert choice is not None
     return {a.kind: a.prediction.max_model_bytes for a in choice.alternatives}
 

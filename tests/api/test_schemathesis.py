@@ -74,8 +74,11 @@ CROSS_FIELD_RULES = {
     "spb": ("depths but the job has", "does not fit model", "is a data-parallel plan"),
     # the per-worker memory limit is configuration; a plan type must fit the model and workers
     "parallelism": ("per-worker memory limit", "has no plan for model", "needs a zoo model"),
+    # a batch so large that no plan type fits the per-worker memory limit (configuration), or
+    # one iteration's global batch larger than the model's training split (its profile)
+    "batch_size": ("per-worker memory limit", "training samples"),
     # the cluster's size and the quotas are configuration, not schema
-    "workers": ("can never start",),
+    "workers": ("can never start", "training samples"),
     # the same key with another body (documented as this operation's 422)
     "Idempotency-Key": ("already used with a different request body",),
 }

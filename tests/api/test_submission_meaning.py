@@ -33,7 +33,7 @@ def run_round(api: ApiClient, cluster: Cluster, policy: str = "fifo") -> None:
     cycle = SchedulingCycle(
         store,
         RateDrivenExecutor(ConstantRate(10.0)),
-        create_policy(policy, blocks_of=api.state.oracle.num_blocks),
+        create_policy(policy, planner=api.state.planner),
         WallClock(),
         lambda: cluster,
         on_decision=lambda now, d: recorder.on_decision(store, now, d),

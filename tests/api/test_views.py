@@ -30,7 +30,7 @@ def run_round(api: ApiClient, cluster: Cluster) -> None:
     cycle = SchedulingCycle(
         store,
         RateDrivenExecutor(ConstantRate(10.0)),
-        create_policy("fifo", blocks_of=api.state.oracle.num_blocks),
+        create_policy("fifo", planner=api.state.planner),
         WallClock(),
         lambda: cluster,
         on_decision=lambda now, d: recorder.on_decision(store, now, d),

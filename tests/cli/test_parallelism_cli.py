@@ -12,7 +12,8 @@ import pytest
 
 from jigsaw.domain import JobSpec
 from jigsaw.hardware import preset
-from jigsaw.oracle.plan_choice import GIB, PlanTypeChooser
+from jigsaw.oracle.plan_choice import GIB
+from jigsaw.planner import Planner
 from tests.cli.conftest import (
     Cli,
     ServerProcess,
@@ -28,7 +29,7 @@ VGG = ["--name", "big", "--model", "vgg16_32_fc", "--workers", "2", "--iteration
 
 
 def tight_limit_gib() -> float:
-    choice = PlanTypeChooser(preset("v100")).choice(
+    choice = Planner(preset("v100")).plan_choice(
         JobSpec(name="big", model="vgg16_32_fc", workers=2, iterations=5)
     )
     assert choice is not None

@@ -116,6 +116,15 @@ def test_sharded_block_without_a_linear_layer_is_refused() -> None:
     assert caught.value.field == "sharded"
 
 
+def test_a_layer_narrower_than_the_gang_is_refused_by_the_planners_rule() -> None:
+    """The engine builds its shards by the rule the planner refuses plans by at submit."""
+    plan = HybridPlan.suffix(num_blocks=4, num_workers=11, first_sharded=4)
+    config = HybridConfig("mlp", plan, batch_size=8)
+    with pytest.raises(InvalidSpecError, match=r"out_features of 10 .* 11 workers") as caught:
+        run_threads(11, lambda r, c: HybridTrainer(config, c))
+    assert caught.value.field == "workers"
+
+
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_hybrid_over_gloo_processes_equals_the_reference(tmp_path: Path) -> None:

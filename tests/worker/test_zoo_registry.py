@@ -101,6 +101,17 @@ def test_declared_block_count_is_what_the_builder_builds(model: ZooModel) -> Non
     assert workload.num_blocks == model.blocks == ZOO[model.name].blocks
 
 
+@pytest.mark.parametrize("model", ZOO_MODELS, ids=lambda m: m.name)
+def test_the_profile_records_the_training_split_the_workers_build(model: ZooModel) -> None:
+    """The planner refuses a global batch larger than the profile's ``train_samples`` at
+    submit; the samplers refuse it at launch. The two numbers must be the same."""
+    from jigsaw.catalog import default_catalog
+
+    profile = default_catalog().lookup(model.name).profile
+    assert profile is not None
+    assert profile.train_samples == len(load_workload(model.name).make_data().train)
+
+
 def test_a_name_listed_twice_is_refused() -> None:
     twice = [ZooModel("mlp", build_mlp, blocks=4), ZooModel("mlp", build_mlp, blocks=4)]
     with pytest.raises(ValueError, match="'mlp' is listed twice"):

@@ -84,6 +84,14 @@ class HybridTrainer:
         self.rank = collectives.rank
         workload = load_workload(config.model, seed=config.seed, **dict(config.model_options))
         plan.check_linear_layers([count_linear(b) for b in workload.blocks])
+        plan.check_shardable(  # the rule the planner refused narrower plans by at submit
+            [
+                (index + 1, layer.in_features, layer.out_features)
+                for index, block in enumerate(workload.blocks)
+                for layer in block.modules()
+                if isinstance(layer, nn.Linear)
+            ]
+        )
         self.workload = workload
         self.group = make_group(collectives)
         split = plan.first_sharded - 1

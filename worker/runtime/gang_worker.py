@@ -26,7 +26,7 @@ from jigsaw.errors import InvalidSpecError
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.control import ControlChannel, is_control_point
 from worker.runtime.hybrid_lease import HybridLease
-from worker.runtime.lease_trainer import LeaseTrainer, RunOutcome, plan_kind
+from worker.runtime.lease_trainer import LeaseTrainer, RunOutcome
 from worker.runtime.memory_limit import check_worker_memory
 from worker.runtime.messages import GangConfig, Heartbeat, LeaseOrder, LeaseReport, PlanOffer
 from worker.runtime.pipeline_lease import PipelineLease
@@ -289,7 +289,7 @@ RemoteGangWorker = ray.remote(concurrency_groups={"control": 2})(GangWorker)  # 
 
 def build_lease_trainer(config: GangConfig, collectives: Collectives, device: str) -> LeaseTrainer:
     """The engine for the plan's kind: ``spb`` (data parallel), ``pipeline`` or ``hybrid``."""
-    kind = plan_kind(config.plan)
+    kind = config.plan.kind
     if kind == "pipeline":
         return PipelineLease(config, collectives, device)
     if kind == "hybrid":

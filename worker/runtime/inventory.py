@@ -16,6 +16,7 @@ from typing import Any
 import ray
 
 from jigsaw.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Node
+from jigsaw.hardware import DEFAULT_GPU_TYPE
 from worker.runtime.settings import RuntimeSettings
 
 
@@ -72,7 +73,7 @@ def connect(settings: RuntimeSettings) -> None:
 class RayInventory:
     """Maps live Ray nodes to stable node indexes; thread-safe."""
 
-    def __init__(self, default_gpu_type: str = "v100") -> None:
+    def __init__(self, default_gpu_type: str = DEFAULT_GPU_TYPE) -> None:
         self._default_gpu_type = default_gpu_type
         self._index_of: dict[str, int] = {}
         self._nodes: dict[int, RayNode] = {}

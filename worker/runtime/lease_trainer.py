@@ -23,7 +23,6 @@ import torch
 
 from jigsaw.errors import JigsawError
 from jigsaw.gradient_noise import BlockNoise
-from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan
 
 OnIteration = Callable[[int], None]
@@ -63,15 +62,6 @@ class FixedPlanLease:
 
     def close(self) -> None:
         pass
-
-
-def plan_kind(plan: Plan) -> str:
-    """``"spb"``, ``"pipeline"`` or ``"hybrid"`` (the union's tag)."""
-    if isinstance(plan, PipelinePlan):
-        return "pipeline"
-    if isinstance(plan, HybridPlan):
-        return "hybrid"
-    return "spb"
 
 
 @dataclass(frozen=True, slots=True)

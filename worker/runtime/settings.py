@@ -18,7 +18,6 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 
 from jigsaw.environment import (
     ENV_PREFIX,
-    GPU_TYPE_DEFAULT,
     GPUS_DEFAULT,
     GPUS_MAX,
     INTERFERENCE_MAX,
@@ -30,6 +29,7 @@ from jigsaw.environment import (
     expand_user,
     rejected,
 )
+from jigsaw.hardware import DEFAULT_GPU_TYPE
 
 
 class RuntimeSettings(BaseSettings):
@@ -73,7 +73,7 @@ class RuntimeSettings(BaseSettings):
     threads_per_worker: int = Field(default=1, gt=0)
     device: str = "auto"
     """``auto``: CUDA when the actor sees a GPU, else CPU (gloo)."""
-    gpu_type: str = GPU_TYPE_DEFAULT
+    gpu_type: str = DEFAULT_GPU_TYPE
     """Reported for nodes whose Ray resources name no ``accelerator_type``."""
     sharing: Literal["timeslice", "concurrent"] = SHARING_DEFAULT
     """``JIGSAW_SHARING``: how the hardware shares a GPU (jigsaw.environment)."""

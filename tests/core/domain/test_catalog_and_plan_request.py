@@ -24,9 +24,9 @@ from jigsaw.plan import (
     plan_from_json,
     plan_to_json,
 )
+from jigsaw.planner import Planner
 from jigsaw.policies.base import policy_names
 from jigsaw.policies.builder import build_policy
-from jigsaw.policies.plan_resolution import resolve_for
 from jigsaw.policies.quota import QuotaPolicy, Quotas
 from jigsaw.profiles import ZOO_MODELS
 from jigsaw.reasons import ReasonCode
@@ -95,16 +95,16 @@ def test_plans_are_equal_only_with_the_same_block_count() -> None:
 
 
 def test_gang_policies_resolve_against_the_catalog_or_start_full_backprop_without_k() -> None:
-    blocks_of = CATALOG.num_blocks
-    assert resolve_for(job("digits_cnn"), blocks_of) == SPBPlan((0, 1, 2, 3), 4)
-    unknown = resolve_for(job("my_pkg.models:build"), blocks_of)
+    planner = Planner(catalog=CATALOG)
+    assert planner.start_plan(job("digits_cnn")) == SPBPlan((0, 1, 2, 3), 4)
+    unknown = planner.start_plan(job("my_pkg.models:build"))
     assert unknown.is_full_backprop and unknown.num_blocks == 1
     assert full_backprop(4, 1).rebased(6) == SPBPlan((0, 0, 0, 0), 6)
     with pytest.raises(InvalidPlanError):
         SPBPlan((0, 1), 4).rebased(6)
     # a reported K wins over the catalog's silence
     learned = job("my_pkg.models:build", model_blocks=6)
-    assert resolve_for(learned, blocks_of) == SPBPlan((0, 1, 3, 4), 6)
+    assert planner.start_plan(learned) == SPBPlan((0, 1, 3, 4), 6)
 
 
 def test_the_first_lease_report_teaches_k_and_the_plan_the_workers_resolved() -> None:

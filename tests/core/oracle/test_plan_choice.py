@@ -3,8 +3,6 @@ choice reaching the scheduler's decisions and the simulator's rates."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from jigsaw.clock import VirtualClock
@@ -18,11 +16,11 @@ from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.oracle import Oracle
 from jigsaw.oracle.parallel_profile import LinearLayer, ParallelProfile
-from jigsaw.oracle.plan_choice import NoPlanFitsError, PlanTypeChooser, choose_plan
+from jigsaw.oracle.plan_choice import NoPlanFitsError, choose_plan
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import SPBPlan
+from jigsaw.planner import Planner
 from jigsaw.policies import create_policy
-from jigsaw.policies.plan_resolution import configure_plan_types
 from jigsaw.profiles import MEASURED, BlockProfile, ModelProfile
 from jigsaw.rate_executor import RateDrivenExecutor
 from jigsaw.simulator.rates import OracleRate
@@ -111,39 +109,38 @@ def test_a_requested_type_is_honoured_or_refused_naming_parallelism() -> None:
 VGG = JobSpec(name="big", model="vgg16_32_fc", workers=2, iterations=40, batch_size=32)
 
 
-def tight_chooser() -> PlanTypeChooser:
-    roomy = PlanTypeChooser(preset("v100"))
-    choice = roomy.choice(VGG)
+def tight_planner() -> Planner:
+    roomy = Planner(preset("v100"))
+    choice = roomy.plan_choice(VGG)
     assert choice is not None and choice.chosen.kind == "data"
     data = choice.alternatives[0].prediction.max_model_bytes
     smallest = min(a.prediction.max_model_bytes for a in choice.alternatives[1:])
-    return PlanTypeChooser(preset("v100"), memory_limit_bytes=(smallest + data) // 2)
+    return Planner(preset("v100"), memory_limit_bytes=(smallest + data) // 2)
 
 
 @pytest.fixture
-def tight() -> Iterator[PlanTypeChooser]:
-    chooser = tight_chooser()
-    configure_plan_types(chooser)
-    yield chooser
-    configure_plan_types(None)
+def tight() -> Planner:
+    """A planner whose per-worker limit is below data parallelism's need for VGG: handed to
+    the policies, never set as a process-wide default."""
+    return tight_planner()
 
 
 @pytest.mark.parametrize("policy", ["fifo", "las", "jigsaw"])
 def test_the_decision_carries_the_chosen_pipeline_or_hybrid_plan(
-    tight: PlanTypeChooser, policy: str
+    tight: Planner, policy: str
 ) -> None:
     job = Job("big", VGG, 0.0)
     options = {"oracle": Oracle(preset("v100"))} if policy == "jigsaw" else {}
-    decisions = create_policy(policy, **options).decide(
+    decisions = create_policy(policy, planner=tight, **options).decide(
         Snapshot.build(0.0, Cluster.uniform(4, 4), [job])
     )
     starts = [d for d in decisions if isinstance(d, Start)]
     assert len(starts) == 1
-    assert starts[0].plan == tight.plan_for(VGG)
+    assert starts[0].plan == tight.typed_plan(VGG)
     assert isinstance(starts[0].plan, PipelinePlan | HybridPlan)
 
 
-def test_a_data_job_and_an_spb_job_still_get_spb_plans(tight: PlanTypeChooser) -> None:
+def test_a_data_job_and_an_spb_job_still_get_spb_plans(tight: Planner) -> None:
     jobs = [
         Job(
             "d",
@@ -156,19 +153,22 @@ def test_a_data_job_and_an_spb_job_still_get_spb_plans(tight: PlanTypeChooser) -
             0.0,
         ),
     ]
-    decisions = create_policy("fifo").decide(Snapshot.build(0.0, Cluster.uniform(4, 4), jobs))
+    decisions = create_policy("fifo", planner=tight).decide(
+        Snapshot.build(0.0, Cluster.uniform(4, 4), jobs)
+    )
     assert all(isinstance(d, Start) and isinstance(d.plan, SPBPlan) for d in decisions)
     assert len(decisions) == 2
 
 
 def test_the_simulator_runs_the_job_at_the_oracles_predicted_iteration_time(
-    tight: PlanTypeChooser,
+    tight: Planner,
 ) -> None:
     oracle = Oracle(preset("v100"))
     store, clock = InMemoryStore(), VirtualClock()
     executor = RateDrivenExecutor(OracleRate(oracle, gpus_per_node=4))
     cluster = Cluster.uniform(4, 4)
-    cycle = SchedulingCycle(store, executor, create_policy("fifo"), clock, lambda: cluster)
+    policy = create_policy("fifo", planner=tight)
+    cycle = SchedulingCycle(store, executor, policy, clock, lambda: cluster)
     job = Job("big", VGG, 0.0)
     store.add(job, submitted_event(job, "test"))
     for _ in range(100):
@@ -179,7 +179,7 @@ def test_the_simulator_runs_the_job_at_the_oracles_predicted_iteration_time(
         clock.advance_to(max(upcoming, clock.now()))
     done = store.get("big")
     assert done.state is JobState.SUCCEEDED
-    plan = tight.plan_for(VGG)
+    plan = tight.typed_plan(VGG)
     assert plan is not None and done.plan == plan
     iteration = oracle.predict_plan_type("vgg16_32_fc", 32, plan).iteration_time_s
     assert done.finished_at is not None and done.started_at is not None
