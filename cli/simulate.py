@@ -11,7 +11,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console, Group
@@ -153,7 +153,7 @@ def _parse_policy_options(raw: str | None) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        options = json.loads(raw)
+        options: object = json.loads(raw)
     except json.JSONDecodeError as error:
         _fail(f"--policy-options is not JSON: {error.msg} (at character {error.pos})")
     if not isinstance(options, dict):
@@ -240,6 +240,6 @@ def _finite(data: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
