@@ -1,38 +1,36 @@
-"""Cluster-level gain: jigsaw vs fifo, las and maxmin on the same trace, seed and rates.
+"""Cluster-level gain: jigsaw against its peers, every figure from ``jigsaw-cli simulate``'s path.
 
-Workloads (``--workloads``, comma-separated; each name may carry a load factor, ``pollux3@2``):
+Each row is :func:`jigsaw.simulator.trace_replay.simulate_trace`, the function the CLI calls,
+with the trace's own semantics (docs/SCHEDULER.md, "Simulator semantics"): Pollux's workloads
+under Pollux's, Philly under jigsaw's. So every cell has a CLI command line that gives the
+same figures (``--commands`` prints them).
 
-- ``pollux1`` .. ``pollux8``: Pollux workload-N on 64 GPUs (16 nodes x 4). ``@2`` replays it
-  at 2.0x load: every arrival time divided by 2. ``pollux`` means all eight at 1.0x and 2.0x;
-- ``window``: the busiest 14 days of Philly on 256 GPUs (32 x 8). Rule: of all windows of 14
-  consecutive calendar days, the one with the most GPU-time (``gpu_time``) submitted;
-- ``philly``: every Philly job on 512 GPUs (64 x 8).
+Workloads (``--workloads``, comma-separated):
 
-Rows: fifo, las, maxmin; jigsaw (its default fairness guard, ``JigsawConfig.base``);
-``jigsaw-<other base>`` (the same with the other guard); and three ablations of jigsaw:
-``jigsaw-nopack`` (never shares a GPU), ``jigsaw-noguard`` (packs on summed normalised
-goodput alone, without the completion-rate guard) and ``jigsaw-eta1`` (every SPB plan priced
-and run at eta = 1: what packing is worth when SPB costs nothing). Columns: avg/p50/p99 JCT,
-makespan, utilization, cluster efficiency, preemptions, re-plans (and per job-hour), packed
-starts, the share of busy GPU-time that was time-sliced (a second gang on the GPU).
+- ``pollux1`` .. ``pollux8``: Pollux workload-N on 64 GPUs (16 nodes x 4); ``pollux3@2``
+  is ``workloads-2.0/workload-3.csv`` (Pollux's own 2.0x files: 320 jobs, not the 1.0x file
+  with its arrivals halved); ``pollux`` means all eight at 1.0x and 2.0x;
+- ``philly-low``, ``philly-mid``, ``philly-high``: three Philly fortnights on 256 GPUs
+  (32 x 8), ``philly`` all three. How they were chosen: the trace's 14-day windows aligned
+  on Mondays from its first day, 2017-09-04; the offered load of a window is the GPU-time
+  submitted in it over 14 days x 256 GPUs. The three span that load (about 1.0x, 1.35x and
+  2.1x) among the windows of fewer than 11,000 jobs; the two October windows of 22,000 and
+  24,000 jobs (the older tables' "busiest fortnight") cost several times more per replay.
 
-The ceiling, per workload: the GPU-time SPB could free at the jobs' eta. For a job of N >= 2
-workers and ``spb: auto`` that runs D seconds with full backprop, a plan p keeps its GPUs
-busy ``sum_r load_r(p)`` GPUs' worth for ``D * (T_p / T_full) / eta_p`` seconds (it needs
-1 / eta_p times the iterations); what it frees against full backprop is
-``D * sum_r load_r(full) - D_p * sum_r load_r(p)``, at best over p, never below 0. Captured:
-the GPU compute seconds guests used on GPUs they shared with a larger gang
-(``guest_compute_gpu_s``, from the time-slicing model), as a share of the ceiling.
+Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and two ablations of
+jigsaw: ``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and
+``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
+``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
+policies that share GPUs with the co-location model losing the share X of every shared rate
+(``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on
+the model. ``--sharing`` picks the sharing mode of every row (default ``timeslice``).
 
-    .venv/bin/python bench/sim_gain.py --workloads pollux         # 16 replays x 8 rows
-    .venv/bin/python bench/sim_gain.py --workloads window          # long (tens of minutes)
-    .venv/bin/python bench/sim_gain.py --workloads pollux --eta curve
+    .venv/bin/python bench/sim_gain.py --workloads pollux
+    .venv/bin/python bench/sim_gain.py --workloads philly --rows fifo,las,maxmin,timeslice,jigsaw
+    .venv/bin/python bench/sim_gain.py --table results1.json results2.json   # markdown
 
-``--eta curve``: gangs progress at the eta of their application's Pollux validation curve at
-their progress (jigsaw/simulator/curve_rates.py; Philly jobs get an application by
-``philly_app``), and report the curve's gradient statistics as lease reports, so the policy
-prices a job's plans with that eta once the job has run (before, with the oracle's table).
-``jigsaw-eta1`` stays at eta = 1.
+Prints one JSON object: per workload its selection, offered load and rows, each with the
+CLI's summary figures and the replay's wall time.
 """
 
 from __future__ import annotations
@@ -42,29 +40,34 @@ import csv
 import datetime as dt
 import json
 import math
+import shlex
+import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim_common import shared_traces
 
-from jigsaw.cluster import Cluster
-from jigsaw.domain import Job
-from jigsaw.oracle import Oracle
-from jigsaw.policies.jigsaw import BASES, JigsawConfig
-from jigsaw.policies.plans import PlanCatalog
-from jigsaw.simulator import SimulationSetup, UnitEfficiency, load_jobs, make_oracle, make_rates
-from jigsaw.simulator.curve_rates import CurveEtaRate
-from jigsaw.simulator.rates import ReferenceRate
-from jigsaw.simulator.replay import Replay, ReplayOptions
-from jigsaw.simulator.run import curve_eta_source, make_policy
-from jigsaw.simulator.workload import Arrival
+from jigsaw.oracle import SharingSettings
+from jigsaw.simulator.trace_replay import simulate_trace, simulation_setup
 
-BASELINES = ("fifo", "las", "maxmin")
-WINDOW_DAYS = 14
+PEERS = ("fifo", "las", "maxmin", "timeslice", "pollux")
+ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "fifo": ("fifo", {}, "table"),
+    "las": ("las", {}, "table"),
+    "maxmin": ("maxmin", {}, "table"),
+    "timeslice": ("timeslice", {}, "table"),
+    "pollux": ("pollux", {}, "table"),
+    "jigsaw": ("jigsaw", {}, "table"),
+    "jigsaw-nospb": ("jigsaw", {"spb": False}, "table"),
+    "jigsaw-eta1": ("jigsaw", {}, "one"),
+}
+"""Row label: (policy, its ``--policy-options``, ``--eta``)."""
+INTERFERENCE_ROWS = ("jigsaw", "timeslice")
 COLUMNS = (
+    "completed",
     "avg_jct_s",
     "p50_jct_s",
     "p99_jct_s",
@@ -74,7 +77,15 @@ COLUMNS = (
     "preemptions",
     "replans",
     "packed_starts",
+    "wall_s",
 )
+WINDOW_DAYS = 14
+PHILLY_GPUS = 256
+PHILLY_WINDOWS = {
+    "philly-low": "2017-11-13",
+    "philly-mid": "2017-11-27",
+    "philly-high": "2017-09-18",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,272 +94,238 @@ class Workload:
     trace: Path
     gpus: int
     gpus_per_node: int
-    load: float = 1.0
-    window: tuple[tuple[str, Any], ...] = ()
-    rule: str | None = None
+    start: str | None = None
+    end: str | None = None
 
 
-def busiest_window(philly: Path, days: int = WINDOW_DAYS) -> tuple[str, str]:
-    """[start, end) dates of the ``days`` consecutive days with the most GPU-time submitted."""
-    per_day: dict[dt.date, float] = defaultdict(float)
-    with philly.open(newline="") as handle:
-        for row in csv.DictReader(handle):
-            per_day[dt.datetime.fromisoformat(row["timestamp"]).date()] += float(row["gpu_time"])
-    first, last = min(per_day), max(per_day)
-    best_start, best_total = first, -1.0
-    day = first
-    while day + dt.timedelta(days=days - 1) <= last:
-        total = sum(per_day.get(day + dt.timedelta(days=i), 0.0) for i in range(days))
-        if total > best_total:
-            best_start, best_total = day, total
-        day += dt.timedelta(days=1)
-    return best_start.isoformat(), (best_start + dt.timedelta(days=days)).isoformat()
-
-
-def workload(name: str) -> list[Workload]:
+def workloads(name: str) -> list[Workload]:
     traces = shared_traces()
     base, _, factor = name.partition("@")
-    load = float(factor) if factor else 1.0
     if base == "pollux":
-        return [w for n in range(1, 9) for f in (1.0, 2.0) for w in workload(f"pollux{n}@{f}")]
+        return [w for n in range(1, 9) for f in ("1", "2") for w in workloads(f"pollux{n}@{f}")]
     if base.startswith("pollux") and base[6:].isdigit():
-        path = traces / "pollux" / "workloads" / f"workload-{base[6:]}.csv"
+        load = float(factor or 1)
+        folder = {1.0: "workloads", 2.0: "workloads-2.0"}.get(load)
+        if folder is None:
+            raise SystemExit(f"{name}: Pollux workloads come at 1.0x and 2.0x load only")
+        path = traces / "pollux" / folder / f"workload-{base[6:]}.csv"
         if not path.exists():
             raise SystemExit(f"no Pollux workload {path}")
-        return [Workload(f"{base}@{load:g}x", path, 64, 4, load)]
-    philly = traces / "philly.csv"
-    if base == "window":
-        start, end = busiest_window(philly)
-        return [
-            Workload(
-                f"window@{load:g}x",
-                philly,
-                256,
-                8,
-                load,
-                (("start", start), ("end", end)),
-                f"{WINDOW_DAYS} consecutive days with the most GPU-time submitted",
-            )
-        ]
+        return [Workload(f"pollux{base[6:]}@{load:g}x", path, 64, 4)]
     if base == "philly":
-        return [Workload(f"philly@{load:g}x", philly, 512, 8, load)]
-    raise SystemExit(f"unknown workload {name!r}; choose pollux, pollux1..8, window, philly")
+        return [w for key in PHILLY_WINDOWS for w in workloads(key)]
+    if base in PHILLY_WINDOWS:
+        start = dt.date.fromisoformat(PHILLY_WINDOWS[base])
+        end = start + dt.timedelta(days=WINDOW_DAYS)
+        philly = traces / "philly.csv"
+        return [Workload(base, philly, PHILLY_GPUS, 8, start.isoformat(), end.isoformat())]
+    choices = "pollux, pollux1..8[@2], philly, " + ", ".join(PHILLY_WINDOWS)
+    raise SystemExit(f"unknown workload {name!r}; choose {choices}")
 
 
-def scaled(arrivals: list[Arrival], load: float) -> list[Arrival]:
-    """Arrivals at ``load`` x the trace's rate: times divided by ``load`` from the first."""
-    if load == 1.0 or not arrivals:
-        return arrivals
-    first = min(a.at for a in arrivals)
-    return [replace(a, at=first + (a.at - first) / load) for a in arrivals]
+def offered_load(spec: Workload) -> float | None:
+    """GPU-time submitted in a Philly window over the window's GPU-time."""
+    if spec.start is None or spec.end is None:
+        return None
+    start, end = dt.date.fromisoformat(spec.start), dt.date.fromisoformat(spec.end)
+    per_day: dict[dt.date, float] = defaultdict(float)
+    with spec.trace.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            day = dt.datetime.fromisoformat(row["timestamp"]).date()
+            if start <= day < end:
+                per_day[day] += float(row["gpu_time"])
+    return sum(per_day.values()) / ((end - start).days * 86_400.0 * spec.gpus)
 
 
-def prepared(
-    spec: Workload, setup: SimulationSetup, oracle: Oracle
-) -> tuple[ReferenceRate, list[Arrival]]:
-    jobs = load_jobs(spec.trace, setup, oracle, **dict(spec.window))
-    rates, arrivals = make_rates(jobs, setup, oracle)
-    return rates, scaled(arrivals, spec.load)
-
-
-def run_row(
-    label: str,
-    policy: str,
-    arrivals: list[Arrival],
-    rates: ReferenceRate,
-    oracle: Oracle,
-    setup: SimulationSetup,
-    options: dict[str, Any],
-) -> dict[str, Any]:
-    cluster = Cluster.uniform(
-        setup.gpus,
-        setup.gpus_per_node,
-        gpu_memory_bytes=oracle.hardware.memory_bytes,
-        gpu_type=oracle.hardware.name,
-    )
-    replay = Replay(
-        arrivals,
-        make_policy(policy, oracle, **options),
-        rates,
-        cluster,
-        ReplayOptions(round_s=setup.round_s, overheads=setup.overheads),
-    )
-    started = time.perf_counter()
-    result = replay.run()
-    summary = result.summary
-    row: dict[str, Any] = {"policy": label, "completed": summary["completed"]}
-    row.update({key: summary[key] for key in COLUMNS})
-    busy = result.timeline.area_until(result.last_finish)
-    guest = replay.executor.guest_gpu_seconds
-    job_hours = (
-        math.fsum(j.attained_gpu_seconds / j.spec.workers for j in result.store.all_jobs()) / 3600.0
-    )
-    row["replans_per_job_hour"] = summary["replans"] / job_hours if job_hours > 0 else 0.0
-    row["guest_gpu_s"] = guest
-    row["guest_compute_gpu_s"] = replay.executor.guest_compute_seconds
-    row["packed_share"] = guest / (busy + guest) if busy + guest > 0 else 0.0
-    row["wall_s"] = time.perf_counter() - started
-    return row
-
-
-def ceiling_gpu_s(
-    arrivals: list[Arrival], rates: ReferenceRate, oracle: Oracle
-) -> tuple[float, float]:
-    """GPU-seconds SPB could free at the jobs' eta (module docstring), and the workload's
-    GPU-seconds of full-backprop work, for scale."""
-    catalog = PlanCatalog(oracle)
-    total = work = 0.0
-    for arrival in arrivals:
-        work += (
-            arrival.spec.iterations
-            / rates.reference_rate(Job(arrival.job_id, arrival.spec, submitted_at=arrival.at))
-            * arrival.spec.workers
-        )
-        spec = arrival.spec
-        if spec.workers < 2 or not spec.plan_request.is_auto:
-            continue
-        job = Job(arrival.job_id, spec, submitted_at=arrival.at)
-        options = catalog.options(job)
-        full = next((o for o in options if o.is_full_backprop), None)
-        if full is None or full.goodput <= 0:
-            continue
-        seconds = spec.iterations / rates.reference_rate(job)
-        busy_full = seconds * sum(full.loads)
-        best = 0.0
-        for option in options:
-            if option.is_full_backprop or option.goodput <= 0:
-                continue
-            # goodput = eta / T: D_p = D * (T_p / T_full) / eta_p = D * goodput_full / goodput_p
-            seconds_p = seconds * full.goodput / option.goodput
-            best = max(best, busy_full - seconds_p * sum(option.loads))
-        total += best
-    return total, work
-
-
-ROWS = (
-    "fifo",
-    "las",
-    "maxmin",
-    "jigsaw",
-    "jigsaw-other",
-    "jigsaw-nopack",
-    "jigsaw-noguard",
-    "jigsaw-eta1",
-)
-"""Row names for ``--rows``; ``jigsaw-other`` is jigsaw with the other fairness guard."""
+def command(spec: Workload, policy: str, options: dict[str, Any], eta: str, extra: str) -> str:
+    """The ``jigsaw-cli simulate`` line that gives a row's figures."""
+    parts = ["jigsaw-cli", "simulate", str(spec.trace), "--policy", policy]
+    parts += ["--gpus", str(spec.gpus), "--gpus-per-node", str(spec.gpus_per_node)]
+    if spec.start is not None:
+        parts += ["--start", spec.start, "--end", str(spec.end)]
+    if options:
+        parts += ["--policy-options", json.dumps({policy: options})]
+    if eta != "table":
+        parts += ["--eta", eta]
+    line = " ".join(shlex.quote(p) for p in parts)
+    return f"{line} {extra}".strip() + " -o json"
 
 
 def run_workload(
-    spec: Workload, round_s: float, eta: str = "table", rows_wanted: tuple[str, ...] = ROWS
+    spec: Workload, rows: list[str], sharing: str, interference: float | None
 ) -> dict[str, Any]:
-    setup = SimulationSetup(
-        gpus=spec.gpus,
-        gpus_per_node=spec.gpus_per_node,
-        round_s=round_s,
-        eta=eta,
-        curves_dir=shared_traces() / "pollux" / "apps",
-    )
-    oracle = make_oracle(setup)
-    rates, arrivals = prepared(spec, setup, oracle)
-    default = JigsawConfig()
-    other = next(b for b in BASES if b != default.base)
-    rows = [
-        run_row(p, p, arrivals, rates, oracle, setup, {})
-        for p in (*BASELINES, "jigsaw")
-        if p in rows_wanted
-    ]
-    ablations = {
-        "jigsaw-other": (f"jigsaw-{other}", {"config": JigsawConfig(base=other)}),
-        "jigsaw-nopack": ("jigsaw-nopack", {"config": JigsawConfig(packing=False)}),
-        "jigsaw-noguard": ("jigsaw-noguard", {"config": JigsawConfig(completion_guard=False)}),
-    }
-    for key, (label, options) in ablations.items():
-        if key in rows_wanted:
-            rows.append(run_row(label, "jigsaw", arrivals, rates, oracle, setup, options))
-    if "jigsaw-eta1" in rows_wanted:
-        unit = make_oracle(setup, efficiency=UnitEfficiency())
-        unit_rates, unit_arrivals = prepared(spec, replace(setup, eta="table"), unit)
-        rows.append(run_row("jigsaw-eta1", "jigsaw", unit_arrivals, unit_rates, unit, setup, {}))
-    by_policy = {row["policy"]: row for row in rows}
-    ceiling, work = ceiling_gpu_s(arrivals, rates, oracle)
-    summary = {
+    results: list[dict[str, Any]] = []
+    plain = SharingSettings(sharing)
+    wanted = [(label, *ROWS[label], plain) for label in rows]
+    if interference is not None:
+        penalised = SharingSettings(sharing, interference)
+        wanted += [(f"{p}-interference", p, {}, "table", penalised) for p in INTERFERENCE_ROWS]
+    jobs = None
+    for label, policy, options, eta, shared in wanted:
+        setup = simulation_setup(
+            spec.trace,
+            gpus=spec.gpus,
+            gpus_per_node=spec.gpus_per_node,
+            eta=eta,
+            policy_options={policy: options} if options else {},
+            sharing=shared,
+        )
+        started = time.perf_counter()
+        (result,) = simulate_trace(spec.trace, [policy], setup, start=spec.start, end=spec.end)
+        summary = result.summary
+        jobs = summary["jobs"]
+        row = {"row": label, "policy": policy, "options": options, "eta": eta}
+        row.update({key: summary[key] for key in COLUMNS})
+        row["cell_s"] = time.perf_counter() - started
+        row["semantics"] = summary["semantics"]
+        flags = "" if shared.mode == "timeslice" else f"--sharing {shared.mode}"
+        if shared.interference:
+            flags += f" --interference {shared.interference:g}"
+        row["command"] = command(spec, policy, options, eta, flags.strip())
+        row["sharing"] = {"mode": shared.mode, "interference": shared.interference}
+        results.append(row)
+        print(
+            f"{spec.name} {label}: {row['avg_jct_s']:.0f} s avg JCT, {row['cell_s']:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    return {
         "workload": spec.name,
-        "trace": spec.trace.name,
+        "trace": str(spec.trace),
         "gpus": spec.gpus,
         "gpus_per_node": spec.gpus_per_node,
-        "load": spec.load,
-        "selection": dict(spec.window),
-        "rule": spec.rule,
-        "jobs": len(arrivals),
-        "eta_source": curve_eta_source(rates)
-        if isinstance(rates, CurveEtaRate)
-        else oracle.efficiency.origin,
-        "results": rows,
-        "ceiling": {"spb_freeable_gpu_s": ceiling, "work_gpu_s": work},
+        "window": [spec.start, spec.end] if spec.start else None,
+        "offered_load": offered_load(spec),
+        "jobs": jobs,
+        "rows": results,
+        "jigsaw_vs_best_peer": versus(results),
     }
-    if "jigsaw" not in by_policy or not all(p in by_policy for p in BASELINES):
-        return summary  # a subset of rows (--rows): the comparisons need them all
-    jigsaw = by_policy["jigsaw"]
-    best = min(BASELINES, key=lambda p: by_policy[p]["avg_jct_s"])
-    base = by_policy[default.base]
+
+
+def versus(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    by_row = {row["row"]: row for row in rows}
+    peers = [by_row[p] for p in PEERS if p in by_row]
+    if "jigsaw" not in by_row or not peers:
+        return None
+    best = min(peers, key=lambda row: row["avg_jct_s"])
     return {
-        **summary,
-        "ceiling": {
-            "spb_freeable_gpu_s": ceiling,
-            "work_gpu_s": work,
-            "captured_gpu_s": jigsaw["guest_compute_gpu_s"],
-            "captured_share": jigsaw["guest_compute_gpu_s"] / ceiling if ceiling > 0 else None,
-        },
-        "jigsaw_vs_best_baseline": {
-            "baseline": best,
-            "avg_jct_reduction": 1.0 - jigsaw["avg_jct_s"] / by_policy[best]["avg_jct_s"],
-        },
-        "jigsaw_vs_own_base": {
-            "base": default.base,
-            "avg_jct_reduction": 1.0 - jigsaw["avg_jct_s"] / base["avg_jct_s"],
-        },
+        "peer": best["row"],
+        "avg_jct_change": by_row["jigsaw"]["avg_jct_s"] / best["avg_jct_s"] - 1.0,
     }
+
+
+LABELS = (*ROWS, *(f"{p}-interference" for p in INTERFERENCE_ROWS))
+
+
+def merged_workloads(paths: list[Path]) -> list[dict[str, Any]]:
+    """The workloads of saved outputs, merged by name: a row of a later file replaces the
+    row of the same label from an earlier one (a rerun of some rows); rows in LABELS order."""
+    works: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        for work in json.loads(path.read_text())["workloads"]:
+            kept = works.setdefault(work["workload"], {**work, "rows": []})
+            if kept["jobs"] is None:
+                kept["jobs"] = work["jobs"]
+            by_label = {row["row"]: row for row in kept["rows"]}
+            by_label.update({row["row"]: row for row in work["rows"]})
+            kept["rows"] = [by_label[label] for label in LABELS if label in by_label]
+    return list(works.values())
+
+
+def summary_markdown(paths: list[Path]) -> str:
+    """Average JCT (hours) of every row, one line per workload, and jigsaw against the best
+    peer (negative: jigsaw is better) and against the best peer other than pollux."""
+    works = merged_workloads(paths)
+    candidates = LABELS
+    labels = [c for c in candidates if any(r["row"] == c for w in works for r in w["rows"])]
+    head = ["workload", "jobs", "load", *labels, "jigsaw vs best peer", "vs best w/o pollux"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for work in works:
+        by_row = {r["row"]: r for r in work["rows"]}
+        peers = {p: by_row[p]["avg_jct_s"] for p in PEERS if p in by_row}
+        best = min(peers, key=peers.__getitem__)
+        cells = []
+        for label in labels:
+            row = by_row.get(label)
+            text = "—" if row is None else _hours(row["avg_jct_s"])
+            cells.append(f"**{text}**" if label == best else text)
+        jigsaw = by_row["jigsaw"]["avg_jct_s"]
+        others = {p: v for p, v in peers.items() if p != "pollux"}
+        second = min(others, key=others.__getitem__)
+        load = work.get("offered_load")
+        lines.append(
+            f"| {work['workload']} | {work['jobs']} | "
+            f"{'—' if load is None else f'{load:.2f}'} | {' | '.join(cells)} | "
+            f"{jigsaw / peers[best] - 1:+.1%} ({best}) | {jigsaw / others[second] - 1:+.1%} "
+            f"({second}) |"
+        )
+    return "\n".join(lines)
+
+
+def markdown(paths: list[Path]) -> str:
+    """The gain table from saved JSON outputs: one block per workload, hours."""
+    lines = [
+        "| workload | row | avg JCT | p50 | p99 | makespan | cluster eff | util "
+        "| preempt | packed | cell (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for work in merged_workloads(paths):
+        rows = work["rows"]
+        best = min(rows, key=lambda r: r["avg_jct_s"])["row"]
+        for row in rows:
+            name = f"**{row['row']}**" if row["row"] == best else row["row"]
+            hours = [_hours(row[k]) for k in ("avg_jct_s", "p50_jct_s", "p99_jct_s")]
+            lines.append(
+                f"| {work['workload']} | {name} | {' | '.join(hours)} | "
+                f"{_hours(row['makespan_s'])} | {row['cluster_efficiency']:.3f} | "
+                f"{row['utilization']:.3f} | {row['preemptions']} | {row['packed_starts']} | "
+                f"{row['cell_s']:.1f} |"
+            )
+    return "\n".join(lines)
+
+
+def _hours(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    return f"{seconds / 3600:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="pollux")
-    parser.add_argument("--round-seconds", type=float, default=60.0)
     parser.add_argument(
-        "--eta",
-        choices=("table", "curve"),
-        default="table",
-        help="eta the gangs progress at: the oracle's table or the Pollux "
-        "application curves over training",
+        "--rows", default=",".join(ROWS), help=f"comma-separated subset of {', '.join(ROWS)}"
     )
+    parser.add_argument("--sharing", default="timeslice", help="timeslice or concurrent")
     parser.add_argument(
-        "--rows",
-        default=",".join(ROWS),
-        help=f"comma-separated subset of {', '.join(ROWS)} (default: all)",
+        "--interference", type=float, default=None, help="add the interference sensitivity rows"
     )
+    parser.add_argument("--table", nargs="+", type=Path, help="print saved outputs as markdown")
     args = parser.parse_args()
-    rows_wanted = tuple(r.strip() for r in args.rows.split(",") if r.strip())
-    unknown = sorted(set(rows_wanted) - set(ROWS))
+    if args.table:
+        print(summary_markdown(args.table) + "\n\n" + markdown(args.table))
+        return
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = sorted(set(rows) - set(ROWS))
     if unknown:
         parser.error(f"unknown rows {', '.join(unknown)}; choose from {', '.join(ROWS)}")
-    specs = [
-        w for name in args.workloads.split(",") if name.strip() for w in workload(name.strip())
-    ]
+    try:
+        SharingSettings(args.sharing, args.interference or 0.0)
+    except ValueError as error:
+        parser.error(str(error))
+    specs = [w for name in args.workloads.split(",") if name.strip() for w in workloads(name)]
     started = time.perf_counter()
-    report = [run_workload(spec, args.round_seconds, args.eta, rows_wanted) for spec in specs]
-    print(
-        json.dumps(
-            {
-                "bench": "sim_gain",
-                "round_s": args.round_seconds,
-                "eta": args.eta,
-                "rows": list(rows_wanted),
-                "wall_s": time.perf_counter() - started,
-                "workloads": report,
-            },
-            indent=2,
-        )
-    )
+    report = [run_workload(spec, rows, args.sharing, args.interference) for spec in specs]
+    payload = {
+        "bench": "sim_gain",
+        "path": "jigsaw.simulator.trace_replay.simulate_trace (jigsaw-cli simulate)",
+        "rows": rows,
+        "sharing": args.sharing,
+        "interference": args.interference,
+        "wall_s": time.perf_counter() - started,
+        "workloads": report,
+    }
+    print(json.dumps(payload, indent=2))
 
 
 if __name__ == "__main__":

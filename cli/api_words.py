@@ -7,7 +7,7 @@ machine-readable fields (``job_id``, ``field``) say which case it is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 SPEC_FLAGS = {
@@ -37,14 +37,43 @@ def cli_detail(status: int, body: Mapping[str, Any], detail: str, flags: Mapping
         return f"no job with id {job_id!r}; `jigsaw-cli list` shows your jobs"
     if status == 404 and detail.startswith("no such route"):
         return "the server does not know this request: it is older than this jigsaw-cli"
+    if status == 403 and detail.startswith("this route needs"):
+        return "this command needs" + detail.removeprefix("this route needs")
     field = body.get("field")
     if not isinstance(field, str):
         return detail
     if detail.startswith("unknown field") and field not in SPEC_FLAGS:
         return (
-            f"unknown field {field!r} in the job file; remove it (the fields are the flags of "
+            f"unknown field {field!r}; remove it (the fields are the flags of "
             "`jigsaw-cli submit --help`, with _ for -)"
         )
-    if field in flags:
-        return detail.replace(f"query parameter {field!r}", flags[field])
+    return in_flag_words(detail, field, flags)
+
+
+def in_flag_words(detail: str, field: str, flags: Mapping[str, str]) -> str:
+    """``query parameter 'state': ...`` or ``field 'scopes.0': ...`` as the flag the user
+    typed (``--state: ...``, ``--scope: ...``); ``flags`` maps a parameter or body field to
+    its flag. Other details are left as they are."""
+    flag = flags.get(field.split(".")[0])
+    if flag is None:
+        return detail
+    for said in (f"query parameter {field!r}", f"field {field!r}"):
+        detail = detail.replace(said, flag)
+    return detail
+
+
+def spec_in_user_words(
+    detail: str, field: object, flags_given: Set[str], where_in_file: Mapping[str, str]
+) -> str:
+    """A refusal of a job spec's field said where the user wrote the field: the flag
+    (``--spb: unknown plan ...``) or the job file's line (``job file job.yaml:5: field
+    'spb': ...``). ``flags_given``: the fields set by flags (they override the file);
+    ``where_in_file``: ``path:line`` of each field in the job file."""
+    if not isinstance(field, str):
+        return detail
+    name = field.split(".")[0]
+    if name in flags_given:
+        return in_flag_words(detail, field, SPEC_FLAGS)
+    if name in where_in_file:
+        return f"job file {where_in_file[name]}: {detail}"
     return detail

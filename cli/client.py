@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -10,7 +11,7 @@ import httpx
 
 from cli.api_words import cli_detail
 from cli.config import CliConfig
-from cli.errors import ApiError, ServerUnreachableError
+from cli.errors import ApiError, ServerUnreachableError, UsageError
 
 API = "/api/v1"
 RETRY_DELAYS_S = (0.2, 0.5)
@@ -20,6 +21,20 @@ PAGE = 1000
 """The most jobs one ``GET /api/v1/jobs`` answers."""
 
 Params = Mapping[str, str | int | Sequence[str]]
+
+JOB_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
+"""What a job id may hold (the server's are ``j-`` and 12 hex digits); anything else, such as
+``j-1/events`` or ``../scheduler``, would reach another route of the API."""
+
+
+def _job_segment(job_id: str) -> str:
+    """``job_id`` as one segment of a URL path, or a usage error naming it."""
+    if JOB_ID.fullmatch(job_id) is None:
+        raise UsageError(
+            f"{job_id!r} is not a job id (ids look like j-0123456789ab); "
+            "`jigsaw-cli list` shows your jobs"
+        )
+    return job_id
 
 
 class JigsawClient:
@@ -85,18 +100,19 @@ class JigsawClient:
                 return found
 
     def get_job(self, job_id: str) -> dict[str, Any]:
-        return self._request("GET", f"{API}/jobs/{job_id}")
+        return self._request("GET", f"{API}/jobs/{_job_segment(job_id)}")
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         # Cancelling twice is harmless (the second answers 409 with the state), so retry is safe.
-        return self._request("POST", f"{API}/jobs/{job_id}/cancel", idempotent=True)
+        return self._request("POST", f"{API}/jobs/{_job_segment(job_id)}/cancel", idempotent=True)
 
     def events(self, job_id: str) -> list[dict[str, Any]]:
-        return list(self._request("GET", f"{API}/jobs/{job_id}/events")["items"])
+        return list(self._request("GET", f"{API}/jobs/{_job_segment(job_id)}/events")["items"])
 
     def progress(self, job_id: str, after_iteration: int | None = None) -> list[dict[str, Any]]:
         params = {} if after_iteration is None else {"after_iteration": after_iteration}
-        return list(self._request("GET", f"{API}/jobs/{job_id}/progress", params=params)["items"])
+        path = f"{API}/jobs/{_job_segment(job_id)}/progress"
+        return list(self._request("GET", path, params=params)["items"])
 
     def logs(
         self,
@@ -114,7 +130,9 @@ class JigsawClient:
         if since is not None:
             params["since"] = since
         flags = {"tail": "--tail", "since": "--since"}
-        return self._request("GET", f"{API}/jobs/{job_id}/logs", params=params, flags=flags)
+        return self._request(
+            "GET", f"{API}/jobs/{_job_segment(job_id)}/logs", params=params, flags=flags
+        )
 
     # -- cluster, scheduler, tokens -------------------------------------------------------------
 
@@ -138,7 +156,8 @@ class JigsawClient:
 
     def create_token(self, name: str, user: str, scopes: Sequence[str]) -> dict[str, Any]:
         body = {"name": name, "user": user, "scopes": list(scopes)}
-        return self._request("POST", f"{API}/tokens", json=body)
+        flags = {"name": "--name", "user": "--user", "scopes": "--scope"}
+        return self._request("POST", f"{API}/tokens", json=body, flags=flags)
 
     def list_tokens(self, include_revoked: bool) -> list[dict[str, Any]]:
         params = {"include_revoked": "true"} if include_revoked else {}
@@ -208,8 +227,8 @@ class JigsawClient:
                 f'no token configured; set JIGSAW_TOKEN or put token = "..." in '
                 f"{self.config.source}"
             )
-        detail = cli_detail(response.status_code, error_body, detail, flags)
-        raise ApiError(response.status_code, detail, error_body)
+        said = cli_detail(response.status_code, error_body, detail, flags)
+        raise ApiError(response.status_code, said, error_body, rephrased=said != detail)
 
 
 def _pydantic_detail(items: list[Any]) -> str:

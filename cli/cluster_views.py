@@ -13,6 +13,7 @@ from rich.text import Text
 
 from cli.formatting import format_bytes, format_gpu
 from cli.views import plain_table
+from jigsaw.wording import counted
 
 JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
@@ -36,6 +37,7 @@ def cluster_view(cluster: dict[str, Any]) -> RenderableType:
     for column in ("GPU", "LOAD", "MEMORY", workers_header):
         gpus.add_column(column, no_wrap=column != workers_header)
     sliced: list[str] = []
+    concurrent = cluster.get("sharing") == "concurrent"
     for gpu in cluster.get("gpus", []):
         workers = gpu.get("workers") or []
         load = float(gpu.get("load") or 0.0)
@@ -51,10 +53,10 @@ def cluster_view(cluster: dict[str, Any]) -> RenderableType:
         if len({w.get("job_id") for w in workers}) > 1:
             cell.append("  ◆ shared", style="bold")
         if load > 1.0:
-            sliced.append(f"{format_gpu(gpu['id'])} books {load * 100:.0f}%")
+            sliced.append(_over_booked(format_gpu(gpu["id"]), workers, load, concurrent))
         gpus.add_row(
             format_gpu(gpu["id"]),
-            _load_cell(load),
+            _load_cell(load, concurrent),
             f"{format_bytes(gpu.get('memory_used_bytes'))} / "
             f"{format_bytes(gpu.get('memory_bytes'))}",
             cell if workers else Text("idle", style="dim"),
@@ -63,13 +65,24 @@ def cluster_view(cluster: dict[str, Any]) -> RenderableType:
     if sliced:
         parts.append(
             Text(
-                f"time-sliced: {', '.join(sliced)} of its time; its workers take turns, each "
-                "slower than alone (LOAD shows at most 100%; each worker's booked load is "
-                "beside it)",
+                f"{'concurrent' if concurrent else 'time-sliced'}: {'; '.join(sliced)}. Workers "
+                "that book more than all of a GPU's time "
+                f"{'run on it at once (as under MPS)' if concurrent else 'take turns on it'}, "
+                "each slower than alone; LOAD shows at most 100%, each worker's booked load is "
+                "beside it",
                 style="dim",
             )
         )
     return Group(*parts)
+
+
+def _over_booked(gpu: str, workers: Sequence[dict[str, Any]], load: float, concurrent: bool) -> str:
+    """``GPU 0:1 has 2 jobs taking turns (booked 198%)``: who shares a GPU booked over all of
+    its time, how (turns, or at once under concurrent sharing), and what they book together."""
+    jobs = len({worker.get("job_id") for worker in workers})
+    sharers = counted(jobs, "job") if jobs > 1 else counted(len(workers), "worker")
+    how = "running at once" if concurrent else "taking turns"
+    return f"GPU {gpu} has {sharers} {how} (booked {load * 100:.0f}%)"
 
 
 def _role(worker: dict[str, Any]) -> str:
@@ -102,7 +115,7 @@ def models_table(models: dict[str, Any]) -> RenderableType:
         )
     workers = models.get("workers")
     head = Text(
-        f"Plan types for {workers} worker{'' if workers == 1 else 's'} x batch "
+        f"Plan types for {counted(int(workers or 0), 'worker')} x batch "
         f"{models.get('batch_size')}, against the server's per-worker memory limit of "
         f"{format_bytes(models.get('memory_limit_bytes'))} ({models.get('gpu_type')}). "
         "yes/no: fits; *: what parallelism auto picks; the size: model memory per worker. "
@@ -159,9 +172,10 @@ def _job_colors(gpus: Sequence[dict[str, Any]]) -> dict[str, str]:
     return colors
 
 
-def _load_cell(load: float, width: int = 10) -> Text:
+def _load_cell(load: float, concurrent: bool = False, width: int = 10) -> Text:
     """The GPU's booked load as a bar, capped at 100%: a GPU cannot run more than all the
-    time; a time-sliced one is marked ``sliced`` (the view's footnote gives the booking)."""
+    time; one booked over it is marked ``sliced`` (``at once`` under concurrent sharing; the
+    view's footnote gives the booking)."""
     shown = min(load, 1.0)
     filled = min(round(shown * width), width)
     style = "green" if load <= 0.8 else "yellow" if load <= 1.0 else "red"
@@ -169,5 +183,5 @@ def _load_cell(load: float, width: int = 10) -> Text:
     text.append("░" * (width - filled), style="dim")
     text.append(f" {shown * 100:4.0f}%")
     if load > 1.0:
-        text.append(" sliced", style="bold")
+        text.append(" at once" if concurrent else " sliced", style="bold")
     return text

@@ -45,11 +45,15 @@ class ServerUnreachableError(CliError):
 
 
 class ApiError(CliError):
-    """The server answered with an error. 4xx means the request needs fixing (exit 2)."""
+    """The server answered with an error. 4xx means the request needs fixing (exit 2).
+    ``rephrased``: ``detail`` already names the field in the CLI's words (its flag)."""
 
-    def __init__(self, status_code: int, detail: str, body: dict[str, object]) -> None:
+    def __init__(
+        self, status_code: int, detail: str, body: dict[str, object], *, rephrased: bool = False
+    ) -> None:
         field = body.get("field")
-        message = detail if not field or str(field) in detail else f"{detail} (field: {field})"
+        named = rephrased or not field or str(field) in detail
+        message = detail if named else f"{detail} (field: {field})"
         super().__init__(message, exit_code=EXIT_USAGE if status_code < 500 else EXIT_FAILURE)
         self.status_code = status_code
         self.detail = detail

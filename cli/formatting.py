@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 STATE_STYLES = {
     "PENDING": "yellow",
@@ -77,6 +78,11 @@ def format_plan(plan: Sequence[int] | None) -> str:
 
 def format_loss(loss: float | None) -> str:
     return "-" if loss is None else f"{loss:.4f}"
+
+
+def format_spec_value(value: Any) -> str:
+    """A spec field as a person reads it: ``-`` for a field left unset (not ``None``)."""
+    return "-" if value is None else str(value)
 
 
 def format_gpu(gpu: Sequence[int]) -> str:

@@ -14,12 +14,13 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.text import Text
 
+from cli.api_words import spec_in_user_words
 from cli.client import JigsawClient
 from cli.context import make_client
 from cli.durations import iso_before, parse_duration
 from cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ApiError, CliError, UsageError
 from cli.formatting import STATE_STYLES, TERMINAL_STATES, format_time
-from cli.jobfile import read_job_file, resolve_spec
+from cli.jobfile import load_job_file, resolve_spec
 from cli.output import OutputFormat, emit, note, stdout
 from cli.plans import chosen_kind
 from cli.views import (
@@ -30,6 +31,7 @@ from cli.views import (
     validation_view,
 )
 from cli.watch import watch_jobs
+from jigsaw.wording import counted
 
 OutputOption = Annotated[
     OutputFormat,
@@ -111,13 +113,24 @@ def submit(
         "seed": seed,
         "queue": queue,
     }
-    spec = resolve_spec(read_job_file(file) if file else {}, flags)
+    job_file = load_job_file(file) if file else None
+    spec = resolve_spec(job_file.values if job_file else {}, flags)
+    given = {key for key, value in flags.items() if value is not None}
+    where = {key: job_file.where(key) for key in job_file.values} if job_file else {}
     with make_client() as client:
+        try:
+            if dry_run:
+                result = client.validate(spec)
+            else:
+                job = submit_keyed(client, spec, idempotency_key or str(uuid.uuid4()))
+        except ApiError as error:
+            said = spec_in_user_words(error.detail, error.body.get("field"), given, where)
+            if said == error.detail:
+                raise
+            raise ApiError(error.status_code, said, error.body, rephrased=True) from error
         if dry_run:
-            result = client.validate(spec)
             emit(result, output, lambda: validation_view(result))
             return
-        job = submit_keyed(client, spec, idempotency_key or str(uuid.uuid4()))
         emit(job, output, lambda: _submitted_line(job))
         if watch:
             raise typer.Exit(watch_jobs(client, [job["id"]]))
@@ -326,7 +339,7 @@ def cancel(
     data: Any = cancelled[0] if len(targets) == 1 and not by_filter else {"items": cancelled}
     emit(data, output, lambda: _cancelled_lines(cancelled) or None)
     if by_filter and targets:
-        note(f"cancelled {_count(len(cancelled), 'job')} of {len(targets)}")
+        note(f"cancelled {counted(len(cancelled), 'job')} of {len(targets)}")
     if failure is not None:
         raise typer.Exit(failure.exit_code)
 
@@ -334,7 +347,7 @@ def cancel(
 def _confirmed(count: int, states: list[str], user: str | None, yes: bool) -> bool:
     """Say how many jobs --state/--all will cancel; ask, unless --yes or there are none."""
     whose = f"of user {user!r}" if user else "of yours"
-    what = f"{_count(count, 'job')} {whose} in {', '.join(states)}"
+    what = f"{counted(count, 'job')} {whose} in {', '.join(states)}"
     if count == 0:
         note(f"nothing to cancel: no job {whose} is in {', '.join(states)}")
         return True
@@ -346,16 +359,12 @@ def _confirmed(count: int, states: list[str], user: str | None, yes: bool) -> bo
     return typer.confirm(f"Cancel {what}?", default=False, err=True)
 
 
-def _count(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _submitted_line(job: dict[str, Any]) -> str:
     spec = job.get("spec", {})
     return (
         f"[bold]{job['id']}[/] submitted: {escape(str(job.get('name')))}, "
-        f"{_count(int(spec.get('workers') or 0), 'worker')}, "
-        f"{_count(int(spec.get('iterations') or 0), 'iteration')}, "
+        f"{counted(int(spec.get('workers') or 0), 'worker')}, "
+        f"{counted(int(spec.get('iterations') or 0), 'iteration')}, "
         f"{escape(_plan_request(job))} ({job['state']})"
     )
 

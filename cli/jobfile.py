@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,28 @@ INTEGER_FIELDS = frozenset(
 NUMBER_FIELDS = frozenset({"learning_rate"})
 
 
+@dataclass(frozen=True)
+class JobFile:
+    """A job file's fields and the line each is on, so that a field the server refuses is
+    named where the user wrote it."""
+
+    path: str
+    values: dict[str, Any]
+    lines: Mapping[str, int]
+
+    def where(self, key: str) -> str:
+        """``job.yaml:5``, or the path alone when the key's line is unknown."""
+        name = "(stdin)" if self.path == "-" else self.path
+        line = self.lines.get(key)
+        return f"{name}:{line}" if line is not None else name
+
+
 def read_job_file(path: str) -> dict[str, Any]:
+    """The mapping in ``path`` (see :func:`load_job_file`)."""
+    return load_job_file(path).values
+
+
+def load_job_file(path: str) -> JobFile:
     """The mapping in ``path``. YAML is a superset of JSON, but JSON errors read better as JSON.
     A key given twice is refused (both parsers would keep the last value)."""
     try:
@@ -56,15 +78,14 @@ def read_job_file(path: str) -> dict[str, Any]:
         raise UsageError(f"job file {path} is empty")
     if not isinstance(data, Mapping):
         raise UsageError(f"job file {path} must hold a mapping of spec fields (name: ..., ...)")
-    values = {str(key): value for key, value in data.items()}
-    for key, value in values.items():
+    job_file = JobFile(path, {str(key): value for key, value in data.items()}, _key_lines(text))
+    for key, value in job_file.values.items():
         problem = _value_problem(value) or _type_problem(
             key, value, yaml_file=not path.endswith(".json")
         )
         if problem is not None:
-            where = f"{path}:{_line_of(text, key)}" if not path.endswith(".json") else path
-            raise UsageError(f"job file {where}: field {key!r} {problem}")
-    return values
+            raise UsageError(f"job file {job_file.where(key)}: field {key!r} {problem}")
+    return job_file
 
 
 def _value_problem(value: Any, inside: tuple[int, ...] = ()) -> str | None:
@@ -107,17 +128,15 @@ def _type_problem(key: str, value: Any, *, yaml_file: bool) -> str | None:
     return f"must be {kind}, got the text {value!r} ({why}): write {written}"
 
 
-def _line_of(text: str, key: str) -> int | str:
-    """The 1-based line of a top-level YAML key, for the message ("?" if unknown)."""
+def _key_lines(text: str) -> dict[str, int]:
+    """The 1-based line of each top-level key (JSON reads as YAML here; none if it cannot)."""
     try:
         node = yaml.compose(text)
     except yaml.YAMLError:
-        return "?"
-    if isinstance(node, yaml.MappingNode):
-        for key_node, _value in node.value:
-            if str(key_node.value) == key:
-                return int(key_node.start_mark.line) + 1
-    return "?"
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(key.value): int(key.start_mark.line) + 1 for key, _value in node.value}
 
 
 def resolve_spec(file_values: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console, Group
@@ -20,15 +19,19 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from cli.output import print_renderable
+from cli.output import note, print_renderable
 from jigsaw.errors import JigsawError
-from jigsaw.oracle import Oracle, SharingSettings
+from jigsaw.oracle import SharingSettings
 from jigsaw.policies import policy_names
-from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
-from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.simulator.replay import ReplayResult
+from jigsaw.simulator.run import ETA_SOURCES
 from jigsaw.simulator.semantics import Semantics, semantics_for
-from jigsaw.simulator.workload import Arrival
+from jigsaw.simulator.trace_replay import (
+    PreparedTrace,
+    check_policy_options,
+    prepare_trace,
+    simulation_setup,
+)
 
 PROGRESS_MIN_JOBS = 2_000
 """Show a progress bar on stderr for replays at least this long."""
@@ -78,6 +81,21 @@ def simulate(
     plot: Annotated[
         Path | None, typer.Option(help="Write the JCT CDF and utilization to this PNG.")
     ] = None,
+    eta: Annotated[
+        str,
+        typer.Option(
+            help="Statistical efficiency of SPB plans: table (the oracle's), curve (Pollux's "
+            "validation curves over training) or one (eta = 1, an ablation)."
+        ),
+    ] = "table",
+    policy_options: Annotated[
+        str | None,
+        typer.Option(
+            "--policy-options",
+            help='Options per policy as JSON, e.g. \'{"jigsaw": {"spb": false}}\' or '
+            '\'{"timeslice": {"config": {"pack_gain": 0.25}}}\'.',
+        ),
+    ] = None,
     sharing: Annotated[
         str,
         typer.Option(help="How the hardware shares a GPU: timeslice (turns) or concurrent (MPS)."),
@@ -88,29 +106,31 @@ def simulate(
 ) -> None:
     """Replay a trace in virtual time and report JCT, utilization and cluster efficiency."""
     policies = [name.strip() for name in policy.split(",") if name.strip()]
-    semantics = semantics_for(trace, throughputs=throughputs is not None)
-    round_s = round_seconds if round_seconds is not None else semantics.round_s
-    problem = _check_arguments(policies, output, gpus, gpus_per_node, round_s, limit)
+    problem = _check_arguments(policies, output, gpus, gpus_per_node, round_seconds, limit)
+    if problem is None and eta not in ETA_SOURCES:
+        problem = f"--eta must be one of {', '.join(ETA_SOURCES)}, got {eta!r}"
+    options = _parse_policy_options(policy_options) if problem is None else {}
     if problem:
         _fail(problem)
-    setup = SimulationSetup(
-        gpus=gpus,
-        gpus_per_node=gpus_per_node,
-        seed=seed,
-        round_s=round_s,
-        throughputs=throughputs,
-        worker_type=worker_type,
-    )
     try:
-        setup = replace(setup, sharing=SharingSettings(sharing, interference))
-        oracle = make_oracle(setup)
-        jobs = load_jobs(trace, setup, oracle, limit=limit, start=start, end=end)
-        if not jobs:
-            _fail(f"{trace}: no jobs to replay (check --start/--end/--limit)")
-        rates, arrivals = make_rates(jobs, setup, oracle, trace)
-        results = [_run(arrivals, name, rates, oracle, setup, semantics) for name in policies]
+        setup = simulation_setup(
+            trace,
+            round_s=round_seconds,
+            throughputs=throughputs,
+            gpus=gpus,
+            gpus_per_node=gpus_per_node,
+            seed=seed,
+            worker_type=worker_type,
+            eta=eta,
+            policy_options=options,
+            sharing=SharingSettings(sharing, interference),
+        )
+        semantics = semantics_for(trace, throughputs=throughputs is not None)
+        check_policy_options(policies, options, semantics)
+        prepared = prepare_trace(trace, setup, limit=limit, start=start, end=end)
+        results = [_run(prepared, name) for name in policies]
     except (JigsawError, OSError, ValueError) as error:
-        _fail(str(error))
+        _fail(str(error).replace("policy options", "--policy-options"))
     summaries = [result.summary for result in results]
     if output == "json":
         payload: dict[str, Any] = (
@@ -126,11 +146,28 @@ def simulate(
             plot_results(results, plot)
         except OSError as error:
             _fail(f"cannot write {plot}: {error}")
-        Console(stderr=True).print(f"wrote {plot}")
+        note(f"wrote {plot}")
+
+
+def _parse_policy_options(raw: str | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        options: object = json.loads(raw)
+    except json.JSONDecodeError as error:
+        _fail(f"--policy-options is not JSON: {error.msg} (at character {error.pos})")
+    if not isinstance(options, dict):
+        _fail('--policy-options must be a JSON object by policy, e.g. {"jigsaw": {"spb": false}}')
+    return options
 
 
 def _check_arguments(
-    policies: list[str], output: str, gpus: int, per_node: int, round_s: float, limit: int | None
+    policies: list[str],
+    output: str,
+    gpus: int,
+    per_node: int,
+    round_s: float | None,
+    limit: int | None,
 ) -> str | None:
     known = policy_names()
     unknown = [name for name in policies if name not in known]
@@ -140,23 +177,17 @@ def _check_arguments(
         return f"--output must be table or json, got {output!r}"
     if gpus < 1 or per_node < 1:
         return "--gpus and --gpus-per-node must be at least 1"
-    if not round_s > 0:
+    if round_s is not None and not round_s > 0:
         return "--round-seconds must be positive"
     if limit is not None and limit < 1:
         return "--limit must be at least 1"
     return None
 
 
-def _run(
-    arrivals: list[Arrival],
-    name: str,
-    rates: ReferenceRate,
-    oracle: Oracle,
-    setup: SimulationSetup,
-    semantics: Semantics,
-) -> ReplayResult:
+def _run(prepared: PreparedTrace, name: str) -> ReplayResult:
+    arrivals = prepared.arrivals
     if len(arrivals) < PROGRESS_MIN_JOBS or not sys.stderr.isatty():
-        return replay(arrivals, name, rates, oracle, setup, semantics=semantics)
+        return prepared.replay(name)
     columns = (
         TextColumn(name),
         BarColumn(),
@@ -169,7 +200,7 @@ def _run(
         def advance(done: int, _total: int, _now: float) -> None:
             bar.update(task, completed=done)
 
-        return replay(arrivals, name, rates, oracle, setup, semantics=semantics, progress=advance)
+        return prepared.replay(name, progress=advance)
 
 
 def _print_table(summaries: list[dict[str, Any]], semantics: Semantics) -> None:
@@ -209,6 +240,6 @@ def _finite(data: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)

@@ -20,6 +20,7 @@ from cli.formatting import (
     format_loss,
     format_placement,
     format_plan,
+    format_spec_value,
     format_time,
     progress_fraction,
     styled_state,
@@ -94,7 +95,7 @@ def job_description(
     spec.add_column(style="bold")
     spec.add_column()
     for key, value in job.get("spec", {}).items():
-        spec.add_row(key, str(value))
+        spec.add_row(key, format_spec_value(value))
     return Group(
         Text("Job", style="bold underline"),
         job_summary(job),
@@ -230,7 +231,7 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
     head.add_column(style="bold")
     head.add_column()
     for key, value in spec.items():
-        head.add_row(key, str(value))
+        head.add_row(key, format_spec_value(value))
     kind = plan_kind(result) or "data"
     if kind == "data":
         head.add_row("plan", f"data parallel, SPB {format_plan(plan)}  ({num_blocks} blocks)")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
 
 from jigsaw.errors import InvalidSpecError
+from jigsaw.wording import counted
 
 PlanType = Literal["data", "pipeline", "hybrid"]
 """Which kind of parallelism a job runs: the one vocabulary of the plan type (the planner's
@@ -192,8 +193,8 @@ class PipelinePlan:
     def describe(self) -> str:
         ranges = ",".join(f"{a}-{b}" if a != b else str(a) for a, b in self.stages)
         return (
-            f"pipeline[{self.schedule}] stages {ranges} x {self.replicas} replicas, "
-            f"{self.micro_batches} micro-batches"
+            f"pipeline[{self.schedule}] stages {ranges} x {counted(self.replicas, 'replica')}, "
+            f"{counted(self.micro_batches, 'micro-batch')}"
         )
 
 
@@ -322,4 +323,4 @@ class HybridPlan:
 
     def describe(self) -> str:
         shards = ",".join(f"{s.block}:{s.layout}" for s in self.sharded)
-        return f"hybrid x {self.num_workers} workers, sharded blocks {shards}"
+        return f"hybrid x {counted(self.num_workers, 'worker')}, sharded blocks {shards}"

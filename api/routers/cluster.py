@@ -40,7 +40,9 @@ def get_cluster(principal: Reader, state: StateDep) -> ClusterPublic:
     node_list = list_nodes(state.engine)
     mask = privacy_mask(state, principal)
     return ClusterPublic(
-        nodes=node_list, gpus=list_gpus(state.engine, state.oracle, node_list, mask)
+        nodes=node_list,
+        gpus=list_gpus(state.engine, state.oracle, node_list, mask),
+        sharing=state.settings.sharing,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from api.schemas.common import Public, Timestamp
@@ -48,6 +50,10 @@ class GpuPublic(Public):
 class ClusterPublic(Public):
     nodes: list[NodePublic]
     gpus: list[GpuPublic]
+    sharing: Literal["timeslice", "concurrent"] = Field(
+        description="how workers that share a GPU run (JIGSAW_SHARING): timeslice, they take "
+        "turns; concurrent, at once (as under MPS). A GPU whose load is over 1 is shared so"
+    )
 
 
 class NodeList(Public):

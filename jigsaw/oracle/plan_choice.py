@@ -37,6 +37,7 @@ from jigsaw.oracle.plan_predictions import (
 from jigsaw.parallelism import PARALLELISM_CHOICES, HybridPlan, PipelinePlan, PlanType
 from jigsaw.profiles import ModelProfile
 from jigsaw.sizes import human_bytes
+from jigsaw.wording import counted
 
 AUTO_MARGIN = 0.15
 GIB = 1024**3
@@ -252,7 +253,7 @@ def _why_none(parallelism: str, parallel: ParallelProfile | None, workers: int) 
     if parallelism == "pipeline":
         return (
             f"a pipeline needs a stage count of 2..{blocks} (the model's blocks) that divides "
-            f"{workers} workers"
+            f"{counted(workers, 'worker')}"
         )
     plan = hybrid_suffix(parallel, workers) if parallel is not None else None
     refusal = hybrid_refusal(parallel, plan) if parallel is not None and plan else None

@@ -27,6 +27,7 @@ from jigsaw.oracle.memory import WorkerMemory, worker_memory
 from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.profiles import ModelProfile
+from jigsaw.wording import counted
 
 PlanKind = Literal["data", "pipeline", "hybrid"]
 TARGET_BYTES = 8  # int64 class labels, gathered by the hybrid engine
@@ -130,7 +131,7 @@ def predict_data_parallel(
     memory = worker_memory(params, acts, workspace_bytes=hardware.workspace_bytes)
     return PlanPrediction(
         kind="data",
-        describe=f"data x {num_workers} workers",
+        describe=f"data x {counted(num_workers, 'worker')}",
         per_worker_compute_s=(compute,) * num_workers,
         per_worker_memory=(memory,) * num_workers,
         per_worker_bytes_sent=(round(ring_bytes(params, num_workers)),) * num_workers,

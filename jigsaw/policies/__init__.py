@@ -1,6 +1,6 @@
 """Scheduling policies, registered by name. Importing this package registers them all."""
 
-from jigsaw.policies import fifo, jigsaw, las, maxmin, pollux
+from jigsaw.policies import fifo, jigsaw, las, maxmin, pollux, timeslice
 from jigsaw.policies.base import Policy, create_policy, policy_names, register
 
 __all__ = [
@@ -13,4 +13,5 @@ __all__ = [
     "policy_names",
     "pollux",
     "register",
+    "timeslice",
 ]

@@ -129,12 +129,14 @@ class JigsawPolicy(PolicyBase):
             host_keep=self.config.host_keep,
             min_plan_hold_s=self.config.min_plan_hold_s,
             completion_guard=self.config.completion_guard,
+            policy_name=self.name,
         )
         self._placer = Placer(
             self.catalog,
             packing=self.config.packing,
             fair_ratio=self.config.fair_packing_ratio,
             backfill_ratio=self.config.backfill_packing_ratio,
+            policy_name=self.name,
         )
         self.memory = RoundMemory(incremental=incremental)
         """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""

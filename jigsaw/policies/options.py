@@ -17,8 +17,13 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.policies.base import SUPPLIED, policy_factory
 from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
+from jigsaw.policies.timeslice import TimesliceConfig
 
-_CONFIG_CLASSES: dict[str, type[Any]] = {"las": LasConfig, "jigsaw": JigsawConfig}
+_CONFIG_CLASSES: dict[str, type[Any]] = {
+    "las": LasConfig,
+    "jigsaw": JigsawConfig,
+    "timeslice": TimesliceConfig,
+}
 NOT_SETTABLE = SUPPLIED | {"eta_of"}
 """Arguments the builder supplies and the service's eta seam: not settable as options."""
 
@@ -38,6 +43,22 @@ def policy_options(policy: str, raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(config, dict) and config_class is not None:
         options["config"] = _build(config_class, config, f"{policy}.config")
     return options
+
+
+def merged_options(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base`` (the options a trace's semantics sets): key by key, except
+    that a JSON ``config`` (a dict) changes only the fields it names of ``base``'s config, and
+    its ``las`` only the fields that one names, so ``{"config": {"pack_gain": 0.1}}`` under
+    Pollux's semantics keeps the Tiresias queues."""
+    merged = {**base, **override}
+    config, own = override.get("config"), base.get("config")
+    if isinstance(config, dict) and dataclasses.is_dataclass(own) and not isinstance(own, type):
+        fields = {f.name: getattr(own, f.name) for f in dataclasses.fields(own) if f.init}
+        las, own_las = config.get("las"), fields.get("las")
+        if isinstance(las, dict) and isinstance(own_las, LasConfig):
+            config = {**config, "las": {**dataclasses.asdict(own_las), **las}}
+        merged["config"] = {**fields, **config}
+    return merged
 
 
 def _build(cls: type[Any], raw: dict[str, Any], where: str) -> Any:

@@ -48,9 +48,17 @@ class Round:
 
 class Placer:
     def __init__(
-        self, catalog: PlanCatalog, *, packing: bool, fair_ratio: float, backfill_ratio: float
+        self,
+        catalog: PlanCatalog,
+        *,
+        packing: bool,
+        fair_ratio: float,
+        backfill_ratio: float,
+        policy_name: str = "jigsaw",
     ) -> None:
         self.catalog = catalog
+        self.policy_name = policy_name
+        """Who the decisions' reasons name."""
         self.packing = packing
         self.fair_ratio = fair_ratio
         self.backfill_ratio = backfill_ratio
@@ -121,7 +129,7 @@ class Placer:
                 ledger.add_all(state.footprints[victim.id])
         for victim in needed:
             state.preempted.add(victim.id)
-            state.decisions.append(Preempt(victim.id, "jigsaw: outranked", by=job.id))
+            state.decisions.append(Preempt(victim.id, f"{self.policy_name}: outranked", by=job.id))
         return placement
 
     def _commit(
@@ -130,4 +138,5 @@ class Placer:
         footprint = self.catalog.footprint(job, option.plan, placement)
         state.ledger.add_all(footprint)
         state.footprints[job.id] = footprint
-        return Start(job.id, placement, option.plan, f"jigsaw: {how}, plan {option.label}")
+        reason = f"{self.policy_name}: {how}, plan {option.label}"
+        return Start(job.id, placement, option.plan, reason)

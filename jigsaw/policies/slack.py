@@ -13,6 +13,11 @@ normalised by each job's exclusive goodput rises by at least ``pack_gain``, and 
 at least ``host_keep`` of its goodput (the fairness guard for the job that gives). Memory is a
 hard limit: the host's worker under the new plan plus the guest fit the GPU.
 
+With ``share_full_backprop`` (the ``timeslice`` policy, Gandiva-style) a slot is instead
+any GPU of a running gang, of any size and plan, that holds only that gang's worker, under
+the plan the host runs: nobody switches plan, the guest takes turns with a full-backprop
+worker, and the same gain rule decides (the co-location model prices what the turns cost).
+
 Cost: hosts are found once per round; each guest looks at no more than ``max_slots`` slots;
 a guest like one that already found nothing (same model and batch) since the last booking is
 not weighed again; after ``max_misses`` guests in a row found nothing, or
@@ -48,6 +53,11 @@ class SlackOptions:
     completion_guard: bool = True
     """Also require the packing to raise the rate at which the affected jobs complete
     (``sum(speed / remaining time)``), not only their summed normalised goodput."""
+    share_full_backprop: bool = False
+    """Offer every running gang's GPUs under the plan it runs (no SPB switch), not only the
+    slack an SPB plan opens (the module docstring)."""
+    policy_name: str = "jigsaw"
+    """Who the decisions' reasons name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +175,11 @@ class SlackMarket:
             return self._offers
         offers: list[tuple[float, int, _Offer]] = []
         for order, host in enumerate(self._running.values()):
+            if self.options.share_full_backprop:
+                offer = self._current_plan_offer(host)
+                if offer is not None:
+                    offers.append((min(offer.option.loads), order, offer))
+                continue
             if not self._can_host(host):
                 continue
             current = self._plans[host.id]
@@ -193,6 +208,18 @@ class SlackMarket:
         offers.sort(key=_offer_key)
         self._offers = [offer for _, _, offer in offers]
         return self._offers
+
+    def _current_plan_offer(self, host: Job) -> _Offer | None:
+        """``host``'s GPUs under the plan it runs, least-loaded worker first; None when it
+        cannot host (preempted this round, two workers on one GPU, no profile)."""
+        plan = self._plans.get(host.id)
+        if plan is None or host.id in self.gone or len(set(host.placement)) != host.spec.workers:
+            return None
+        option = next((o for o in self.catalog.options(host) if o.plan == plan), None)
+        if option is None or option.goodput <= 0.0:
+            return None
+        ranks = sorted(range(len(option.loads)), key=lambda r: (option.loads[r], r))
+        return _Offer(host, option, tuple(host.placement[r] for r in ranks))
 
     def _can_host(self, host: Job) -> bool:
         spec = host.spec
@@ -370,15 +397,14 @@ class SlackMarket:
             self._placements[guest.id] = placement
             self._on_gpu.setdefault(gpu, []).append(guest.id)
             self.taken.add(guest.id)
-            starts.append(
-                Start(
-                    guest.id,
-                    placement,
-                    guest_option.plan,
-                    f"jigsaw: packed into {host.id}'s slack (plan {option.label}), gain {gain:.2f}",
-                )
-            )
+            starts.append(Start(guest.id, placement, guest_option.plan, self._reason(offer, gain)))
         return Squeeze(tuple(starts), replan, host.id, gain)
+
+    def _reason(self, offer: _Offer, gain: float) -> str:
+        who, host, label = self.options.policy_name, offer.host.id, offer.option.label
+        if self.options.share_full_backprop:
+            return f"{who}: packed, time-sliced with {host} (plan {label}), gain {gain:.2f}"
+        return f"{who}: packed into {host}'s slack (plan {label}), gain {gain:.2f}"
 
 
 def _offer_key(item: tuple[float, int, _Offer]) -> tuple[float, int]:

@@ -16,10 +16,17 @@ from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.plan import SPBPlan
 from jigsaw.policies.base import Policy, policy_factory
 from jigsaw.policies.builder import build_policy
+from jigsaw.policies.options import merged_options
 from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app, with_curve_eta
 from jigsaw.simulator.eta_curves import APPS, RATIOS_FILE, CurveEta
 from jigsaw.simulator.pollux_rate import PolluxRate
-from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel, ReferenceRate
+from jigsaw.simulator.rates import (
+    GavelRate,
+    OracleRate,
+    OverheadModel,
+    ReferenceRate,
+    UnitEfficiency,
+)
 from jigsaw.simulator.replay import ProgressHook, Replay, ReplayOptions, ReplayResult
 from jigsaw.simulator.semantics import JIGSAW, Semantics, trace_format
 from jigsaw.simulator.workload import Arrival, arrivals_from_trace, read_workload
@@ -46,7 +53,8 @@ class SimulationSetup:
     eta: str = "table"
     """``table``: eta from the oracle's efficiency table (the default); ``curve``: from each job's
     Pollux application curve at its progress (:mod:`jigsaw.simulator.curve_rates`; Philly jobs
-    get an application by :func:`~jigsaw.simulator.curve_rates.philly_app`)."""
+    get an application by :func:`~jigsaw.simulator.curve_rates.philly_app`); ``one``: every
+    plan priced and run at eta = 1 (an ablation: what SPB would give if it cost nothing)."""
     curves_dir: Path | None = None
     """Pollux's ``apps/`` directory for ``eta="curve"`` (found beside a Pollux workload)."""
     sharing: SharingSettings = field(default_factory=SharingSettings)
@@ -54,8 +62,13 @@ class SimulationSetup:
     the policy and the replay price co-location with it alike."""
 
 
+ETA_SOURCES = ("table", "curve", "one")
+
+
 def make_oracle(setup: SimulationSetup, efficiency: EfficiencyTable | None = None) -> Oracle:
     hardware = preset(setup.hardware)
+    if efficiency is None and setup.eta == "one":
+        efficiency = UnitEfficiency()
     return Oracle(hardware, efficiency=efficiency, sharing=setup.sharing)
 
 
@@ -90,8 +103,10 @@ def make_rates(
 ) -> tuple[ReferenceRate, list[Arrival]]:
     """The rate model and the jobs: Pollux's measured step times for a Pollux workload
     (``trace``), Gavel's table when ``throughputs`` is given, the oracle otherwise."""
-    if setup.eta not in ("table", "curve"):
-        raise InvalidSpecError(f"eta must be 'table' or 'curve', got {setup.eta!r}", field="eta")
+    if setup.eta not in ETA_SOURCES:
+        raise InvalidSpecError(
+            f"eta must be one of {', '.join(ETA_SOURCES)}, got {setup.eta!r}", field="eta"
+        )
     rates, arrivals = _make_rates(jobs, setup, oracle, trace)
     if setup.eta == "curve":
         rates = curve_eta_rates(rates, arrivals, setup, oracle, trace)
@@ -198,10 +213,9 @@ def replay(
         gpu_type=hardware.name,
     )
     chosen = semantics if semantics is not None else JIGSAW
-    options_for = {
-        **chosen.policy_options.get(policy_name, {}),
-        **setup.policy_options.get(policy_name, {}),
-    }
+    options_for = merged_options(
+        chosen.policy_options.get(policy_name, {}), setup.policy_options.get(policy_name, {})
+    )
     policy = make_policy(policy_name, oracle, **options_for, **job_reports_for(policy_name, rates))
     in_rounds = setup.admit_in_rounds
     if in_rounds is None:
@@ -257,11 +271,12 @@ def describe_sources(oracle: Oracle, arrivals: list[Arrival]) -> dict[str, Any]:
         except InvalidSpecError:
             profile_sources[model] = "unknown model (opaque)"
     table = oracle.efficiency
-    eta_source = (
-        f"{table.origin} ({len(table.measurements)} measurements)"
-        if table.measurements
-        else f"{table.origin}: conservative default eta = 1 - mean(d)/K"
-    )
+    if isinstance(table, UnitEfficiency):
+        eta_source = table.origin
+    elif table.measurements:
+        eta_source = f"{table.origin} ({len(table.measurements)} measurements)"
+    else:
+        eta_source = f"{table.origin}: conservative default eta = 1 - mean(d)/K"
     return {"eta_source": eta_source, "profile_source": profile_sources}
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
+from jigsaw.policies.timeslice import TimesliceConfig
 from jigsaw.simulator.rates import OverheadModel
 
 TIRESIAS_THRESHOLD_GPU_S = 16 * 3_600.0
@@ -78,6 +79,7 @@ POLLUX = Semantics(
             "reserve": False,
         },
         "jigsaw": {"config": JigsawConfig(las=TIRESIAS, min_run_s=0.0)},
+        "timeslice": {"config": TimesliceConfig(las=TIRESIAS, min_run_s=0.0)},
     },
 )
 
@@ -96,6 +98,7 @@ GAVEL = Semantics(
         "las": {"min_run_s": 0.0, "reserve": False},
         "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},
         "jigsaw": {"config": JigsawConfig(min_run_s=0.0)},
+        "timeslice": {"config": TimesliceConfig(min_run_s=0.0)},
     },
 )
 

@@ -19,7 +19,7 @@ from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
-from tests.api.conftest import ApiClient
+from tests.api.conftest import ApiClient, make_api
 
 
 def run_round(api: ApiClient, cluster: Cluster) -> None:
@@ -45,6 +45,7 @@ def test_cluster_scheduler_and_queue_views_after_a_round(api: ApiClient) -> None
     get = lambda path: api.client.get(path, headers=api.headers("worker")).json()  # noqa: E731
     cluster = get("/api/v1/cluster")
     assert [node["name"] for node in cluster["nodes"]] == ["node-0", "node-1"]
+    assert cluster["sharing"] == "timeslice"  # the default; a client words a shared GPU by it
     placed = [w for gpu in cluster["gpus"] for w in gpu["workers"]]
     assert sorted(w["rank"] for w in placed) == [0, 1, 2]
     assert {w["job_id"] for w in placed} == {running["id"]}
@@ -169,3 +170,13 @@ def test_progress_samples_are_thinned_past_the_cap_keeping_lease_boundaries(
     assert len(kept) <= 20 + 1
     assert {10.0, 20.0, 30.0, 40.0, 50.0, 60.0} <= set(kept)  # every lease boundary survives
     assert kept[-5:] == [56.0, 57.0, 58.0, 59.0, 60.0]  # the newest samples stay dense
+
+
+def test_the_cluster_says_how_a_shared_gpu_runs(sqlite_url: str, tmp_path: object) -> None:
+    """JIGSAW_SHARING=concurrent: the cluster view says so, so that the CLI and the dashboard
+    do not call an over-booked GPU time-sliced."""
+    api = make_api(sqlite_url, tmp_path, sharing="concurrent")
+    with api.client:
+        cluster = api.client.get("/api/v1/cluster", headers=api.headers("alice")).json()
+    api.state.engine.dispose()
+    assert cluster["sharing"] == "concurrent"

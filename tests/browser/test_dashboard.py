@@ -185,7 +185,10 @@ def shared_gpus(url: str, token: str) -> list[set[str]]:
     return [jobs for jobs in on_gpu if len(jobs) > 1]
 
 
-def test_dashboard_shows_the_make_run_packing(start_server: StartServer) -> None:
+@pytest.mark.parametrize(("sharing", "over"), [("timeslice", "sliced"), ("concurrent", "at once")])
+def test_dashboard_shows_the_make_run_packing(
+    start_server: StartServer, sharing: str, over: str
+) -> None:
     # The `make run` scenario (scripts/quickstart.sh) with the same policy and options, on the
     # simulated executor instead of Ray: a 4-worker digits CNN fills 4 GPUs, a 1-worker MLP
     # arrives, jigsaw packs it onto one of the host's GPUs; the packing view marks that GPU.
@@ -196,6 +199,7 @@ def test_dashboard_shows_the_make_run_packing(start_server: StartServer) -> None
         sim_iterations_per_second=20,
         policy="jigsaw",
         policy_options=quickstart_policy_options(),
+        sharing=sharing,
     )
     url, token = server.url, server.admin_token
     host = submit(
@@ -240,7 +244,9 @@ def test_dashboard_shows_the_make_run_packing(start_server: StartServer) -> None
     assert set(shared[0]["jobs"]) == {host["id"], guest["id"]}
     unshared = [gpu for gpu in seen["gpus"] if not gpu["shared"]]
     assert all(gpu["jobs"] == [host["id"]] for gpu in unshared)
-    # A GPU's load never reads over 100%: a time-sliced one says so instead.
+    # A GPU's load never reads over 100%: an over-booked one says how it is shared instead
+    # (in turns, or at once under JIGSAW_SHARING=concurrent).
     loads = [int(gpu["load"].split("%")[0]) for gpu in seen["gpus"]]
     assert max(loads) <= 100, seen["gpus"]
+    assert shared[0]["load"] == f"100% · {over}", shared[0]
     assert_nothing_scrolls_sideways_at_420_px(seen)

@@ -25,6 +25,7 @@ from tests.cli.conftest import (
 pytestmark = pytest.mark.integration
 
 PIPE = ["--name", "pipe", "--model", "digits_wide_mlp", "--workers", "4"]
+MLP = ["--name", "m", "--model", "mlp", "--iterations", "5"]
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +144,40 @@ ROWS = [
         ["WORKERS (job/rank role, booked load)", "pipe/r3 stage 4/4"],
         never=["…"],
         env={"COLUMNS": "40"},
+    ),
+    Row(
+        "list piped on a narrow COLUMNS",
+        ["list"],
+        ["PROGRESS", "PLAN", "pipeline 4 stages"],
+        never=["…"],
+        env={"COLUMNS": "40"},
+    ),
+    Row(
+        "queue piped on a narrow COLUMNS",
+        ["queue"],
+        ["REASON", "needs 2 GPUs, 0 free, behind one (#1)"],
+        never=["…"],
+        env={"COLUMNS": "40"},
+    ),
+    Row(
+        "models piped on a narrow COLUMNS",
+        ["models"],
+        ["η (SOURCE)", "pipeline/hybrid 1 (no SPB)"],
+        never=["…"],
+        env={"COLUMNS": "40"},
+    ),
+    # -- the two memory figures say what each covers (item 4) -------------------------------
+    Row(
+        "dry run names the memory with and without the workspace",
+        ["submit", "--dry-run", *MLP, "--workers", "2", "--parallelism", "data"],
+        ["MEMORY (WITH WORKSPACE)", "MODEL MEMORY", "data x 2 workers", "max_workers       -"],
+        never=["None"],
+    ),
+    Row(
+        "dry run of one worker counts it in words",
+        ["submit", "--dry-run", *MLP, "--workers", "1"],
+        ["data x 1 worker "],
+        never=["1 workers"],
     ),
 ]
 

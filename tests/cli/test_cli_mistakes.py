@@ -133,6 +133,59 @@ MISTAKES = [
         "model",
     ),
     Mistake("unknown state", ["list", "--state", "BOGUS"], "state"),
+    # -- the server's refusal of a field, said where the user wrote it (issue 25) -------------
+    Mistake(
+        "bad plan from a flag", ["submit", *JOB, "--spb", "bogus"], "error: --spb: unknown plan"
+    ),
+    Mistake("priority from a flag", ["submit", *JOB, "--priority", "5000"], "error: --priority: "),
+    Mistake("empty queue from a flag", ["submit", *JOB, "--queue", ""], "error: --queue: "),
+    Mistake(
+        "bad plan in a file",
+        ["submit", "-f", "job.yaml"],
+        "job.yaml:5: field 'spb': unknown plan 'bogus'",
+        file=b"name: a\nmodel: mlp\nworkers: 1\niterations: 5\nspb: bogus\n",
+    ),
+    Mistake(
+        "fractional workers in a file",
+        ["submit", "-f", "job.yaml"],
+        "job.yaml:3: field 'workers'",
+        file=b"name: a\nmodel: mlp\nworkers: 2.5\niterations: 5\n",
+    ),
+    Mistake(
+        "unknown field in a file",
+        ["submit", "-f", "job.yaml"],
+        "job.yaml:5: unknown field 'gpus'; remove it",
+        file=b"name: a\nmodel: mlp\nworkers: 1\niterations: 5\ngpus: 2\n",
+    ),
+    Mistake(
+        "gang larger than the cluster in a file",
+        ["submit", "--dry-run", "-f", "job.yaml"],
+        "job.yaml:3: workers=9 can never start",
+        file=b"name: a\nmodel: mlp\nworkers: 9\niterations: 5\n",
+    ),
+    Mistake(
+        "bad plan in a JSON file",
+        ["submit", "-f", "job.json"],
+        "job.json:3: field 'spb'",
+        file=b'{"name": "a", "model": "mlp",\n"workers": 1, "iterations": 5,\n"spb": "zz"}',
+    ),
+    Mistake(
+        "a flag overrides the file's line",
+        ["submit", "-f", "job.yaml", "--spb", "zz"],
+        "error: --spb: unknown plan 'zz'",
+        file=b"name: a\nmodel: mlp\nworkers: 1\niterations: 5\nspb: bogus\n",
+    ),
+    # -- a job id that would reach another route (it used to crash or say 'HTTP 307') --------
+    Mistake("job id with a slash", ["status", "j-000000000000/events"], "is not a job id"),
+    Mistake("job id climbing up", ["describe", "../scheduler"], "'../scheduler' is not a job id"),
+    Mistake("empty job id", ["describe", ""], "'' is not a job id"),
+    Mistake("job id with a query", ["logs", "?x=1"], "is not a job id"),
+    Mistake("job id of dots", ["cancel", ".."], "is not a job id"),
+    Mistake(
+        "bad token scope",
+        ["token", "create", "--name", "t", "--user", "u", "--scope", "x"],
+        "--scope: ",
+    ),
 ]
 
 

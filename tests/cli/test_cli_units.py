@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -168,12 +170,16 @@ def test_a_non_duration_names_the_flag(text: str) -> None:
         (422, {"field": "state"}, "query parameter 'state': Input should be 'PENDING'",
          "--state: Input should be 'PENDING'"),
         (422, {"field": "gpus"}, "unknown field 'gpus'; remove it (see the schema at /docs)",
-         "unknown field 'gpus' in the job file; remove it (the fields are the flags of "
+         "unknown field 'gpus'; remove it (the fields are the flags of "
          "`jigsaw-cli submit --help`, with _ for -)"),
         (422, {"field": "workers"}, "field 'workers': must be in 1..1024",
          "field 'workers': must be in 1..1024"),
         (404, {}, "no such route; the API lives under /api/v1 (see /docs)",
          "the server does not know this request: it is older than this jigsaw-cli"),
+        (422, {"field": "scopes.0"}, "field 'scopes.0': Input should be 'admin', 'user'",
+         "--scope: Input should be 'admin', 'user'"),
+        (403, {}, "this route needs a token with scope admin; yours has user",
+         "this command needs a token with scope admin; yours has user"),
     ],
 )  # fmt: skip
 def test_server_errors_in_the_clis_words(
@@ -181,7 +187,31 @@ def test_server_errors_in_the_clis_words(
 ) -> None:
     from cli.api_words import cli_detail
 
-    assert cli_detail(status, body, detail, {"state": "--state"}) == said
+    assert cli_detail(status, body, detail, {"state": "--state", "scopes": "--scope"}) == said
+
+
+@pytest.mark.parametrize(
+    ("field", "given", "said"),
+    [
+        ("spb", {"spb"}, "--spb: unknown plan 'x'"),
+        ("spb", set(), "job file job.yaml:5: field 'spb': unknown plan 'x'"),
+        ("spb.0", set(), "job file job.yaml:5: field 'spb.0': unknown plan 'x'"),
+        ("batch_size", {"batch_size"}, "field 'spb': unknown plan 'x'"),
+        ("model", set(), "field 'spb': unknown plan 'x'"),
+        (None, {"spb"}, "field 'spb': unknown plan 'x'"),
+    ],
+    ids=["flag", "file", "file, nested", "other flag", "not in the file", "no field"],
+)
+def test_a_refused_spec_field_is_said_where_it_was_written(
+    field: str | None, given: set[str], said: str
+) -> None:
+    from cli.api_words import spec_in_user_words
+
+    where = {"spb": "job.yaml:5", "name": "job.yaml:1"}
+    detail = (
+        "field 'spb.0': unknown plan 'x'" if field == "spb.0" else "field 'spb': unknown plan 'x'"
+    )
+    assert spec_in_user_words(detail, field, given, where) == said
 
 
 def test_watch_says_time_left_not_eta() -> None:
@@ -194,3 +224,158 @@ def test_watch_says_time_left_not_eta() -> None:
     )
     line = plain_line(watched)
     assert "left 6.0s" in line and "ETA" not in line and "plan 0,1" in line
+
+
+def _gpu(load: float, *workers: tuple[str, float]) -> dict[str, object]:
+    return {
+        "id": [0, 0],
+        "load": load,
+        "memory_used_bytes": 2**30,
+        "memory_bytes": 16 * 2**30,
+        "workers": [
+            {"job_id": f"j-{job}", "job_name": job, "rank": 0, "depth": 0, "predicted_load": share}
+            for job, share in workers
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("sharing", "gpu", "says", "never"),
+    [
+        ("timeslice", _gpu(0.6, ("a", 0.6)), ["60%", "a/r0 d=0"], ["sliced", "taking turns"]),
+        (
+            "timeslice",
+            _gpu(0.9, ("a", 0.5), ("b", 0.4)),
+            [" 90%", "a/r0 d=0 50%", "◆ shared"],
+            ["sliced"],
+        ),
+        (
+            "timeslice",
+            _gpu(1.98, ("host", 1.0), ("guest", 0.98)),
+            ["100% sliced", "host/r0 d=0 100%", "GPU 0:0 has 2 jobs taking turns (booked 198%)"],
+            ["198% ", "198%\n", "198% sliced", "at once"],
+        ),
+        (
+            "timeslice",
+            _gpu(1.5, ("a", 0.5), ("b", 0.4), ("c", 0.6)),
+            ["100% sliced", "has 3 jobs taking turns (booked 150%)"],
+            ["150% "],
+        ),
+        (
+            "concurrent",
+            _gpu(1.98, ("host", 1.0), ("guest", 0.98)),
+            ["100% at once", "concurrent: GPU 0:0 has 2 jobs running at once (booked 198%)"],
+            ["sliced", "take turns", "taking turns"],
+        ),
+    ],
+    ids=[
+        "alone",
+        "shared in space",
+        "two jobs time-sliced",
+        "three jobs time-sliced",
+        "two jobs at once (JIGSAW_SHARING=concurrent)",
+    ],
+)
+def test_cluster_load_never_reads_over_100_percent(
+    sharing: str, gpu: dict[str, object], says: list[str], never: list[str]
+) -> None:
+    """A GPU booked over all its time reads 100%, and the footnote says who shares it and how
+    (turns, or at once under JIGSAW_SHARING=concurrent), not '198%' (issue 25)."""
+    from rich.console import Console
+
+    from cli.cluster_views import cluster_view
+
+    console = Console(width=300, record=True)
+    console.print(cluster_view({"nodes": [], "gpus": [gpu], "sharing": sharing}))
+    text = console.export_text()
+    for part in says:
+        assert part in text, (part, text)
+    for part in never:
+        assert part not in text, (part, text)
+
+
+PIPELINE_DETAIL = {
+    "kind": "pipeline",
+    "num_blocks": 4,
+    "stages": [[1, 1], [2, 4]],
+    "micro_batches": 16,
+    "replicas": 1,
+    "schedule": "2bw",
+}
+
+
+def _job(state: str, **fields: object) -> dict[str, object]:
+    return {"id": "j-1", "state": state, "iterations": 5, "iterations_done": 5, **fields}
+
+
+@pytest.mark.parametrize(
+    ("job", "says", "never"),
+    [
+        (
+            _job("SUCCEEDED", plan=[], plan_kind="pipeline", plan_detail=PIPELINE_DETAIL),
+            ["pipeline[2bw] stages 1,2-4 x 1 replica, 16 micro-batches", "1.000 (no SPB"],
+            ["SPB plan", "no plan yet", "Eta"],
+        ),
+        (
+            _job("PENDING", plan=[], plan_kind=None, plan_types={"chosen": "hybrid"}),
+            ["not started; the oracle chose hybrid", "1.000 (no SPB"],
+            ["SPB plan", "no plan yet"],
+        ),
+        (
+            _job("RUNNING", plan=[0, 1], plan_kind="data", eta={"current": {"eta": 0.9,
+                 "source": "prior"}}),
+            ["data parallel, SPB stop depths 0,1", "0.900 (prior"],
+            ["no SPB"],
+        ),
+    ],
+    ids=["pipeline after it succeeded", "hybrid chosen, pending", "data parallel running"],
+)  # fmt: skip
+def test_status_names_every_plan_type_and_its_eta(
+    job: dict[str, object], says: list[str], never: list[str]
+) -> None:
+    from rich.console import Console
+
+    from cli.views import job_summary
+
+    console = Console(width=300, record=True)
+    console.print(job_summary(job))
+    text = console.export_text()
+    for part in says:
+        assert part in text, (part, text)
+    for part in never:
+        assert part not in text, (part, text)
+
+
+def _command_paths() -> list[list[str]]:
+    import typer
+
+    from cli.main import app
+
+    def walk(command: Any, path: list[str]) -> list[list[str]]:
+        if hasattr(command, "commands"):  # a group (Typer vendors its own Click)
+            return [p for name, sub in command.commands.items() for p in walk(sub, [*path, name])]
+        return [path]
+
+    return walk(typer.main.get_command(app), [])
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=" ".join)
+def test_help_shows_no_value_on_a_flag(path: list[str]) -> None:
+    """Every verb's help lists its on/off flags without a value they do not take (issue 25:
+    ``--watch <bool>``)."""
+    import typer
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output and "BOOLEAN" not in result.output, result.output
+    command: Any = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    for flag in (p for p in command.params if getattr(p, "is_flag", False)):
+        long = next(opt for opt in flag.opts if opt.startswith("--"))
+        listed = re.compile(rf"^\s+(?:-\w, )?{re.escape(long)}(?:\s|$)")
+        shown = [line for line in result.output.splitlines() if listed.match(line)]
+        assert len(shown) == 1 and f"{long} <" not in shown[0], (long, result.output)

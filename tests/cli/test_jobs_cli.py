@@ -206,9 +206,13 @@ def test_watch_exits_1_when_the_job_is_cancelled(cli: Cli) -> None:
 def test_ctrl_c_while_watching_detaches_without_cancelling(cli: Cli) -> None:
     job = submit_json(cli, *small_job("detach", iterations=100000))
     watcher = cli.popen("status", str(job["id"]), "--watch")
-    time.sleep(2.5)
+    # Interrupt once it watches (its first line), not while Python still starts: on a loaded
+    # box that takes longer than any fixed sleep, and Ctrl-C then lands before the handler.
+    assert watcher.stderr is not None
+    first = watcher.stderr.readline()
     watcher.send_signal(signal.SIGINT)
-    _, stderr = watcher.communicate(timeout=30)
+    _, rest = watcher.communicate(timeout=30)
+    stderr = first + rest
     assert watcher.returncode == 130
     assert "Traceback" not in stderr
     assert "detached" in stderr

@@ -220,13 +220,15 @@ function renderPacking(cluster) {
     byNode.get(node).push(gpu);
   });
   const jobsSeen = new Map();
+  // How workers that book more than a GPU run on it (JIGSAW_SHARING): in turns, or at once.
+  const concurrent = cluster.sharing === "concurrent";
   const nodes = (cluster.nodes || []).map((node) => {
     const box = el("div", "node" + (node.alive === false ? " dead" : ""));
     box.dataset.node = String(node.index);
     const head = el("div", "node-head");
     head.append(el("strong", "", node.name), el("span", "", node.num_gpus + " × " + node.gpu_type + (node.alive === false ? " · DOWN" : "")));
     const gpus = el("div", "gpus");
-    (byNode.get(node.index) || []).forEach((gpu) => gpus.append(gpuColumn(gpu, jobsSeen)));
+    (byNode.get(node.index) || []).forEach((gpu) => gpus.append(gpuColumn(gpu, jobsSeen, concurrent)));
     box.append(head, gpus);
     return box;
   });
@@ -242,11 +244,11 @@ function renderPacking(cluster) {
   $("legend").replaceChildren(...legend);
 }
 
-function gpuColumn(gpu, jobsSeen) {
+function gpuColumn(gpu, jobsSeen, concurrent) {
   const workers = gpu.workers || [];
   const jobs = new Set(workers.map((w) => w.job_id));
   const load = gpu.load || 0;
-  const sliced = load > 1.0001;  // the workers book more than the GPU: they take turns
+  const sliced = load > 1.0001;  // the workers book more than the GPU: turns, or at once
   const column = el("div", "gpu" + (jobs.size > 1 ? " shared" : "") + (sliced ? " over" : ""));
   column.dataset.gpu = gpu.id.join(":");
   const stack = el("div", "gpu-box");
@@ -266,9 +268,10 @@ function gpuColumn(gpu, jobsSeen) {
     stack.append(block);
   });
   const label = el("div", "gpu-label");
-  // A GPU runs at most all the time: show the load capped, and say when it is time-sliced.
-  const shown = el("span", "num", sliced ? "100% · sliced" : Math.round(100 * load) + "%");
-  if (sliced) shown.title = "booked " + Math.round(100 * load) + "%: " + workers.length + " workers take turns, each slower than alone";
+  // A GPU runs at most all the time: show the load capped, and say how it is over-booked.
+  const how = concurrent ? "at once" : "sliced";
+  const shown = el("span", "num", sliced ? "100% · " + how : Math.round(100 * load) + "%");
+  if (sliced) shown.title = "booked " + Math.round(100 * load) + "%: " + workers.length + " workers " + (concurrent ? "run at once (as under MPS)" : "take turns") + ", each slower than alone";
   label.append(el("strong", "", "GPU " + gpu.id.join(":")), shown);
   const mem = el("div", "mem");
   const used = el("div");

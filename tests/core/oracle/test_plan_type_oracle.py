@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from jigsaw.errors import InvalidSpecError
@@ -109,3 +111,21 @@ def test_vgg16_32_fc_exceeds_a_per_worker_limit_only_under_data_parallelism() ->
     assert partition_pipeline(vgg, hw, 2, 2, 4, 16, 100 * 10**6) is None
     with pytest.raises(InvalidSpecError):
         predict_plan(vgg, hw, 0, 8)
+
+
+@pytest.mark.parametrize(
+    ("describe", "says"),
+    [
+        (lambda: predict_data_parallel(profile().blocks, HW, 1, 8).describe, "data x 1 worker"),
+        (lambda: predict_data_parallel(profile().blocks, HW, 4, 8).describe, "data x 4 workers"),
+        (lambda: PipelinePlan.even(4, 2, 2).describe(), "x 1 replica, 2 micro-batches"),
+        (lambda: PipelinePlan.even(4, 2, 4, 2).describe(), "x 2 replicas, 4 micro-batches"),
+        (lambda: PipelinePlan.even(4, 2, 1, 1, "gpipe").describe(), "x 1 replica, 1 micro-batch"),
+        (lambda: HybridPlan.suffix(4, 2, 4).describe(), "hybrid x 2 workers,"),
+    ],
+    ids=["data 1", "data 4", "pipeline 1 replica", "pipeline 2", "gpipe 1 micro-batch", "hybrid"],
+)
+def test_plan_descriptions_count_in_words(describe: Callable[[], str], says: str) -> None:
+    """``1 worker``, ``1 replica``: the counts people read in the plan-type tables."""
+    assert says in describe()
+    assert "1 workers" not in describe() and "1 replicas" not in describe()

@@ -73,10 +73,10 @@ def gpus_after(jobs: list[Job], decisions: list[Decision]) -> dict[tuple[int, in
 
 
 def test_every_policy_is_registered() -> None:
-    assert {"fifo", "las", "maxmin", "jigsaw"} <= set(policy_names())
+    assert {"fifo", "las", "maxmin", "jigsaw", "pollux", "timeslice"} <= set(policy_names())
 
 
-@pytest.mark.parametrize("name", ["fifo", "las", "maxmin", "jigsaw"])
+@pytest.mark.parametrize("name", ["fifo", "las", "maxmin", "jigsaw", "timeslice"])
 def test_gangs_are_all_or_nothing_and_gpus_exclusive(name: str) -> None:
     cluster = Cluster.uniform(8, 4)
     jobs = [waiting(f"j{i}", workers, at=float(i)) for i, workers in enumerate([3, 4, 2, 5, 1])]

@@ -8,7 +8,8 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.policies import create_policy
 from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
-from jigsaw.policies.options import policy_options
+from jigsaw.policies.options import merged_options, policy_options
+from jigsaw.simulator.semantics import POLLUX, TIRESIAS
 
 
 def test_las_config_from_json() -> None:
@@ -46,3 +47,16 @@ def test_jigsaw_config_with_nested_las() -> None:
 def test_bad_options_name_what_to_fix(policy: str, raw: dict, message: str) -> None:
     with pytest.raises(InvalidSpecError, match=message.replace("(", r"\(")):
         policy_options(policy, raw)
+
+
+def test_user_options_change_only_what_they_name_of_the_semantics_config() -> None:
+    """Under Pollux's semantics jigsaw's config carries Tiresias' queues and no protection;
+    ``{"config": {"pack_gain": 0.1, "las": {"promote_knob": 2}}}`` keeps both."""
+    base = POLLUX.policy_options["jigsaw"]
+    merged = merged_options(base, {"config": {"pack_gain": 0.1, "las": {"promote_knob": 2}}})
+    config = policy_options("jigsaw", merged)["config"]
+    assert config.pack_gain == 0.1 and config.min_run_s == 0.0
+    assert config.las.thresholds == TIRESIAS.thresholds and config.las.promote_knob == 2
+    assert merged_options(base, {"spb": False}) == {**base, "spb": False}
+    replaced = merged_options(base, {"config": JigsawConfig()})  # an object replaces it whole
+    assert replaced["config"] == JigsawConfig()

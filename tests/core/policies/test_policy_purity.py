@@ -17,6 +17,7 @@ from jigsaw.oracle import Oracle
 from jigsaw.plan import full_backprop
 from jigsaw.policies.base import PolicyBase
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
+from jigsaw.policies.timeslice import TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
 from jigsaw.snapshot import Snapshot
 from tests.core.support import run_until_idle, setup, submit
@@ -64,6 +65,19 @@ def test_asking_twice_about_one_snapshot_gives_the_same_answer() -> None:
     assert sum(isinstance(d, Start) for d in first) == 3
     assert policy.decide(snapshot) == first
     assert policy.stable_until(snapshot) == JigsawPolicy(oracle).stable_until(snapshot)
+
+
+def test_timeslice_asked_twice_about_one_snapshot_gives_the_same_answer() -> None:
+    """Its guests take turns on the full-backprop gang's GPUs; had deciding booked them for
+    good, the second answer would find the GPUs shared and start nobody."""
+    oracle = make_oracle(SimulationSetup())
+    policy = TimeslicePolicy(oracle)
+    snapshot = _host_and_guests(oracle)
+    first = policy.decide(snapshot)
+    assert _replans(first) == []
+    assert sum(isinstance(d, Start) for d in first) == 3
+    assert policy.decide(snapshot) == first
+    assert policy.stable_until(snapshot) == TimeslicePolicy(oracle).stable_until(snapshot)
 
 
 def test_the_plan_hold_is_read_from_the_job() -> None:

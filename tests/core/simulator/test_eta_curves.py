@@ -201,7 +201,7 @@ def test_replay_summary_says_curve_eta_was_used() -> None:
 def test_unknown_eta_option_is_refused() -> None:
     setup = SimulationSetup(eta="magic")
     oracle = make_oracle(setup)
-    with pytest.raises(ValueError, match="eta must be 'table' or 'curve'"):
+    with pytest.raises(ValueError, match="eta must be one of table, curve, one"):
         make_rates(load_jobs(WORKLOAD, setup, oracle, limit=2), setup, oracle)
 
 

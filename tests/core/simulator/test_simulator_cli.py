@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jigsaw.simulator.trace_replay import simulate_trace, simulation_setup
+
 ROOT = Path(__file__).resolve().parents[3]
 TRACE = ROOT / "tests" / "data" / "philly_excerpt.csv"
 
@@ -107,3 +109,46 @@ def test_pollux_application_without_curves_is_refused_with_file_and_line(
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{trace}:2:" in lines[0] and "'bert'" in lines[0], lines
+
+
+def test_policy_options_and_eta_reach_the_replay_as_the_bench_sees_it() -> None:
+    """``bench/sim_gain.py`` calls :func:`simulate_trace`; the CLI must give the same figures."""
+    pollux = ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"
+    args = (str(pollux), "--policy", "jigsaw,timeslice", "--gpus", "8", "--gpus-per-node", "4")
+    done = cli(*args, "--policy-options", '{"jigsaw": {"spb": false}}', "-o", "json")
+    assert done.returncode == 0, done.stderr
+    by_policy = {r["policy"]: r for r in json.loads(done.stdout)["results"]}
+    assert by_policy["jigsaw"]["replans"] == by_policy["jigsaw"]["packed_starts"] == 0
+    assert by_policy["timeslice"]["packed_starts"] > 0
+    setup = simulation_setup(
+        pollux, gpus=8, gpus_per_node=4, policy_options={"jigsaw": {"spb": False}}
+    )
+    for result in simulate_trace(pollux, ["jigsaw", "timeslice"], setup):
+        mine = by_policy[result.summary["policy"]]
+        assert result.summary["avg_jct_s"] == mine["avg_jct_s"]
+        assert result.summary["packed_starts"] == mine["packed_starts"]
+    default = json.loads(cli(*args, "-o", "json").stdout)["results"][0]
+    assert default["packed_starts"] > 0  # without the option jigsaw packs SPB workers
+    unit = json.loads(cli(*args, "--eta", "one", "-o", "json").stdout)["results"][0]
+    assert unit["eta_source"] == "ablation: eta = 1 for every plan"
+
+
+def test_bad_policy_options_exit_2_with_one_line() -> None:
+    cases = {
+        '{"sjf": {}}': "unknown policy 'sjf'",
+        '{"jigsaw": {"spb": false, "speed": 2}}': "'jigsaw' has no option 'speed'",
+        '{"jigsaw": {"config": {"pack_gain": -1}}}': "pack_gain and replan_gain must be >= 0",
+        '{"las": {}}': "'las', which is not among the policies run",
+        '{"jigsaw": ': "--policy-options is not JSON",
+        '["jigsaw"]': "--policy-options must be a JSON object",
+    }
+    for raw, message in cases.items():
+        done = cli(str(TRACE), "--policy", "jigsaw", "--policy-options", raw)
+        assert done.returncode == 2, (raw, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert message in done.stderr, (raw, done.stderr)
+    done = cli(str(TRACE), "--eta", "guess")
+    assert (done.returncode, done.stderr.strip()) == (
+        2,
+        "error: --eta must be one of table, curve, one, got 'guess'",
+    )

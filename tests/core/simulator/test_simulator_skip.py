@@ -1,6 +1,6 @@
 """Skipping quiet rounds changes how fast a replay runs, never what it decides.
 
-las and jigsaw tell the simulator until when a round with no decisions stays that way
+las, jigsaw and timeslice tell the simulator until when a round with no decisions stays that way
 (``stable_until``); the replay jumps over the rounds before it. Each case below replays the
 same trace with and without the jump and compares the decision logs line by line. Short LAS
 thresholds, a short starvation floor and a short minimum run time make the time-driven
@@ -28,6 +28,7 @@ CASES: dict[str, dict[str, Any]] = {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(las=TIGHT_LAS, min_run_s=300.0)},
     },
+    "timeslice-defaults": {"policy": "timeslice", "options": {}},
 }
 
 
