@@ -144,6 +144,8 @@ class JigsawPolicy(PolicyBase):
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         decisions = self._round(snapshot)
+        if not self.sizes_elastic_jobs:
+            return decisions
         return decisions + elastic_resizes(snapshot, decisions)
 
     def _round(self, snapshot: Snapshot) -> list[Decision]:

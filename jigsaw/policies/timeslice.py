@@ -5,6 +5,8 @@ on jigsaw's mechanism, with SPB taken out, so a table can show what SPB adds ove
 time-slicing:
 
 - every job runs full backprop (its catalog has no SPB plans), and nobody ever switches plan;
+- elastic jobs keep their size (co-tenancy is the only lever; jigsaw's grow/shrink rule is
+  off), so a table row shows time-slicing alone;
 - gangs are ranked, kept in the fair set, placed and preempted as jigsaw does them
   (:mod:`jigsaw.policies.jigsaw`, steps 1-4);
 - a one-GPU job that finds no free GPU may take turns on a GPU that holds a single worker of
@@ -32,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from jigsaw.oracle import Oracle
+from jigsaw.planner import Planner
 from jigsaw.policies.base import register
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.plans import EtaOf
@@ -46,6 +49,7 @@ class TimesliceConfig(JigsawConfig):
 
 class TimeslicePolicy(JigsawPolicy):
     name = "timeslice"
+    sizes_elastic_jobs = False
 
     def __init__(
         self,
@@ -54,10 +58,18 @@ class TimeslicePolicy(JigsawPolicy):
         config: TimesliceConfig | None = None,
         eta_of: EtaOf | None = None,
         incremental: bool = True,
+        planner: Planner | None = None,
     ) -> None:
         chosen = config if config is not None else TimesliceConfig()
-        super().__init__(oracle, config=chosen, eta_of=eta_of, spb=False, incremental=incremental)
+        super().__init__(
+            oracle,
+            config=chosen,
+            eta_of=eta_of,
+            spb=False,
+            incremental=incremental,
+            planner=planner,
+        )
         self._slack = replace(self._slack, share_full_backprop=True)
 
 
-register("timeslice", uses=frozenset({"oracle"}))(TimeslicePolicy)
+register("timeslice", uses=frozenset({"oracle", "planner"}))(TimeslicePolicy)

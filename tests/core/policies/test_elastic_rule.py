@@ -1,5 +1,5 @@
 """The simple elastic rule (jigsaw only): an elastic job grows into GPUs nobody waits for and
-shrinks to min_workers when someone waits; fifo, las and maxmin run it at its initial size;
+shrinks to min_workers when someone waits; fifo, las, maxmin and timeslice (co-tenancy alone) run it at its initial size;
 the simulator replays the same decisions."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def test_an_adaptive_batch_stays_within_its_bounds() -> None:
     assert worker_batch(running("t", 2, batch_size=21, max_workers=4, **tight), 4) is None
 
 
-@pytest.mark.parametrize("policy", ["fifo", "las", "maxmin"])
+@pytest.mark.parametrize("policy", ["fifo", "las", "maxmin", "timeslice"])
 def test_other_policies_run_elastic_jobs_at_their_initial_size(policy: str) -> None:
     decisions = create_policy(policy).decide(snapshot(running("e", 2, **FIXED)))
     assert not any(isinstance(d, Resize) for d in decisions)
