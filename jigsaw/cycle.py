@@ -287,7 +287,8 @@ class SchedulingCycle:
             log.info("skipped decision %s: %s", decision, exc)
             return False
         except ReplanRefused as refused:
-            log.warning("re-plan of %s refused, nothing recorded: %s", decision.job_id, refused)
+            what = "resize" if isinstance(decision, Resize) else "re-plan"
+            log.warning("%s of %s refused, nothing recorded: %s", what, decision.job_id, refused)
             return False
         if self.on_decision is not None:
             self.on_decision(now, decision)
@@ -337,8 +338,10 @@ class SchedulingCycle:
             case Resize(placement=placement, plan=plan, worker_batch=batch, reason=reason):
                 if job.state is not _RUNNING:
                     raise IllegalTransitionError(f"job {job.id} is {job.state}, cannot resize")
-                # RUNNING -> RUNNING: the run interval restarts, so the GPU-seconds attained
-                # so far are counted at the old size.
+                # Executor first, as for a re-plan: a resize it refuses (ReplanRefused) is not
+                # recorded. RUNNING -> RUNNING: the run interval restarts, so the GPU-seconds
+                # attained so far are counted at the old size.
+                self.executor.resize(job.id, placement, plan, batch)
                 self._move(
                     job,
                     JobState.RUNNING,
@@ -349,7 +352,6 @@ class SchedulingCycle:
                     plan=plan,
                     worker_batch=batch,
                 )
-                self.executor.resize(job.id, placement, plan, batch)
 
     def _move(
         self,

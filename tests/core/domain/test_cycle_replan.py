@@ -1,5 +1,6 @@
-"""A re-plan is recorded only once the executor has taken it: the cycle asks the executor
-first, and a refusal (the gang is gone, or cannot take the plan) leaves the job as it was."""
+"""A re-plan or a resize is recorded only once the executor has taken it: the cycle asks the
+executor first, and a refusal (the gang is gone, or cannot take the plan or the size) leaves
+the job as it was."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import logging
 
 import pytest
 
-from jigsaw.decisions import Decision, Replan
+from jigsaw.decisions import Decision, Replan, Resize
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan
+from jigsaw.plan import SPBPlan, full_backprop
 from jigsaw.policies.base import PolicyBase
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 from jigsaw.seams import ReplanRefused
@@ -102,3 +103,37 @@ def test_the_replay_executor_refuses_a_gone_gang_and_keeps_its_checkpoint() -> N
     with pytest.raises(ReplanRefused, match="job a has no gang to re-plan"):
         replay.replan("a", placement, NEW_PLAN)
     assert replay.checkpoints == kept and replay.running_jobs() == set()
+
+
+class ResizeEveryRunningJobToOne(PolicyBase):
+    """Test policy: shrink every running job to one worker on its first GPU."""
+
+    name = "test-resize"
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        return [
+            Resize(job.id, job.placement[:1], full_backprop(1, 4), 64, "test: shrink")
+            for job in snapshot.running
+        ]
+
+
+class RefusingResizes(RateDrivenExecutor):
+    def resize(self, job_id: str, placement: object, plan: object, worker_batch: int) -> None:
+        raise ReplanRefused(f"job {job_id}: this executor cannot resize")
+
+
+def test_a_resize_the_executor_refuses_is_not_recorded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, clock, executor, cycle, decided = _running_job()
+    before = store.get("a")
+    executor.__class__ = RefusingResizes  # the same gangs, an executor that refuses resizes
+    cycle.policy = ResizeEveryRunningJobToOne()
+    clock.advance_to(5.0)
+    with caplog.at_level(logging.WARNING, logger="jigsaw.cycle"):
+        report = cycle.run_once()
+    assert (report.applied, report.skipped) == (0, 1)
+    assert decided == []
+    assert store.get("a") == before  # same size, same batch, same version, no event
+    assert "resize of a refused, nothing recorded" in caplog.text
+    assert executor.running_jobs() == {"a"}

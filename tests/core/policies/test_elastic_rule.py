@@ -1,6 +1,6 @@
 """The simple elastic rule (jigsaw only): an elastic job grows into GPUs nobody waits for and
-shrinks to min_workers when someone waits; fifo, las, maxmin and timeslice (co-tenancy alone) run it at its initial size;
-the simulator replays the same decisions."""
+shrinks to min_workers when someone waits; fifo, las, maxmin and timeslice (co-tenancy alone)
+run it at its initial size; the simulator replays the same decisions."""
 
 from __future__ import annotations
 
