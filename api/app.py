@@ -12,7 +12,7 @@ from api.db import make_engine
 from api.errors import install_error_handlers
 from api.limits import BodyLimit
 from api.metrics import Metrics
-from api.oracle_view import OracleView, build_planner
+from api.oracle_view import build_planner, oracle_view_for
 from api.routers import cluster, health, job_telemetry, jobs, models, scheduler, tokens
 from api.settings import Settings
 from api.state import AppState
@@ -31,21 +31,13 @@ Authenticate with `Authorization: Bearer <token>`. Errors are
 
 def build_state(settings: Settings, engine: Engine | None = None) -> AppState:
     engine = engine if engine is not None else make_engine(settings.resolved_database_url)
-    fallback_rate = settings.sim_iterations_per_second
     planner = build_planner(settings.gpu_type, settings.worker_memory_gib)
     return AppState(
         settings=settings,
         engine=engine,
         store=SqlStore(engine),
         principals=PrincipalCache(engine),
-        oracle=OracleView(
-            planner,
-            settings.gpus_per_node,
-            fallback_rate,
-            gpu_type=settings.gpu_type,
-            simulated_rate=fallback_rate if settings.executor == "simulated" else None,
-            sharing=settings.sharing_settings,
-        ),
+        oracle=oracle_view_for(settings, planner),
         metrics=Metrics(engine),
         planner=planner,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from api.settings import Settings
 from jigsaw.catalog import ModelCatalog
 from jigsaw.cluster import Placement
 from jigsaw.domain import JobSpec
@@ -31,6 +32,23 @@ def build_planner(gpu_type: str, worker_memory_gib: float | None) -> Planner:
         gpu_type,
         memory_limit_bytes=worker_memory_limit_bytes(worker_memory_gib),
         catalog=ModelCatalog(),
+    )
+
+
+def oracle_view_for(settings: Settings, planner: Planner | None = None) -> OracleView:
+    """The service's one oracle view, from its settings (the API, the scheduler process and
+    the simulated executor build it alike); ``planner`` shares one already built."""
+    return OracleView(
+        planner
+        if planner is not None
+        else build_planner(settings.gpu_type, settings.worker_memory_gib),
+        settings.gpus_per_node,
+        settings.sim_iterations_per_second,
+        gpu_type=settings.gpu_type,
+        simulated_rate=(
+            settings.sim_iterations_per_second if settings.executor == "simulated" else None
+        ),
+        sharing=settings.sharing_settings,
     )
 
 

@@ -19,7 +19,7 @@ from api.bootstrap import ensure_admin_token
 from api.db import make_engine, wait_for_database
 from api.metrics import Metrics
 from api.migrate import upgrade_to_head
-from api.oracle_view import OracleView, build_planner
+from api.oracle_view import OracleView, oracle_view_for
 from api.scheduler.leader import SchedulerAlreadyRunningError
 from api.scheduler.service import SchedulerService, build_policy
 from api.serving import PortUnavailableError, listen, serve_until_signal
@@ -108,13 +108,7 @@ def run_scheduler() -> None:
     _configure_logging()
     settings = load_settings()
     engine = prepare_database(settings)
-    oracle = OracleView(
-        build_planner(settings.gpu_type, settings.worker_memory_gib),
-        settings.gpus_per_node,
-        settings.sim_iterations_per_second,
-        gpu_type=settings.gpu_type,
-        sharing=settings.sharing_settings,
-    )
+    oracle = oracle_view_for(settings)
     check_policy(settings, oracle)
     service = SchedulerService(settings, engine, Metrics(engine), oracle)
     stopping = threading.Event()

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from api.idempotency import IdempotencyKeys
 from api.metrics import Metrics
-from api.oracle_view import OracleView, build_planner
+from api.oracle_view import OracleView, oracle_view_for
 from api.scheduler.leader import Leadership, SchedulerAlreadyRunningError, leadership_for
 from api.scheduler.recorder import LeadershipLostError, ProgressRecorder, RoundRecorder
 from api.settings import Settings
@@ -64,13 +64,7 @@ def build_executor(settings: Settings, oracle: Oracle | None = None) -> Executor
         ray = create_executor()
         return ExecutorHandle(ray, ray.cluster)
     if oracle is None:
-        oracle = OracleView(
-            build_planner(settings.gpu_type, settings.worker_memory_gib),
-            settings.gpus_per_node,
-            settings.sim_iterations_per_second,
-            gpu_type=settings.gpu_type,
-            sharing=settings.sharing_settings,
-        ).oracle
+        oracle = oracle_view_for(settings).oracle
     rates = ColocatedConstantRate(
         oracle, settings.sim_iterations_per_second, settings.sim_startup_seconds
     )

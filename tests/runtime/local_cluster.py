@@ -25,6 +25,22 @@ REPO = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
+def run_cli(
+    env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``jigsaw-cli ARGS`` against a ServerProcess's environment (its ``log`` entry, a test
+    fixture's note of the server log path, is not passed on)."""
+    clean = {k: v for k, v in env.items() if k != "log"}
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -7,8 +7,6 @@ and reaches SUCCEEDED with its held-out accuracy; every resize is an event with 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.runtime.local_cluster import REPO, ServerProcess, base_env
+from tests.runtime.local_cluster import ServerProcess, base_env
+from tests.runtime.local_cluster import run_cli as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.ray, pytest.mark.timeout(900)]
 
@@ -49,18 +48,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         yield {**env, "JIGSAW_URL": server.url, "log": str(server.log_path)}
     finally:
         server.stop()
-
-
-def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in env.items() if k != "log"}
-    return subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        cwd=REPO,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def described(env: dict[str, str], job_id: str) -> dict[str, Any]:

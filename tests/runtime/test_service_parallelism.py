@@ -7,15 +7,14 @@ gives it a pipeline or hybrid plan, the gang trains on digits and the job reache
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.runtime.local_cluster import REPO, ServerProcess, base_env
+from tests.runtime.local_cluster import ServerProcess, base_env
+from tests.runtime.local_cluster import run_cli as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.ray, pytest.mark.timeout(900)]
 
@@ -55,18 +54,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         yield {**env, "JIGSAW_URL": server.url, "log": str(server.log_path)}
     finally:
         server.stop()
-
-
-def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in env.items() if k != "log"}
-    return subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        cwd=REPO,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def job_of(env: dict[str, str], job_id: str) -> dict[str, Any]:
