@@ -17,8 +17,9 @@ Workloads (``--workloads``, comma-separated):
   2.1x) among the windows of fewer than 11,000 jobs; the two October windows of 22,000 and
   24,000 jobs (the older tables' "busiest fortnight") cost several times more per replay.
 
-Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and two ablations of
-jigsaw: ``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and
+Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and three ablations of
+jigsaw: ``jigsaw-noresize`` (``--policy-options '{"jigsaw": {"config": {"resize":
+false}}}'``: elastic jobs keep their size), ``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
@@ -63,6 +64,7 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw": ("jigsaw", {}, "table"),
     "jigsaw-nospb": ("jigsaw", {"spb": False}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
+    "jigsaw-noresize": ("jigsaw", {"config": {"resize": False}}, "table"),
 }
 """Row label: (policy, its ``--policy-options``, ``--eta``)."""
 INTERFERENCE_ROWS = ("jigsaw", "timeslice")

@@ -59,6 +59,9 @@ class JigsawConfig:
     """Most summed predicted load a shared GPU may carry (1.0: no time-slicing slow-down)."""
     packing: bool = True
     """Pack partial workers of different jobs onto shared GPUs (off: an ablation)."""
+    resize: bool = True
+    """Grow and shrink elastic jobs by the simple rule (:mod:`~jigsaw.policies.elastic_rule`;
+    off: an ablation, elastic jobs keep their initial size)."""
     las: LasConfig = field(default_factory=LasConfig)
     min_run_s: float = DEFAULT_MIN_RUN_S
     """A gang is not preempted before it has run this long (it paid a restart to start)."""
@@ -138,6 +141,8 @@ class JigsawPolicy(PolicyBase):
             backfill_ratio=self.config.backfill_packing_ratio,
             policy_name=self.name,
         )
+        if not self.config.resize:
+            self.sizes_elastic_jobs = False
         self.memory = RoundMemory(incremental=incremental)
         """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""
         self._better: RecordCache[tuple[PlanOption, ...]] = self.memory.record_cache()

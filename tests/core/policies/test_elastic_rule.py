@@ -12,9 +12,12 @@ import pytest
 from jigsaw.cluster import Cluster
 from jigsaw.decisions import Resize, Start
 from jigsaw.domain import Job, JobSpec
+from jigsaw.hardware import preset
 from jigsaw.lifecycle import JobState
+from jigsaw.oracle import Oracle
 from jigsaw.plan import SPBPlan, full_backprop
 from jigsaw.policies import create_policy
+from jigsaw.policies.builder import build_policy
 from jigsaw.policies.elastic_rule import elastic_resizes, worker_batch
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.snapshot import Snapshot
@@ -101,6 +104,15 @@ def test_other_policies_run_elastic_jobs_at_their_initial_size(policy: str) -> N
 def test_jigsaw_decides_the_rule_after_its_own_round() -> None:
     decisions = create_policy("jigsaw").decide(snapshot(running("e", 2, **FIXED)))
     assert [type(d).__name__ for d in decisions] == ["Resize"]
+
+
+def test_jigsaw_with_resize_off_keeps_elastic_jobs_at_their_size() -> None:
+    """The ablation row ``{"jigsaw": {"resize": false}}``: the same round, no Resize, and the
+    simulator is not asked to hold a round after an elastic start."""
+    policy = build_policy("jigsaw", Oracle(preset("v100")), {"config": {"resize": False}})
+    assert policy.decide(snapshot(running("e", 2, **FIXED))) == []
+    assert policy.sizes_elastic_jobs is False
+    assert build_policy("jigsaw", Oracle(preset("v100"))).sizes_elastic_jobs is True
 
 
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
