@@ -19,7 +19,8 @@ Workloads (``--workloads``, comma-separated):
 
 Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and three ablations of
 jigsaw: ``jigsaw-noresize`` (``--policy-options '{"jigsaw": {"config": {"resize":
-false}}}'``: elastic jobs keep their size), ``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and
+false}}}'``: elastic jobs keep their size), ``jigsaw-nospb`` (``--policy-options '{"jigsaw":
+{"spb": false}}'``) and
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
