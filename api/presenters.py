@@ -17,9 +17,9 @@ from api.schemas.jobs import (
 )
 from api.timefmt import iso
 from jigsaw.domain import Job, JobEvent, JobSpec
-from jigsaw.efficiency import EtaEstimate
+from jigsaw.efficiency.online import candidate_etas, job_eta, noise_summary, table_prior
+from jigsaw.efficiency.table import EtaEstimate
 from jigsaw.errors import InvalidSpecError
-from jigsaw.job_eta import candidate_etas, job_eta, noise_summary, table_prior
 from jigsaw.oracle.plan_choice import PlanChoice
 from jigsaw.plan import SPBPlan, plan_to_json
 from jigsaw.planner import Planner

@@ -156,7 +156,7 @@ def oracle_transfer(apps_dir: Path) -> dict[str, Any]:
     """The oracle itself (t4 preset, analytic zoo profile, *global* parameters only) against
     the placement rows of the apps that are zoo models. Not held out: the global parameters
     are medians of fits that saw these rows. Reads calibration.json as just written."""
-    from jigsaw.efficiency import EfficiencyTable
+    from jigsaw.efficiency.table import EfficiencyTable
     from jigsaw.hardware import preset, reload_calibration
     from jigsaw.oracle import Oracle
     from jigsaw.plan import full_backprop

@@ -12,7 +12,8 @@ full run reached at iteration f*T. eta_measured(f) = n_full(L_f) / n_spb(L_f), w
 is the first (interpolated) iteration at which run x's loss is <= L. An SPB run that never
 gets there is scored at its last iteration: an upper bound, flagged ``reached: false``.
 
-Predicted eta at checkpoint f: the eta model (jigsaw/eta.py) applied to the per-block gradient
+Predicted eta at checkpoint f: the eta model (jigsaw/efficiency/model.py) applied to the
+per-block gradient
 statistics the engine measured online during the full-backprop run (every block has 4
 contributors there, so every block is measured every iteration), at every evaluation point
 up to n_full(L_f). Iterations at rate eta(t) cover the full run's progress in
@@ -43,7 +44,7 @@ from typing import Any
 import torch
 from spb_common import emit, provenance
 
-from jigsaw.eta import BlockNoise, eta_for_plan
+from jigsaw.efficiency.model import BlockNoise, eta_for_plan
 from jigsaw.plan import SPBPlan, resolve_plan
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads

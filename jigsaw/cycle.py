@@ -24,6 +24,8 @@ from typing import Any
 from jigsaw.cluster import Cluster
 from jigsaw.decisions import Decision, Preempt, Replan, Resize, Start
 from jigsaw.domain import Job, transition
+from jigsaw.efficiency.online import merge_block_noise
+from jigsaw.efficiency.statistics import InvalidNoiseStatisticsError
 from jigsaw.errors import ConflictError, IllegalTransitionError, JobNotFoundError
 from jigsaw.executor_events import (
     ExecutorEvent,
@@ -33,8 +35,6 @@ from jigsaw.executor_events import (
     ResizeReverted,
     Started,
 )
-from jigsaw.gradient_noise import InvalidNoiseStatisticsError
-from jigsaw.job_eta import merge_block_noise
 from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import Plan

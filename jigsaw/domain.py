@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jigsaw.cluster import Placement
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.errors import IllegalTransitionError, InvalidSpecError
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.lifecycle import JobState, can_transition
 from jigsaw.parallelism import PARALLELISM_CHOICES
 from jigsaw.plan import Plan, PlanRequest
@@ -327,7 +327,7 @@ class Job:
     not know); ``None`` until reported."""
     block_noise: tuple[BlockNoise, ...] = ()
     """The newest smoothed gradient statistics of each block, from the job's lease reports:
-    what its online eta is computed from (:mod:`jigsaw.job_eta`)."""
+    what its online eta is computed from (:mod:`jigsaw.efficiency.online`)."""
     plan_changed_at: float | None = None
     """When the cycle last applied a re-plan to this job."""
     worker_batch: int | None = None

@@ -8,7 +8,7 @@ A gang's ranks each report a lease; the executor folds those reports into one
 The outcome is checked when it is built, which is where a worker's report enters the control
 plane: an SPB plan that does not match the reported block count, or a block count below one,
 raises :class:`InvalidLeaseOutcomeError`; gradient statistics that are not finite or not
-meaningful raise :class:`~jigsaw.gradient_noise.InvalidNoiseStatisticsError`.
+meaningful raise :class:`~jigsaw.efficiency.statistics.InvalidNoiseStatisticsError`.
 :meth:`LeaseOutcome.with_reported_noise` turns that refusal into ``noise_refused`` (the lease's
 progress still counts; one bad report never poisons the job's estimate), so everything
 downstream holds validated statistics only.
@@ -20,8 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jigsaw.efficiency.statistics import (
+    BlockNoise,
+    InvalidNoiseStatisticsError,
+    validate_block_noise,
+)
 from jigsaw.errors import JigsawError
-from jigsaw.gradient_noise import BlockNoise, InvalidNoiseStatisticsError, validate_block_noise
 from jigsaw.plan import SPBPlan
 
 

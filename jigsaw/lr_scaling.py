@@ -8,7 +8,7 @@ as AdaptDL scales it (Pollux, OSDI'21, section 4.1).
 
   where ``sqr`` estimates ``|G|^2`` and ``var`` the variance of the gradient at the base
   batch, both summed over the model's blocks from the job's own gradient-noise statistics
-  (:class:`~jigsaw.gradient_noise.BlockNoise`). When the gradient is mostly noise the gain
+  (:class:`~jigsaw.efficiency.statistics.BlockNoise`). When the gradient is mostly noise the gain
   tends to ``scale`` (the linear rule); when it is mostly signal, to 1 (a larger batch buys
   nothing, so the step stays). Without statistics the gain is 1: the rate is left as tuned.
 - **Adam and AdamW: the square-root rule**, ``sqrt(scale) x base_lr``.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from jigsaw.gradient_noise import BlockNoise
+from jigsaw.efficiency.statistics import BlockNoise
 
 ADAPTIVE_OPTIMIZERS = ("sgd", "adam", "adamw")
 

@@ -28,9 +28,9 @@ from dataclasses import replace
 
 from jigsaw.catalog import ModelCatalog, default_catalog
 from jigsaw.domain import Job, JobSpec
+from jigsaw.efficiency.online import candidate_plans
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import DEFAULT_GPU_TYPE, PRESET_NAMES, HardwareSpec, preset
-from jigsaw.job_eta import candidate_plans
 from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_choice import AUTO_MARGIN, PlanChoice, choose_plan
 from jigsaw.parallelism import HybridPlan, PipelinePlan, PlanType

@@ -7,7 +7,7 @@ from typing import Any
 
 from jigsaw.cluster import Placement
 from jigsaw.domain import Job, JobEvent, JobSpec
-from jigsaw.gradient_noise import parse_block_noise
+from jigsaw.efficiency.statistics import parse_block_noise
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import Plan, plan_from_json, plan_to_json
 

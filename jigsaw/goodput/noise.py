@@ -9,7 +9,8 @@ Per sample that is the efficiency
     E(B) = (phi + M) / (phi + B)       (1 at B = M, falling towards M / B as B >> phi)
 
 which is Pollux's ``(var + sqr) / (var / s + sqr) / s`` with ``s = B / M`` and ``var = S / M``
-(:func:`jigsaw.eta.batch_size_efficiency`, the scalar form). Goodput comparisons between
+(:func:`jigsaw.efficiency.model.batch_size_efficiency`, the scalar form). Goodput comparisons
+between
 batches never depend on ``M``: it scales every ``E`` alike.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from jigsaw.gradient_noise import BlockNoise
+from jigsaw.efficiency.statistics import BlockNoise
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jigsaw.cluster import GpuId, Placement
-from jigsaw.efficiency import EfficiencyTable
+from jigsaw.efficiency.table import EfficiencyTable
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import HardwareSpec
 from jigsaw.oracle.colocation import ColocationModel, SharingSettings

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from jigsaw.catalog import ModelCatalog
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
-from jigsaw.efficiency import EtaEstimate
+from jigsaw.efficiency.online import job_eta
+from jigsaw.efficiency.table import EtaEstimate
 from jigsaw.errors import InvalidSpecError
-from jigsaw.job_eta import job_eta
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.plan import Plan, SPBPlan, full_backprop
 from jigsaw.planner import Planner
@@ -122,7 +122,7 @@ class PlanCatalog:
 
     def eta(self, job: Job, plan: Plan) -> float:
         """Statistical efficiency of ``plan`` for this job: online from the gradient noise its
-        lease reports measured (:mod:`jigsaw.job_eta`) once every block has enough
+        lease reports measured (:mod:`jigsaw.efficiency.online`) once every block has enough
         observations, else the model's figure (the ``eta_of`` seam)."""
         if not isinstance(plan, SPBPlan) or plan.is_full_backprop:
             return 1.0

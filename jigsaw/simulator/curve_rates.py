@@ -22,12 +22,12 @@ from typing import cast
 
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
-from jigsaw.eta import DEFAULT_MIN_OBSERVATIONS
-from jigsaw.gradient_noise import BlockNoise
+from jigsaw.efficiency.curves import CurveEta
+from jigsaw.efficiency.model import DEFAULT_MIN_OBSERVATIONS
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.oracle import ColocationModel, GangTiming
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.rate_executor import TimeSlicedRates
-from jigsaw.simulator.eta_curves import CurveEta
 from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.traces import TraceJob
 

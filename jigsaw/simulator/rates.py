@@ -14,7 +14,7 @@ from typing import Protocol
 
 from jigsaw.cluster import GpuId, Placement
 from jigsaw.domain import Job
-from jigsaw.efficiency import EfficiencyTable, EtaEstimate
+from jigsaw.efficiency.table import EfficiencyTable, EtaEstimate
 from jigsaw.errors import InvalidSpecError
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.plan import Plan, SPBPlan

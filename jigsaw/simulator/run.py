@@ -9,7 +9,8 @@ from typing import Any
 
 import jigsaw.policies  # noqa: F401  (registers every policy)
 from jigsaw.cluster import Cluster
-from jigsaw.efficiency import EfficiencyTable
+from jigsaw.efficiency.curves import APPS, RATIOS_FILE, CurveEta
+from jigsaw.efficiency.table import EfficiencyTable
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import DEFAULT_GPU_TYPE, preset
 from jigsaw.oracle import Oracle, SharingSettings
@@ -18,7 +19,6 @@ from jigsaw.policies.base import Policy, policy_factory
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.options import merged_options
 from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app, with_curve_eta
-from jigsaw.simulator.eta_curves import APPS, RATIOS_FILE, CurveEta
 from jigsaw.simulator.pollux_rate import PolluxRate
 from jigsaw.simulator.rates import (
     GavelRate,

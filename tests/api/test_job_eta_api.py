@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jigsaw.gradient_noise import BlockNoise
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.plan import SPBPlan
 from tests.api.conftest import ApiClient
 

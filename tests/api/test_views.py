@@ -13,8 +13,8 @@ from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import SchedulingCycle
 from jigsaw.domain import Job, JobSpec, transition
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.executor_events import Finished, Progressed
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.policies import create_policy

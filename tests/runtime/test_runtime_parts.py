@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.lease_outcome import InvalidLeaseOutcomeError, LeaseOutcome
 from jigsaw.plan import PlanRequest, SPBPlan, full_backprop
 from worker.runtime.checkpoints import CheckpointStore

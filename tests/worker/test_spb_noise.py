@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from jigsaw.gradient_noise import BlockNoise, two_batch_estimate
+from jigsaw.efficiency.statistics import BlockNoise, two_batch_estimate
 from jigsaw.plan import full_backprop, resolve_plan
 from worker.runtime.messages import LeaseReport
 from worker.runtime.summary import summarize

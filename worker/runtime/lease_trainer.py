@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 import torch
 
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.errors import JigsawError
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.plan import Plan
 
 OnIteration = Callable[[int], None]

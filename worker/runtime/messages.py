@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jigsaw.gradient_noise import BlockNoise
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.plan import Plan, PlanRequest
 
 
@@ -111,7 +111,7 @@ class LeaseReport:
     """Evaluation results (``accuracy`` or ``eval_loss``) when the order asked for them."""
     block_noise: tuple[BlockNoise, ...] = ()
     """Smoothed per-block gradient statistics after the lease (identical on every rank);
-    feed them to :class:`jigsaw.eta.OnlineEta`. Blocks not measured yet are absent."""
+    feed them to :class:`jigsaw.efficiency.model.OnlineEta`. Blocks not measured yet are absent."""
     probe_iterations: int = 0
     """Full-backprop probe iterations inside this lease (their cost is in the figures)."""
     plan_kind: str = "spb"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from jigsaw.gradient_noise import BlockNoise
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.lr_scaling import scaled_learning_rate
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.plan import Plan, PlanRequest, SPBPlan

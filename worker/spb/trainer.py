@@ -25,8 +25,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.errors import InvalidSpecError, JigsawError
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.plan import SPBPlan, full_backprop
 from worker.spb import checkpoint as ckpt

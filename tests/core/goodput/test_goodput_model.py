@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jigsaw.eta import batch_size_efficiency
+from jigsaw.efficiency.model import batch_size_efficiency
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.goodput import (
     BatchLimits,
     GoodputModel,
@@ -18,7 +19,6 @@ from jigsaw.goodput import (
     fit_step_times,
 )
 from jigsaw.goodput.calibration import calibrate, errors, held_out_errors, observations_of
-from jigsaw.gradient_noise import BlockNoise
 from jigsaw.oracle.calibration import load_app
 
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from jigsaw.gradient_noise import BlockNoise
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.lr_scaling import adascale_gain, scaled_learning_rate
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.efficiency import (
+from jigsaw.efficiency.table import (
     CONSERVATIVE_DEFAULT,
     FULL_BACKPROP,
     MEASURED,

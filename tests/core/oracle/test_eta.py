@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from jigsaw.efficiency import EfficiencyMeasurement, EfficiencyTable
-from jigsaw.eta import (
+from jigsaw.efficiency.model import (
     DEFAULT,
     MEASURED_TABLE,
     ONLINE,
@@ -19,13 +18,14 @@ from jigsaw.eta import (
     eta_for_plan,
     prior_from_table,
 )
-from jigsaw.gradient_noise import (
+from jigsaw.efficiency.statistics import (
     BlockNoise,
     InvalidNoiseStatisticsError,
     parse_block_noise,
     two_batch_estimate,
     validate_block_noise,
 )
+from jigsaw.efficiency.table import EfficiencyMeasurement, EfficiencyTable
 from jigsaw.plan import SPBPlan, full_backprop, resolve_plan
 
 

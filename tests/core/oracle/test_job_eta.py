@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from jigsaw.eta import eta_for_plan
+from jigsaw.efficiency.model import eta_for_plan
+from jigsaw.efficiency.online import candidate_etas, job_eta, merge_block_noise
+from jigsaw.efficiency.statistics import BlockNoise, InvalidNoiseStatisticsError
 from jigsaw.executor_events import Progressed
-from jigsaw.gradient_noise import BlockNoise, InvalidNoiseStatisticsError
-from jigsaw.job_eta import candidate_etas, job_eta, merge_block_noise
 from jigsaw.lease_outcome import LeaseOutcome
 from jigsaw.lifecycle import JobState
 from jigsaw.plan import SPBPlan, full_backprop, staircase

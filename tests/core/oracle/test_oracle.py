@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.efficiency import EfficiencyTable
+from jigsaw.efficiency.table import EfficiencyTable
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import preset, with_overrides
 from jigsaw.oracle import Oracle

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.efficiency import EfficiencyTable
+from jigsaw.efficiency.table import EfficiencyTable
 from jigsaw.errors import TraceFormatError
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle

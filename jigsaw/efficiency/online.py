@@ -1,5 +1,6 @@
 """A job's statistical efficiency, online: eta of any candidate plan from the gradient noise
-its own lease reports measured (:mod:`jigsaw.eta`), with a stated prior until every block has
+its own lease reports measured (:mod:`jigsaw.efficiency.model`), with a stated prior until
+every block has
 been measured often enough.
 
 The control plane folds each lease report's ``block_noise`` into the job
@@ -15,9 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from jigsaw.domain import Job
-from jigsaw.efficiency import EfficiencyTable, EtaEstimate
-from jigsaw.eta import DEFAULT_MIN_OBSERVATIONS, OnlineEta, Prior, default_prior, prior_from_table
-from jigsaw.gradient_noise import BlockNoise, InvalidNoiseStatisticsError
+from jigsaw.efficiency.model import (
+    DEFAULT_MIN_OBSERVATIONS,
+    OnlineEta,
+    Prior,
+    default_prior,
+    prior_from_table,
+)
+from jigsaw.efficiency.statistics import BlockNoise, InvalidNoiseStatisticsError
+from jigsaw.efficiency.table import EfficiencyTable, EtaEstimate
 from jigsaw.plan import SPBPlan, full_backprop, staircase, uniform
 
 PriorOf = Callable[[Job], Prior]
@@ -40,7 +47,7 @@ def merge_block_noise(
     """The job's statistics after one report: per block, the newer of the two. ``reported``
     holds statistics validated where the report entered
     (:class:`~jigsaw.lease_outcome.LeaseOutcome`); a block outside the job's ``num_blocks``
-    raises :class:`~jigsaw.gradient_noise.InvalidNoiseStatisticsError` and changes nothing
+    raises :class:`~jigsaw.efficiency.statistics.InvalidNoiseStatisticsError` and changes nothing
     (the caller keeps ``current``)."""
     for entry in reported:
         if entry.block > num_blocks:

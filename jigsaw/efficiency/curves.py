@@ -1,7 +1,8 @@
 """eta(plan, progress) for Pollux's six applications, from their validation curves.
 
 Pollux's ``validation-<B>.csv`` (:mod:`jigsaw.traces.pollux_curves`) give the whole model's
-``grad_sqr`` and ``grad_var`` over training. The eta model (:mod:`jigsaw.eta`) needs them per
+``grad_sqr`` and ``grad_var`` over training. The eta model (:mod:`jigsaw.efficiency.model`)
+needs them per
 block, so each is split with the block's share measured on the application's zoo stand-in
 (``jigsaw/data/block_noise_ratios.json``, made by ``bench/spb_block_ratios.py``); the split is
 taken as constant over training (docs/SPB.md, "eta over training in the simulator").
@@ -10,7 +11,8 @@ At progress ``f`` (fraction of the application's training, 0..1) and a job of ``
 per-worker batch ``B``: the curve is read at the job's global batch ``N B`` (clamped to the
 measured range), at the epoch that holds ``f``; block ``b`` gets
 ``grad_sqr * sqr_share[b]`` and ``grad_var * var_share[b]`` (variance at the curve's base
-batch, rescaled to ``B`` by :func:`jigsaw.eta.eta_for_plan`); eta is the module formula with
+batch, rescaled to ``B`` by :func:`jigsaw.efficiency.model.eta_for_plan`); eta is the module
+formula with
 source ``curve``. A plan for a model cut into another number of blocks than the stand-in
 gets the shares re-cut by depth (:meth:`BlockShares.resampled`). :meth:`CurveEta.mean_eta` is
 the harmonic mean of eta over a stretch of progress: the constant rate that covers that
@@ -27,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jigsaw.efficiency import EtaEstimate
+from jigsaw.efficiency.model import CURVE, BlockNoise, eta_for_plan
+from jigsaw.efficiency.table import EtaEstimate
 from jigsaw.errors import TraceFormatError
-from jigsaw.eta import CURVE, BlockNoise, eta_for_plan
 from jigsaw.plan import SPBPlan
 from jigsaw.traces.pollux_curves import AppCurves, load_app_curves
 

@@ -35,7 +35,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jigsaw.efficiency import (
+from jigsaw.efficiency.statistics import (
+    BlockNoise,
+    InvalidNoiseStatisticsError,
+    validate_block_noise,
+)
+from jigsaw.efficiency.table import (
     CONSERVATIVE_DEFAULT,
     FULL_BACKPROP,
     MEASURED,
@@ -43,11 +48,6 @@ from jigsaw.efficiency import (
     MIN_ETA,
     EtaEstimate,
     conservative_default,
-)
-from jigsaw.gradient_noise import (
-    BlockNoise,
-    InvalidNoiseStatisticsError,
-    validate_block_noise,
 )
 from jigsaw.plan import SPBPlan
 
@@ -136,7 +136,7 @@ def default_prior(plan: SPBPlan) -> EtaEstimate:
 
 
 def prior_from_table(lookup: Callable[[SPBPlan], EtaEstimate]) -> Prior:
-    """Wrap an :class:`~jigsaw.efficiency.EfficiencyTable` lookup (``lambda p:
+    """Wrap an :class:`~jigsaw.efficiency.table.EfficiencyTable` lookup (``lambda p:
     table.lookup(model, p)``) so its estimates carry this module's source names."""
     names = {
         MEASURED: MEASURED_TABLE,
