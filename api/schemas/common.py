@@ -27,6 +27,18 @@ Text = Annotated[
 ]
 """A string without control characters."""
 
+NOT_BLANK = "^[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f][^\\x00-\\x1f\\x7f]*$"
+"""No control characters, and at least one that is not whitespace (Unicode whitespace, as
+Python's ``str.strip`` counts it: a name of only no-break spaces is blank)."""
+
+NonBlankText = Annotated[
+    str,
+    AfterValidator(printable),
+    Field(json_schema_extra={"pattern": NOT_BLANK}),
+]
+"""A :data:`Text` the core refuses when it is only whitespace (a job's name and model): the
+schema says so, so a client that follows the schema never meets that refusal."""
+
 
 def integral(value: Any) -> Any:
     """JSON Schema's ``integer`` includes ``5.0``; so does this API (but not ``"5"``)."""

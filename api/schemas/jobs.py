@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field
 
-from api.schemas.common import Forbidding, Integer, Public, Text, Timestamp, integral
+from api.schemas.common import Forbidding, Integer, NonBlankText, Public, Text, Timestamp, integral
 from jigsaw.catalog import ENTRYPOINT
 from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
 from jigsaw.plan import PLAN_TEXT_PATTERN
@@ -55,7 +55,7 @@ class JobCreate(Forbidding):
         extra="forbid", strict=True, json_schema_extra={"examples": [JOB_EXAMPLE]}
     )
 
-    name: Text = Field(min_length=1, max_length=NAME_MAX_LENGTH)
+    name: NonBlankText = Field(min_length=1, max_length=NAME_MAX_LENGTH)
     model: Text = Field(
         min_length=1,
         max_length=200,

@@ -8,6 +8,7 @@ has K = 4 blocks.
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from sqlalchemy import func, select
 
 from api.models import idempotency_keys, job_events
+from api.schemas.jobs import JobCreate
 from tests.api.conftest import ApiClient, make_api
 
 BASE: dict[str, Any] = {"name": "j", "model": "mlp", "workers": 1, "iterations": 10}
@@ -121,6 +123,8 @@ CASES = [
     Bad("empty name", 422, "name", spec(name="")),
     Bad("name too long", 422, "name", spec(name="n" * 129)),
     Bad("name with a newline", 422, "name", spec(name="a\nb")),
+    Bad("name of spaces", 422, "name", spec(name="   ")),
+    Bad("name of no-break spaces", 422, "name", spec(name="\u00a0\u3000")),
     Bad("name a number", 422, "name", spec(name=5)),
     Bad("name missing", 422, "name", spec(name=_DROP)),
     Bad("priority too high", 422, "priority", spec(priority=1001)),
@@ -357,3 +361,13 @@ def test_a_body_nested_too_deeply_says_so_with_the_limit(bad_api: ApiClient, dep
     assert response.status_code == 400
     detail = response.json()["detail"]
     assert "more than 32 levels deep" in detail and "UTF-8" not in detail, detail
+
+
+def test_the_schema_says_a_blank_name_is_refused() -> None:
+    """The OpenAPI pattern of a job's name refuses what the core refuses (only whitespace, as
+    ``str.strip`` counts it), so schemathesis' schema-valid names are names the API takes."""
+    pattern = JobCreate.model_json_schema()["properties"]["name"]["pattern"]
+    for name in ("j", " j ", "\ufeff", "digits-demo"):
+        assert re.match(pattern, name) and name.strip(), name
+    for name in ("\u00a0", "   ", "\u3000\u2009", "\x85"):
+        assert not re.match(pattern, name) and not name.strip(), name
