@@ -27,7 +27,7 @@ test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy jigsaw api worker cli
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest --durations=25
 
 ## test-fast: the default suite without tests marked slow (for the edit-test loop)
 test-fast: install

@@ -4,10 +4,12 @@ executor and virtual clock."""
 from __future__ import annotations
 
 from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster
+from jigsaw.cluster import Cluster, Placement
 from jigsaw.cycle import RetryPolicy, SchedulingCycle
-from jigsaw.domain import Job, JobSpec, submitted_event
+from jigsaw.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
+from jigsaw.plan import Plan
 from jigsaw.policies import create_policy
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 
@@ -44,3 +46,19 @@ def run_until_idle(
             return
         clock.advance_to(max(upcoming, clock.now()))
     raise AssertionError("simulation did not go idle")
+
+
+def running_job(spec: JobSpec, placement: Placement, plan: Plan, started_at: float) -> Job:
+    """A job of ``spec`` submitted at 0, admitted at 0 onto ``placement`` with ``plan`` and
+    RUNNING since ``started_at``, moved by ``transition`` as the cycle moves jobs."""
+    job, _ = transition(
+        Job(spec.name, spec, submitted_at=0.0),
+        JobState.ADMITTED,
+        reason="t",
+        at=0.0,
+        actor="t",
+        placement=placement,
+        plan=plan,
+    )
+    running, _ = transition(job, JobState.RUNNING, reason="t", at=started_at, actor="t")
+    return running

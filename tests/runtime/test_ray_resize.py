@@ -103,7 +103,9 @@ def test_a_fixed_batch_run_resized_4_2_3_ends_with_the_weights_of_a_run_never_re
 def test_a_worker_death_during_a_resize_resumes_from_its_checkpoint(tmp_path: Path) -> None:
     h = make_harness(tmp_path, policy=ScriptedResizePolicy([(20, 3)]))
     try:
-        h.submit("el", workers=2, batch_size=GLOBAL_BATCH // 2, iterations=80, **ELASTIC)
+        # Long enough that the resized gang is still running when the test looks for it (at
+        # 80 iterations a loaded box once saw it start and finish between two looks).
+        h.submit("el", workers=2, batch_size=GLOBAL_BATCH // 2, iterations=600, **ELASTIC)
         h.run_until(lambda: ReasonCode.RESIZED in codes(h, "el"), timeout_s=180)
         checkpoint = CheckpointStore(tmp_path / "ckpt", "el")
 
@@ -123,7 +125,7 @@ def test_a_worker_death_during_a_resize_resumes_from_its_checkpoint(tmp_path: Pa
         assert job.failures == 1 and job.attempt == 2 and len(job.placement) == 0
         retried = [it for attempt, it in h.progress_of("el") if attempt == 2]
         assert retried and min(retried) > resized_from[0]  # resumed, not restarted from 0
-        assert job.iterations_done == 80
+        assert job.iterations_done == 600
     finally:
         h.executor.shutdown()
 

@@ -11,6 +11,8 @@ outside ``C_b``, which posted their receives before the forward pass even starte
 With a :class:`~worker.spb.noise.BlockNoiseTracker`, each buffer carries one extra trailing
 element, the contributor's own squared gradient norm, so the reduce also yields the mean of the
 contributors' squared norms (the gradient-noise statistics, see :mod:`worker.spb.noise`).
+With an :class:`~worker.spb.preconditioner.AdamPreconditioner` both squared norms are taken in
+Adam's preconditioned space, and a block the optimizer has not stepped yet is not measured.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from torch.utils.hooks import RemovableHandle
 
 from worker.spb.collectives import Collectives, DoneWork, Work
 from worker.spb.noise import BlockNoiseTracker
+from worker.spb.preconditioner import AdamPreconditioner
 from worker.spb.schedule import CommSchedule
 
 
@@ -44,10 +47,14 @@ class GradientSynchronizer:
         schedule: CommSchedule,
         collectives: Collectives,
         noise: BlockNoiseTracker | None = None,
+        preconditioner: AdamPreconditioner | None = None,
     ) -> None:
         self.schedule = schedule
         self.collectives = collectives
         self.noise = noise
+        self.preconditioner = preconditioner
+        self._unmeasured: set[int] = set()
+        """Blocks whose noise this iteration does not measure (no preconditioner state yet)."""
         self._extra = 1 if noise is not None else 0
         rank = collectives.rank
         self._state = {
@@ -79,6 +86,14 @@ class GradientSynchronizer:
         for state in self._state.values():
             state.flat, state.reduce_work, state.arrived, state.launched = None, None, 0, False
         self._send_work.clear()
+        if self.preconditioner is not None and self.noise is not None:
+            # The optimizer's state does not change until after finish(): one answer per block
+            # for the whole iteration, the same on every rank.
+            self._unmeasured = {
+                block
+                for block, state in self._state.items()
+                if not self.preconditioner.ready(state.params)
+            }
         for block in self._received:
             state = self._state[block]
             if not state.params:
@@ -125,9 +140,9 @@ class GradientSynchronizer:
             state.flat = torch.cat(grads)
         else:
             state.flat = torch.cat([*grads, grads[0].new_zeros(1)])
-            if len(route.contributors) > 1:  # one contributor: nothing to estimate from
-                # vector_norm reads the buffer once; own.dot(own) would stream it twice.
-                state.flat[-1] = torch.linalg.vector_norm(state.flat[:-1]).square()
+            if len(route.contributors) > 1 and block not in self._unmeasured:
+                # (one contributor: nothing to estimate from)
+                state.flat[-1] = self._squared_norm(block, state.flat[:-1])
         state.reduce_work = self.collectives.all_reduce_sum(state.flat, route.contributors)
 
     def finish(self) -> None:
@@ -160,12 +175,20 @@ class GradientSynchronizer:
     def _record_noise(self, block: int) -> None:
         state = self._state[block]
         contributors = len(self.schedule.route(block).contributors)
-        if self.noise is None or not state.params or contributors < 2:
+        if self.noise is None or not state.params or contributors < 2 or block in self._unmeasured:
             return
         assert state.flat is not None
-        total_sqr = torch.linalg.vector_norm(state.flat[:-1]).square()
+        total_sqr = self._squared_norm(block, state.flat[:-1])
         # [|mean|^2, mean over contributors of |g_r|^2]; read once per iteration by the tracker.
         self.noise.record(block, contributors, torch.stack([total_sqr, state.flat[-1]]))
+
+    def _squared_norm(self, block: int, gradient: Tensor) -> Tensor:
+        """``|gradient|^2``, in Adam's preconditioned space when there is a preconditioner."""
+        if self.preconditioner is None:
+            # vector_norm reads the buffer once; own.dot(own) would stream it twice.
+            norm: Tensor = torch.linalg.vector_norm(gradient)
+            return norm.square()
+        return self.preconditioner.squared_norm(self._state[block].params, gradient)
 
     def _assign(self, block: int) -> None:
         state = self._state[block]

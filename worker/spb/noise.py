@@ -7,7 +7,9 @@ of ``|g_r|^2``) and can compute ``total_sqr = |mean|^2`` itself. That costs 4 by
 and one dot product per block on each side; no extra collective. The unbiased two-batch
 estimator (:func:`jigsaw.efficiency.statistics.two_batch_estimate`) turns the pair into
 ``(grad_sqr, grad_var)``; blocks with a single contributor give nothing (see the probe
-iterations in :class:`~worker.spb.trainer.SPBTrainer`).
+iterations in :class:`~worker.spb.trainer.SPBTrainer`). For Adam and AdamW both squared norms
+are taken in Adam's preconditioned space (:mod:`worker.spb.preconditioner`); this tracker does
+not know the difference.
 
 Raw per-iteration estimates are very noisy, so both are smoothed with a bias-corrected
 exponential moving average (as AdaptDL does). The pair of squared norms stays a device tensor

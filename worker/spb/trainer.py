@@ -40,6 +40,7 @@ from worker.spb.instrumentation import (
     tensor_bytes,
 )
 from worker.spb.noise import DEFAULT_DECAY, BlockNoiseTracker
+from worker.spb.preconditioner import noise_preconditioner
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.schedule import CommSchedule
 from worker.zoo import DataSplits, Workload, load_workload
@@ -154,6 +155,8 @@ class SPBTrainer:
             if config.gradient_noise
             else None
         )
+        # Adam and AdamW: the noise is measured in Adam's preconditioned space.
+        self._preconditioner = noise_preconditioner(self.optimizer) if self.noise else None
         self.plan = self._checked(config.plan)
         self._install(self.plan)
 
@@ -184,9 +187,13 @@ class SPBTrainer:
         if self._probe_sync is None and self._probes_enabled():
             full = CommSchedule.from_plan(full_backprop(self.world_size, self.num_blocks))
             self.collectives.prepare_groups(full.reduce_groups())
-            self._probe_sync = GradientSynchronizer(self.blocks, full, self.collectives, self.noise)
+            self._probe_sync = GradientSynchronizer(
+                self.blocks, full, self.collectives, self.noise, self._preconditioner
+            )
             self._probe_sync.close()
-        self._sync = GradientSynchronizer(self.blocks, schedule, self.collectives, self.noise)
+        self._sync = GradientSynchronizer(
+            self.blocks, schedule, self.collectives, self.noise, self._preconditioner
+        )
         self.plan = plan
 
     def _probes_enabled(self) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from jigsaw.cluster import Cluster
 from jigsaw.decisions import Decision, Replan, Start
-from jigsaw.domain import Job, JobSpec, transition
+from jigsaw.domain import Job, JobSpec
 from jigsaw.lifecycle import JobState
 from jigsaw.oracle import Oracle
 from jigsaw.plan import full_backprop
@@ -20,7 +20,7 @@ from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.timeslice import TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
 from jigsaw.snapshot import Snapshot
-from tests.core.support import run_until_idle, setup, submit
+from tests.core.support import run_until_idle, running_job, setup, submit
 
 NOW = 3_600.0
 
@@ -31,16 +31,7 @@ def _host_and_guests(oracle: Oracle, *, plan_changed_at: float | None = None) ->
     spec = JobSpec("host", "resnet50_32", 4, 10_000, batch_size=32)
     plan = full_backprop(4, oracle.num_blocks("resnet50_32"))
     gpus = ((0, 0), (0, 1), (0, 2), (0, 3))
-    host, _ = transition(
-        Job("host", spec, submitted_at=0.0),
-        JobState.ADMITTED,
-        reason="t",
-        at=0.0,
-        actor="t",
-        placement=gpus,
-        plan=plan,
-    )
-    host, _ = transition(host, JobState.RUNNING, reason="t", at=NOW, actor="t")
+    host = running_job(spec, gpus, plan, NOW)
     host = replace(host, plan_changed_at=plan_changed_at)
     guests = tuple(
         Job(f"g{i}", JobSpec(f"g{i}", "resnet18_32", 1, 200, batch_size=32), submitted_at=NOW - 9)

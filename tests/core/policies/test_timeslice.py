@@ -9,9 +9,8 @@ import pytest
 
 from jigsaw.cluster import Cluster, GpuId
 from jigsaw.decisions import Decision, Replan, Start
-from jigsaw.domain import Job, JobSpec, transition
+from jigsaw.domain import Job, JobSpec
 from jigsaw.errors import InvalidSpecError
-from jigsaw.lifecycle import JobState
 from jigsaw.oracle import Oracle
 from jigsaw.plan import SPBPlan, full_backprop
 from jigsaw.policies import policy_names
@@ -20,6 +19,7 @@ from jigsaw.policies.options import policy_options
 from jigsaw.policies.timeslice import TimesliceConfig, TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
 from jigsaw.snapshot import Snapshot
+from tests.core.support import running_job
 
 NOW = 3_600.0
 
@@ -31,18 +31,7 @@ def oracle() -> Oracle:
 
 def _running(oracle: Oracle, job_id: str, model: str, gpus: tuple[GpuId, ...], work: int) -> Job:
     spec = JobSpec(job_id, model, len(gpus), work, batch_size=32)
-    plan = full_backprop(len(gpus), oracle.num_blocks(model))
-    job, _ = transition(
-        Job(job_id, spec, submitted_at=0.0),
-        JobState.ADMITTED,
-        reason="t",
-        at=0.0,
-        actor="t",
-        placement=gpus,
-        plan=plan,
-    )
-    job, _ = transition(job, JobState.RUNNING, reason="t", at=NOW, actor="t")
-    return job
+    return running_job(spec, gpus, full_backprop(len(gpus), oracle.num_blocks(model)), NOW)
 
 
 def _guest(work: int = 2_000, model: str = "resnet18_32") -> Job:
