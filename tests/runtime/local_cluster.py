@@ -17,12 +17,36 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))
+
+
+@contextmanager
+def service_on_local_ray(root: Path, settings: dict[str, str]) -> Iterator[dict[str, str]]:
+    """`jigsaw-cli serve` on the Ray executor (a local Ray it starts), its data and config
+    under ``root``, with ``settings`` (``JIGSAW_*``) over the base environment; yields the
+    environment a CLI needs (``JIGSAW_URL``; ``log`` is the server log's path)."""
+    env = {
+        **base_env(),
+        "JIGSAW_DATA_DIR": str(root / "data"),
+        "XDG_CONFIG_HOME": str(root / "config"),
+        "JIGSAW_EXECUTOR": "ray",
+        **settings,
+    }
+    for key in ("JIGSAW_DATABASE_URL", "JIGSAW_RAY_ADDRESS", "JIGSAW_ADMIN_TOKEN"):
+        env.pop(key, None)
+    server = ServerProcess(env, root / "server.log")
+    try:
+        server.wait_ready(timeout_s=180)
+        yield {**env, "JIGSAW_URL": server.url, "log": str(server.log_path)}
+    finally:
+        server.stop()
 
 
 def run_cli(

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.runtime.local_cluster import ServerProcess, base_env
 from tests.runtime.local_cluster import run_cli as cli
+from tests.runtime.local_cluster import service_on_local_ray
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.ray, pytest.mark.timeout(900)]
 
@@ -35,25 +35,14 @@ WIDE = [
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("service")
-    env = {
-        **base_env(),
-        "JIGSAW_DATA_DIR": str(root / "data"),
-        "XDG_CONFIG_HOME": str(root / "config"),
-        "JIGSAW_EXECUTOR": "ray",
+    settings = {
         "JIGSAW_GPUS": "4",
         "JIGSAW_WORKER_MEMORY_GIB": str(LIMIT_GIB),
         "JIGSAW_POLICY": "las",
         "JIGSAW_ROUND_SECONDS": "0.5",
     }
-    for key in ("JIGSAW_DATABASE_URL", "JIGSAW_RAY_ADDRESS", "JIGSAW_ADMIN_TOKEN"):
-        env.pop(key, None)
-    server = ServerProcess(env, root / "server.log")
-    try:
-        server.wait_ready(timeout_s=180)
-        yield {**env, "JIGSAW_URL": server.url, "log": str(server.log_path)}
-    finally:
-        server.stop()
+    with service_on_local_ray(tmp_path_factory.mktemp("service"), settings) as env:
+        yield env
 
 
 def job_of(env: dict[str, str], job_id: str) -> dict[str, Any]:
