@@ -11,7 +11,7 @@ from torch import Tensor
 
 from jigsaw.efficiency.statistics import parse_block_noise, two_batch_estimate
 from jigsaw.plan import resolve_plan
-from worker.runtime.messages import LeaseReport
+from tests.worker.lease_reports import lease_report
 from worker.runtime.summary import summarize
 from worker.spb.collectives import Collectives
 from worker.spb.gradient_sync import GradientSynchronizer
@@ -198,29 +198,12 @@ def test_the_preconditioner_is_adams_for_adam_and_adamw_and_none_for_sgd() -> No
 def test_a_lease_report_carries_the_preconditioned_statistics_unchanged() -> None:
     stats = _run(ADAMW, 3)[0].noise_stats()
     assert len(stats) == 3
-    report = LeaseReport(
-        job_id="j",
-        attempt=0,
-        rank=0,
-        lease=0,
-        start_iteration=0,
+    report = lease_report(
         end_iteration=3,
-        plan_version=0,
         plan=tuple(ADAMW.plan.depths),
         num_blocks=4,
-        switches=(),
-        stopped=False,
         losses=(2.0, 1.9, 1.8),
         samples=96,
-        compute_s=1.0,
-        sync_s=0.1,
-        iteration_s=1.2,
-        steps_wall_s=1.3,
-        wall_s=1.4,
-        control_s=0.0,
-        saved_activation_bytes=1,
-        peak_memory_bytes=1,
-        bytes_sent=1,
         block_noise=stats,
     )
     outcome = summarize([report])

@@ -12,7 +12,7 @@ import torch
 
 from jigsaw.efficiency.statistics import BlockNoise, two_batch_estimate
 from jigsaw.plan import full_backprop, resolve_plan
-from worker.runtime.messages import LeaseReport
+from tests.worker.lease_reports import lease_report
 from worker.runtime.summary import summarize
 from worker.spb.collectives import Collectives
 from worker.spb.launch import spawn_local
@@ -129,29 +129,12 @@ def test_two_rank_gloo_run_reports_per_block_statistics(tmp_path: Path) -> None:
 
 def test_lease_summary_carries_block_noise_beside_the_existing_figures() -> None:
     noise = (BlockNoise(1, 0.5, 2.0, 8, 10, 9, 4),)
-    report = LeaseReport(
-        job_id="j",
-        attempt=0,
-        rank=0,
-        lease=0,
-        start_iteration=0,
+    report = lease_report(
         end_iteration=10,
-        plan_version=0,
         plan=(0, 1),
         num_blocks=2,
-        switches=(),
-        stopped=False,
         losses=(1.0,),
         samples=80,
-        compute_s=1.0,
-        sync_s=0.1,
-        iteration_s=1.2,
-        steps_wall_s=1.3,
-        wall_s=1.4,
-        control_s=0.0,
-        saved_activation_bytes=1,
-        peak_memory_bytes=1,
-        bytes_sent=1,
         block_noise=noise,
         probe_iterations=1,
     )
