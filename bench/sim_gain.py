@@ -265,6 +265,26 @@ def summary_markdown(paths: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def geomean_markdown(paths: list[Path], against: tuple[str, ...] = ("pollux", "las")) -> str:
+    """Per load of Pollux's workloads (``@1x``, ``@2x``), the geometric mean over its workloads
+    of every row's average JCT divided by that of each row in ``against``."""
+    works = [w for w in merged_workloads(paths) if "@" in w["workload"]]
+    loads = sorted({w["workload"].split("@")[1] for w in works})
+    head = ["load", "row", *(f"over {a}" for a in against)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for load in loads:
+        rows = [{r["row"]: r["avg_jct_s"] for r in w["rows"]} for w in works]
+        rows = [r for w, r in zip(works, rows, strict=True) if w["workload"].endswith(load)]
+        for label in LABELS:
+            if not all(label in r and all(a in r for a in against) for r in rows):
+                continue
+            means = [
+                math.exp(sum(math.log(r[label] / r[a]) for r in rows) / len(rows)) for a in against
+            ]
+            lines.append(f"| {load} | {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
+    return "\n".join(lines)
+
+
 def markdown(paths: list[Path]) -> str:
     """The gain table from saved JSON outputs: one block per workload, hours."""
     lines = [
@@ -306,7 +326,13 @@ def main() -> None:
     parser.add_argument("--table", nargs="+", type=Path, help="print saved outputs as markdown")
     args = parser.parse_args()
     if args.table:
-        print(summary_markdown(args.table) + "\n\n" + markdown(args.table))
+        print(
+            summary_markdown(args.table)
+            + "\n\n"
+            + geomean_markdown(args.table)
+            + "\n\n"
+            + markdown(args.table)
+        )
         return
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = sorted(set(rows) - set(ROWS))
