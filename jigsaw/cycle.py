@@ -338,9 +338,8 @@ class SchedulingCycle:
             case Resize(placement=placement, plan=plan, worker_batch=batch, reason=reason):
                 if job.state is not _RUNNING:
                     raise IllegalTransitionError(f"job {job.id} is {job.state}, cannot resize")
-                # Executor first, as for a re-plan: a resize it refuses (ReplanRefused) is not
-                # recorded. RUNNING -> RUNNING: the run interval restarts, so the GPU-seconds
-                # attained so far are counted at the old size.
+                # Executor first, as above. RUNNING -> RUNNING restarts the run interval, so
+                # the GPU-seconds attained so far count at the old size.
                 self.executor.resize(job.id, placement, plan, batch)
                 self._move(
                     job,
