@@ -38,6 +38,10 @@ def _entry(
     collectives: TorchCollectives = init_distributed(rank, world_size, store_addr)
     try:
         body(rank, collectives, *args)
+        # No rank tears its sockets down while a peer still reads its last collective: gloo's
+        # background thread aborts the peer process (SIGABRT, "terminate called without an
+        # active exception") when the connection closes under an unfinished read.
+        collectives.barrier()
     finally:
         shutdown_distributed()
 
