@@ -2,6 +2,7 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
+TEST_WORKERS ?= 2
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: install run test test-fast lint typecheck clean
@@ -27,7 +28,7 @@ test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy jigsaw api worker cli
-	$(VENV)/bin/pytest --durations=25
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 ## test-fast: the default suite without tests marked slow (for the edit-test loop)
 test-fast: install

@@ -80,9 +80,10 @@ class JigsawClient:
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if states:
             params["state"] = list(states)
-        if user:
+        # An empty filter goes to the server, which refuses it: dropping it here listed every job.
+        if user is not None:
             params["user"] = user
-        if queue:
+        if queue is not None:
             params["queue"] = queue
         flags = {name: f"--{name}" for name in ("state", "user", "queue", "limit")}
         return self._request("GET", f"{API}/jobs", params=params, flags=flags)

@@ -18,9 +18,10 @@ RESIZE_CODE_PREFIX = "Running/Resize"
 def size_cell(job: dict[str, Any]) -> str:
     """``4 workers x 32 = global batch 128`` and, for an elastic job, its range and policy."""
     spec = job.get("spec") or {}
-    workers = job.get("current_workers") or spec.get("workers") or 0
-    batch = job.get("worker_batch") or spec.get("batch_size") or 0
-    now = "" if job.get("current_workers") else " (initial)"
+    if job.get("current_workers"):
+        workers, batch, now = job["current_workers"], job.get("worker_batch") or 0, ""
+    else:  # not running: the size it was submitted with (the last per-worker batch is not it)
+        workers, batch, now = spec.get("workers") or 0, spec.get("batch_size") or 0, " (initial)"
     text = f"{workers} worker(s) x {batch} = global batch {workers * batch}{now}"
     low, high = spec.get("min_workers"), spec.get("max_workers")
     policy = spec.get("batch_policy") or "fixed"

@@ -134,11 +134,15 @@ elastic=$("$CLI" submit --name mlp-elastic --model mlp --spb none --workers 2 --
   --max-workers 4 --batch-size 24 --iterations 3000 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 wait_for 240 grown "$elastic" || { echo "the elastic job did not grow; see $log" >&2; exit 1; }
+# Its size now: the global batch is fixed, so 4 workers take a quarter of it each.
+COLUMNS=200 "$CLI" describe "$elastic" | grep -m1 "^Size"
 echo "==> it runs on 4 workers; a 2-worker newcomer arrives: the elastic job shrinks for it"
 newcomer=$("$CLI" submit --name mlp-newcomer --model mlp --workers 2 --iterations 400 \
   --spb none --batch-size 32 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 "$CLI" status "$elastic" "$newcomer" --watch
+echo "==> final state"
+"$CLI" status "$elastic" "$newcomer"
 echo "==> the elastic job's resizes"
 COLUMNS=200 "$CLI" describe "$elastic" | "$PY" -c 'import sys
 text = sys.stdin.read()

@@ -29,6 +29,18 @@ REPO = Path(__file__).resolve().parents[1]
 PG_ENV = "JIGSAW_TEST_DATABASE_URL"
 
 
+# -- parallel runs -----------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``make test`` (``-n 2 --dist loadgroup``) every test that starts a real Ray runs
+    on one worker, one after another: two Ray instances on two cores starve each other's
+    heartbeats, and the package's shared local Ray (tests/runtime/conftest.py) is started once.
+    The other worker takes everything else."""
+    for item in items:
+        if item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 # -- databases --------------------------------------------------------------------------
 def _libpq(url: str) -> str:
     """psycopg's conninfo for a SQLAlchemy URL (drops the ``+psycopg`` driver part)."""

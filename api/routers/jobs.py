@@ -107,8 +107,12 @@ def list_jobs(
     principal: Submitter,
     state: StateDep,
     states: Annotated[list[JobState] | None, Query(alias="state")] = None,
-    user: Annotated[str | None, Query(max_length=128, pattern=NO_CONTROL_CHARACTERS)] = None,
-    queue: Annotated[str | None, Query(max_length=128, pattern=NO_CONTROL_CHARACTERS)] = None,
+    user: Annotated[
+        str | None, Query(min_length=1, max_length=128, pattern=NO_CONTROL_CHARACTERS)
+    ] = None,
+    queue: Annotated[
+        str | None, Query(min_length=1, max_length=128, pattern=NO_CONTROL_CHARACTERS)
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> JobList:

@@ -133,6 +133,8 @@ MISTAKES = [
         "model",
     ),
     Mistake("unknown state", ["list", "--state", "BOGUS"], "state"),
+    Mistake("empty queue filter", ["list", "--queue", ""], "error: --queue: "),
+    Mistake("empty user filter", ["list", "--user", ""], "error: --user: "),
     # -- the server's refusal of a field, said where the user wrote it (issue 25) -------------
     Mistake(
         "bad plan from a flag", ["submit", *JOB, "--spb", "bogus"], "error: --spb: unknown plan"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from cli.config import DEFAULT_URL, load_config
+from cli.elastic_views import size_cell
 from cli.errors import EXIT_FAILURE, EXIT_USAGE, ApiError, UsageError
 from cli.formatting import depth_bar, format_bytes, format_duration, format_time
 from cli.jobfile import read_job_file, resolve_spec
@@ -379,3 +380,14 @@ def test_help_shows_no_value_on_a_flag(path: list[str]) -> None:
         listed = re.compile(rf"^\s+(?:-\w, )?{re.escape(long)}(?:\s|$)")
         shown = [line for line in result.output.splitlines() if listed.match(line)]
         assert len(shown) == 1 and f"{long} <" not in shown[0], (long, result.output)
+
+
+def test_size_shows_the_running_size_then_the_initial_one() -> None:
+    spec = {"workers": 2, "batch_size": 24, "min_workers": 1, "max_workers": 4}
+    running = {"spec": spec, "current_workers": 4, "worker_batch": 12}
+    assert size_cell(running) == (
+        "4 worker(s) x 12 = global batch 48; elastic 1..4 workers, batch fixed"
+    )
+    # Finished: no current size; the last per-worker batch (12) is not the initial one (24).
+    finished = {"spec": spec, "current_workers": None, "worker_batch": 12}
+    assert size_cell(finished).startswith("2 worker(s) x 24 = global batch 48 (initial)")
