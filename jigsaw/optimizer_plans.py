@@ -20,6 +20,12 @@ from jigsaw.profiles import ModelProfile
 from jigsaw.sizes import human_bytes
 
 
+def extra_state_bytes(param_bytes: int, optimizer: str) -> int:
+    """What a worker holding ``param_bytes`` of parameters keeps for ``optimizer`` beyond the
+    SGD state the oracle's per-rank SPB figures count (AdamW: one more copy)."""
+    return (optimizer_state_copies(optimizer) - optimizer_state_copies()) * param_bytes
+
+
 def data_only_choice(
     spec: JobSpec, profile: ModelProfile, hardware: HardwareSpec, limit: int
 ) -> PlanChoice | InvalidSpecError:

@@ -107,3 +107,16 @@ def test_openapi_lists_the_optimizers_with_sgd_the_default(api: ApiClient) -> No
     schema = api.client.get("/openapi.json").json()
     field = schema["components"]["schemas"]["JobCreate"]["properties"]["optimizer"]
     assert (field["enum"], field["default"]) == (["sgd", "adamw"], "sgd")
+
+
+def test_the_dry_run_counts_adamws_second_moment_on_every_rank(api: ApiClient) -> None:
+    """The per-rank figures of ``jobs:validate`` (the oracle's SPB costs count SGD's one
+    state copy) hold AdamW's second one too: one more copy of the parameters per worker."""
+    body = {**MLP, "batch_size": 4, "spb": "staircase"}
+    sgd = post(api, "jobs:validate", body).json()["prediction"]["per_worker_memory_bytes"]
+    adamw = post(api, "jobs:validate", {**body, "optimizer": "adamw"}).json()["prediction"]
+    param_bytes = data_need("adamw", 4) - data_need("sgd", 4)
+    assert param_bytes > 0
+    assert [b - a for a, b in zip(sgd, adamw["per_worker_memory_bytes"], strict=True)] == [
+        param_bytes
+    ] * 2

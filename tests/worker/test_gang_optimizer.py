@@ -24,6 +24,7 @@ from jigsaw.plan import Plan, full_backprop
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.messages import GangConfig
 from worker.spb import SPBTrainer, TrainerConfig
+from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.thread_collectives import ThreadGroup, run_threads
 
 BLOCKS = 4  # mlp
@@ -145,6 +146,48 @@ def test_adams_moments_survive_a_checkpoint_and_a_resize(tmp_path: Path) -> None
     assert restored is not None and restored["step"] == 4
     assert torch.equal(restored["exp_avg_sq"], resumed[0]["restored"]["exp_avg_sq"])
     assert grown[0]["lr"] == pytest.approx(ADAMW_LR * math.sqrt(2))
+
+
+def test_an_adaptive_adamw_run_resized_2_4_3_equals_one_process_with_its_batches_and_rates(
+    tmp_path: Path,
+) -> None:
+    """Global batch 24 (2 workers) -> 48 (4) -> 24 (3), each gang restoring the previous one's
+    checkpoint: the rates follow the square-root rule, and one process that applies the same
+    batches and rates at the same iterations ends with the same weights (Adam's moments and
+    step count carried through both resizes, no sample skipped or seen twice)."""
+    phases = [(2, 12, 15), (4, 12, 15), (3, 8, 15)]  # workers, batch per worker, iterations
+    rates: list[float] = []
+    restore: str | None = None
+    for index, (workers, batch, iterations) in enumerate(phases):
+        saved = tmp_path / f"phase-{index}"
+        config = adamw_gang(
+            tmp_path, workers, batch_size=batch, base_global_batch=24, restore_from=restore
+        )
+        results = train(config, iterations, save=saved)
+        rates.append(results[0]["lr"])
+        restore = str(saved)
+    assert rates == pytest.approx([ADAMW_LR, ADAMW_LR * math.sqrt(2), ADAMW_LR])
+
+    reference = SPBTrainer(
+        TrainerConfig(
+            model="mlp",
+            plan=full_backprop(1, BLOCKS),
+            batch_size=24,
+            optimizer="adamw",
+            lr=ADAMW_LR,
+            seed=3,
+        ),
+        ThreadGroup(1).collectives(0),
+    )
+    for (workers, batch, iterations), rate in zip(phases, rates, strict=True):
+        position = reference.sampler.state_dict()
+        reference.sampler = GlobalBatchSampler(len(reference.data.train), workers * batch, 1, 3)
+        reference.sampler.load_state_dict(position)
+        for group in reference.optimizer.param_groups:
+            group["lr"] = rate
+        reference.run(iterations)
+    want = [p.detach().clone() for p in reference.params]
+    assert largest_difference(results[0]["weights"], want) < 1e-5
 
 
 def test_the_adaptive_rate_rule_follows_the_optimizer(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ for AdamW (data parallel only, with AdamW's two moments in the per-worker memory
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from jigsaw.domain import JobSpec
@@ -11,7 +13,7 @@ from jigsaw.oracle.plan_predictions import predict_data_parallel
 from jigsaw.planner import Planner
 from jigsaw.profiles import ProfileCatalog
 
-MLP = {"name": "o", "model": "mlp", "workers": 2, "iterations": 10}
+MLP: dict[str, Any] = {"name": "o", "model": "mlp", "workers": 2, "iterations": 10}
 
 
 def test_sgd_is_the_default_and_a_stored_spec_without_the_field_reads_as_sgd() -> None:
@@ -29,7 +31,7 @@ def test_sgd_is_the_default_and_a_stored_spec_without_the_field_reads_as_sgd() -
         ({"optimizer": "adamw", "parallelism": "hybrid"}, "the hybrid engine trains with SGD"),
     ],
 )
-def test_bad_optimizers_are_refused_naming_the_field(changes: dict[str, str], words: str) -> None:
+def test_bad_optimizers_are_refused_naming_the_field(changes: dict[str, Any], words: str) -> None:
     with pytest.raises(InvalidSpecError, match=words) as refused:
         JobSpec(**MLP, **changes)
     assert refused.value.field == "optimizer"
