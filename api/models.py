@@ -26,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from jigsaw.domain import OPTIMIZERS
 from jigsaw.lifecycle import JobState
 
 NAMING = {
@@ -41,6 +42,7 @@ SerialId = BigInteger().with_variant(Integer(), "sqlite")
 
 STATE_VALUES = ", ".join(f"'{state.value}'" for state in JobState)
 IDEMPOTENCY_STATUSES = ("in_flight", "done")
+OPTIMIZER_VALUES = ", ".join(f"'{name}'" for name in OPTIMIZERS)
 
 
 class Base(DeclarativeBase):
@@ -54,6 +56,7 @@ class JobRow(Base):
         # Illegal states are refused by the database too, not only by the domain code.
         CheckConstraint(f"state IN ({STATE_VALUES})", name="state_valid"),
         CheckConstraint("version >= 0", name="version_nonnegative"),
+        CheckConstraint(f"optimizer IN ({OPTIMIZER_VALUES})", name="optimizer_valid"),
         Index("ix_jobs_state_submitted", "state", "submitted_at"),
         Index("ix_jobs_username_submitted", "username", "submitted_at"),
         Index("ix_jobs_submitted_id", "submitted_at", "id"),
@@ -86,6 +89,9 @@ class JobRow(Base):
     worker_batch: Mapped[int | None] = mapped_column(Integer)
     """Per-worker batch of the current run, as the last start or resize set it (``None``: the
     spec's ``batch_size``; every row before 0004)."""
+    optimizer: Mapped[str] = mapped_column(String(16), server_default="sgd")
+    """The spec's ``optimizer``, as a column to query by (``sgd`` for every row before 0005,
+    whose specs predate the field and read as ``sgd``)."""
     extra: Mapped[dict[str, Any]] = mapped_column(JSON)
     epoch: Mapped[int | None] = mapped_column(BigInteger)
     """Epoch of the scheduler that last wrote this row (``None``: written by the API)."""

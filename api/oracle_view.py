@@ -18,6 +18,7 @@ from jigsaw.cluster import Placement
 from jigsaw.domain import JobSpec
 from jigsaw.environment import worker_memory_limit_bytes
 from jigsaw.errors import InvalidSpecError
+from jigsaw.optimizer_plans import extra_state_bytes
 from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.plan import Plan
 from jigsaw.planner import Planner
@@ -112,9 +113,10 @@ class OracleView:
             )
         placement = self._oracle.compact(spec.workers, self._gpus_per_node)
         prediction = self._oracle.predict(spec.model, spec.batch_size, plan, placement)
+        extra = self._optimizer_bytes(spec)
         return PredictionView(
             prediction.iteration_time_s,
-            list(prediction.per_worker_memory_bytes),
+            [memory + extra for memory in prediction.per_worker_memory_bytes],
             list(prediction.per_worker_compute_s),
             list(prediction.per_worker_bytes_sent),
             f"oracle ({prediction.source} profile){self.hardware_note}, compact placement",
@@ -128,10 +130,19 @@ class OracleView:
         try:
             load = self._oracle.worker_load(spec.model, spec.batch_size, plan, rank, placement)
             memory = self._oracle.worker_memory_bytes(spec.model, spec.batch_size, plan, rank)
+            memory += self._optimizer_bytes(spec)
         except (InvalidSpecError, ValueError, KeyError) as error:
             log.debug("no worker estimate for %s rank %s: %s", spec.name, rank, error)
             return WorkerEstimate(None, None)
         return WorkerEstimate(load, memory)
+
+    def _optimizer_bytes(self, spec: JobSpec) -> int:
+        """AdamW's second moment, which the oracle's per-rank figures (SGD's state) leave
+        out; an ``adamw`` job is always data parallel, each worker holding every parameter."""
+        entry = self.catalog.find(spec.model)
+        if spec.optimizer == "sgd" or entry is None or entry.profile is None:
+            return 0
+        return extra_state_bytes(entry.profile.param_bytes, spec.optimizer)
 
     def rate(self, spec: JobSpec, plan: Plan | None) -> float:
         """Iterations per second the job should reach alone on a compact placement."""

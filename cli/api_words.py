@@ -21,6 +21,7 @@ SPEC_FLAGS = {
         "spb",
         "parallelism",
         "batch_size",
+        "optimizer",
         "learning_rate",
         "seed",
         "queue",

@@ -1,5 +1,6 @@
 """How ``describe`` shows a job's size: workers, per-worker and global batch, the elastic range,
-and every resize with its reason (the events whose code starts ``Running/Resize``)."""
+the optimizer and the rule its learning rate follows as the batch changes, and every resize
+with its reason (the events whose code starts ``Running/Resize``)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,21 @@ def size_cell(job: dict[str, Any]) -> str:
     if policy == "adaptive":
         bounds = f" {spec.get('min_global_batch')}..{spec.get('max_global_batch')}"
     return f"{text}; elastic {low}..{high} workers, batch {policy}{bounds}"
+
+
+def optimizer_cell(job: dict[str, Any]) -> str:
+    """``adamw, learning rate 0.001`` and, under an adaptive batch, the rule that scales it."""
+    spec = job.get("spec") or {}
+    optimizer = spec.get("optimizer") or "sgd"
+    text = f"{optimizer}, learning rate {spec.get('learning_rate')}"
+    if spec.get("batch_policy") != "adaptive":
+        return text
+    rule = "AdaScale" if optimizer == "sgd" else "the square-root rule"
+    return f"{text} at global batch {_initial_global_batch(spec)}, scaled by {rule}"
+
+
+def _initial_global_batch(spec: dict[str, Any]) -> int:
+    return int(spec.get("workers") or 0) * int(spec.get("batch_size") or 0)
 
 
 def resizes_table(events: Sequence[dict[str, Any]]) -> RenderableType:

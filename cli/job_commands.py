@@ -77,6 +77,14 @@ def submit(
     max_global_batch: Annotated[
         int | None, typer.Option(help="Adaptive batch: largest global batch.")
     ] = None,
+    optimizer: Annotated[
+        str | None,
+        typer.Option(
+            help="sgd (default; momentum 0.9) or adamw (data parallel only). Under an "
+            "adaptive batch the learning rate follows AdaScale for sgd, the square-root rule "
+            "for adamw."
+        ),
+    ] = None,
     learning_rate: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     queue: Annotated[str | None, typer.Option(help="Queue name.")] = None,
@@ -109,6 +117,7 @@ def submit(
         "batch_policy": batch_policy,
         "min_global_batch": min_global_batch,
         "max_global_batch": max_global_batch,
+        "optimizer": optimizer,
         "learning_rate": learning_rate,
         "seed": seed,
         "queue": queue,

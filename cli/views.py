@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from cli.elastic_views import resizes_table, size_cell
+from cli.elastic_views import optimizer_cell, resizes_table, size_cell
 from cli.formatting import (
     depth_bar,
     format_age,
@@ -72,6 +72,7 @@ def job_summary(job: dict[str, Any]) -> RenderableType:
         ("State", f"{styled_state(job['state'])}  {_reason(job)}"),
         ("Progress", _progress_cell(job)),
         ("Size", size_cell(job)),
+        ("Optimizer", optimizer_cell(job)),
         ("Plan", long_plan(job)),
         ("η", _eta_cell(job)),
         ("Placement", format_placement(job.get("placement"))),

@@ -52,6 +52,11 @@ class JobSpec:
     """``adaptive`` only: the smallest global batch (samples per iteration, all workers)."""
     max_global_batch: int | None = None
     """``adaptive`` only: the largest global batch."""
+    optimizer: str = "sgd"
+    """``sgd`` (momentum 0.9) or ``adamw`` (torch's AdamW: betas 0.9 and 0.999, no momentum
+    to set). Under ``batch_policy: adaptive`` it picks the learning-rate rule (AdaScale for
+    SGD, the square-root rule for AdamW); for AdamW the gradient noise is measured in Adam's
+    preconditioned space. Data-parallel engines only: pipeline and hybrid run SGD."""
     plan_request: PlanRequest = field(init=False, repr=False, compare=False)
     """``spb`` parsed once, at construction; ``spb`` itself holds its canonical spelling."""
 
@@ -75,6 +80,7 @@ class JobSpec:
         object.__setattr__(self, "plan_request", request)
         object.__setattr__(self, "spb", request.text)
         object.__setattr__(self, "parallelism", _checked_parallelism(self))
+        _check_optimizer(self)
         _check_elasticity(self)
 
     @property
@@ -170,11 +176,14 @@ _FIELD_TYPES: dict[str, type] = {
     "batch_policy": str,
     "min_global_batch": int,
     "max_global_batch": int,
+    "optimizer": str,
 }
 _OPTIONAL_FIELDS = frozenset({"min_workers", "max_workers", "min_global_batch", "max_global_batch"})
 """Fields whose ``None`` means "not given" (elastic jobs only)."""
 
 BATCH_POLICIES = ("fixed", "adaptive")
+OPTIMIZERS = ("sgd", "adamw")
+"""What a job may train with; the first is the default."""
 
 
 def default_parallelism(model: str) -> str:
@@ -197,6 +206,20 @@ def _checked_parallelism(spec: JobSpec) -> str:
             field="spb",
         )
     return value
+
+
+def _check_optimizer(spec: JobSpec) -> None:
+    _require(
+        spec.optimizer in OPTIMIZERS,
+        "optimizer",
+        f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {spec.optimizer[:40]!r}",
+    )
+    _require(
+        spec.optimizer == "sgd" or spec.parallelism not in ("pipeline", "hybrid"),
+        "optimizer",
+        f"optimizer {spec.optimizer!r} runs data parallel only; the {spec.parallelism} engine "
+        "trains with SGD: set parallelism to data (or auto), or optimizer to sgd",
+    )
 
 
 def _check_elasticity(spec: JobSpec) -> None:

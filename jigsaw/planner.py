@@ -31,6 +31,7 @@ from jigsaw.domain import Job, JobSpec
 from jigsaw.efficiency.online import candidate_plans
 from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import DEFAULT_GPU_TYPE, PRESET_NAMES, HardwareSpec, preset
+from jigsaw.optimizer_plans import data_only_choice
 from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_choice import AUTO_MARGIN, PlanChoice, choose_plan
 from jigsaw.parallelism import HybridPlan, PipelinePlan, PlanType
@@ -66,7 +67,9 @@ class Planner:
             else self.hardware.memory_bytes - self.hardware.workspace_bytes
         )
         self.margin = margin
-        self._choices: dict[tuple[str, int, int, str], PlanChoice | InvalidSpecError | None] = {}
+        self._choices: dict[
+            tuple[str, int, int, str, str], PlanChoice | InvalidSpecError | None
+        ] = {}
 
     @classmethod
     def for_gpu_type(
@@ -106,7 +109,7 @@ class Planner:
         parallelism = spec.parallelism
         if spec.spb not in ("auto", "none") and parallelism == "auto":
             parallelism = "data"
-        key = (spec.model, spec.workers, spec.batch_size, parallelism)
+        key = (spec.model, spec.workers, spec.batch_size, parallelism, spec.optimizer)
         if key not in self._choices:
             self._choices[key] = self._choose(spec, parallelism)
         cached = self._choices[key]
@@ -239,6 +242,8 @@ class Planner:
         if entry is None or entry.profile is None:
             return None
         profile = entry.profile
+        if spec.optimizer != "sgd":
+            return data_only_choice(spec, profile, self.hardware, self.memory_limit_bytes)
         try:
             choice = choose_plan(
                 profile,

@@ -93,6 +93,7 @@ class RayExecutor:
             base_global_batch=(
                 job.spec.global_batch if job.spec.batch_policy == "adaptive" else None
             ),
+            optimizer=job.spec.optimizer,
         )
         with self._lock:
             previous = self._gangs.pop(job.id, None)

@@ -111,6 +111,14 @@ class JobCreate(Forbidding):
     )
     min_global_batch: OptionalBatch = Field(default=None, description="batch_policy adaptive only")
     max_global_batch: OptionalBatch = Field(default=None, description="batch_policy adaptive only")
+    optimizer: Literal["sgd", "adamw"] = Field(
+        default="sgd",
+        description="sgd (momentum 0.9) or adamw (torch's AdamW, betas 0.9 and 0.999; it has no "
+        "momentum to set). Under batch_policy adaptive it picks the learning-rate rule: "
+        "AdaScale for sgd, the square-root rule for adamw. adamw runs data parallel only "
+        "(parallelism auto then means data) and its state, two moments per parameter, counts "
+        "against the per-worker memory limit",
+    )
 
 
 class AlternativePublic(Public):

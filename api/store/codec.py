@@ -37,6 +37,7 @@ def job_values(job: Job) -> dict[str, Any]:
         "reason": job.reason,
         "plan_changed_at": job.plan_changed_at,
         "worker_batch": job.worker_batch,
+        "optimizer": spec.optimizer,
         "extra": _typed_state(job),
     }
 

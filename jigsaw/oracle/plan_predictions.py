@@ -23,7 +23,7 @@ from typing import Literal
 
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import HardwareSpec
-from jigsaw.oracle.memory import WorkerMemory, worker_memory
+from jigsaw.oracle.memory import WorkerMemory, optimizer_state_copies, worker_memory
 from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.profiles import ModelProfile
@@ -118,9 +118,15 @@ def all_reduce_s(hardware: HardwareSpec, size: float, members: int, span: int) -
 
 
 def predict_data_parallel(
-    profile: ModelProfile, hardware: HardwareSpec, num_workers: int, batch_size: int
+    profile: ModelProfile,
+    hardware: HardwareSpec,
+    num_workers: int,
+    batch_size: int,
+    optimizer: str = "sgd",
 ) -> PlanPrediction:
-    """Every worker: forward + backward of all blocks on its batch, then one all-reduce."""
+    """Every worker: forward + backward of all blocks on its batch, then one all-reduce.
+    Each holds ``optimizer``'s state for the whole model (SGD: the momentum; AdamW: two
+    moments)."""
     _check_batch(batch_size)
     costs = BlockSeconds(profile, hardware)
     k = profile.num_blocks
@@ -128,7 +134,12 @@ def predict_data_parallel(
     params = profile.param_bytes
     acts = batch_size * sum(b.activation_bytes_per_sample for b in profile.blocks)
     comm = all_reduce_s(hardware, params, num_workers, num_workers)
-    memory = worker_memory(params, acts, workspace_bytes=hardware.workspace_bytes)
+    memory = worker_memory(
+        params,
+        acts,
+        optimizer_copies=optimizer_state_copies(optimizer),
+        workspace_bytes=hardware.workspace_bytes,
+    )
     return PlanPrediction(
         kind="data",
         describe=f"data x {counted(num_workers, 'worker')}",

@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from api.db import make_engine
 from api.migrate import current_revision, downgrade_to, head_revision, is_at_head, upgrade_to_head
 from api.models import Base
+from api.store.sql_store import SqlStore
 from jigsaw.lifecycle import JobState
 from tests.conftest import PostgresDatabases
 
@@ -73,3 +74,35 @@ def test_the_state_check_accepts_exactly_the_lifecycle_states(empty_engine: Engi
             conn.execute(insert, {"id": f"j-{state.value}", "state": state.value})
     with pytest.raises(IntegrityError), empty_engine.begin() as conn:
         conn.execute(insert, {"id": "j-bad", "state": "LIMBO"})
+
+
+def test_jobs_before_0005_train_with_sgd_and_no_other_optimizer_is_stored(
+    empty_engine: Engine,
+) -> None:
+    """A row written before ``jobs.optimizer`` existed reads as SGD, by its column (the server
+    default) and by its spec (the key is absent); the column refuses an unknown optimizer;
+    going down to 0004 drops it again."""
+    upgrade_to_head(empty_engine)
+    downgrade_to(empty_engine, "0004")
+    assert "optimizer" not in {c["name"] for c in inspect(empty_engine).get_columns("jobs")}
+    old_spec = '{"name": "n", "model": "mlp", "workers": 1, "iterations": 1}'
+    insert = (
+        "INSERT INTO jobs (id, name, username, queue, state, priority, spec, version, attempt, "
+        "iterations, iterations_done, plan, placement, submitted_at, attained_gpu_seconds, "
+        "preemptions, failures, reason, extra, updated_at{column}) VALUES (:id, 'n', 'u', 'q', "
+        "'PENDING', 0, :spec, 0, 0, 1, 0, 'null', '[]', 0, 0, 0, 0, 'r', '{{}}', 0{value})"
+    )
+    with empty_engine.begin() as conn:
+        conn.execute(text(insert.format(column="", value="")), {"id": "j-old", "spec": old_spec})
+    upgrade_to_head(empty_engine)
+    with empty_engine.connect() as conn:
+        stored = conn.execute(text("SELECT optimizer FROM jobs WHERE id = 'j-old'")).scalar_one()
+    assert stored == "sgd"
+    assert SqlStore(empty_engine).get("j-old").spec.optimizer == "sgd"
+    with_column = insert.format(column=", optimizer", value=", :optimizer")
+    with empty_engine.begin() as conn:
+        conn.execute(text(with_column), {"id": "j-adamw", "spec": old_spec, "optimizer": "adamw"})
+    with pytest.raises(IntegrityError), empty_engine.begin() as conn:
+        conn.execute(text(with_column), {"id": "j-bad", "spec": old_spec, "optimizer": "adam"})
+    downgrade_to(empty_engine, "0004")
+    assert "optimizer" not in {c["name"] for c in inspect(empty_engine).get_columns("jobs")}

@@ -90,6 +90,8 @@ CROSS_FIELD_RULES = {
     "min_workers": ("is above max_workers",),
     "max_workers": ("more than the cluster's", "can never be given", "only data-parallel"),
     "batch_policy": ("only data-parallel",),
+    # adamw runs on the data-parallel engine only, with its moments in the memory limit
+    "optimizer": ("runs data parallel only", "per-worker memory limit"),
     "min_global_batch": ("bounds an adaptive batch", "batch_policy adaptive needs"),
     "max_global_batch": (
         "bounds an adaptive batch",

@@ -47,6 +47,8 @@ class GangRequest:
     """The job's request, when the plan was resolved without knowing the model's K."""
     base_global_batch: int | None = None
     """``batch_policy: adaptive``: the global batch the learning rate was tuned for."""
+    optimizer: str = "sgd"
+    """The job's optimizer (:attr:`jigsaw.domain.JobSpec.optimizer`)."""
 
 
 class GangLauncher:
@@ -151,6 +153,7 @@ class GangLauncher:
             plan_request=request.plan_request,
             worker_memory_bytes=limit_bytes(settings.worker_memory_gib),
             base_global_batch=request.base_global_batch,
+            optimizer=request.optimizer,
         )
 
     def _get(self, ref: ray.ObjectRef[Any], what: str) -> Any:

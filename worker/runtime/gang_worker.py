@@ -290,6 +290,12 @@ RemoteGangWorker = ray.remote(concurrency_groups={"control": 2})(GangWorker)  # 
 def build_lease_trainer(config: GangConfig, collectives: Collectives, device: str) -> LeaseTrainer:
     """The engine for the plan's kind: ``spb`` (data parallel), ``pipeline`` or ``hybrid``."""
     kind = config.plan.kind
+    if kind != "spb" and config.optimizer != "sgd":
+        raise InvalidSpecError(
+            f"optimizer {config.optimizer!r} runs data parallel only; the {kind} engine trains "
+            "with SGD: submit with parallelism data, or optimizer sgd",
+            field="optimizer",
+        )
     if kind == "pipeline":
         return PipelineLease(config, collectives, device)
     if kind == "hybrid":

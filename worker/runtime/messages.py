@@ -46,6 +46,10 @@ class GangConfig:
     base_global_batch: int | None = None
     """``batch_policy: adaptive``: the global batch ``learning_rate`` was tuned for; at any
     other the rate follows :func:`jigsaw.lr_scaling.scaled_learning_rate`. None: kept."""
+    optimizer: str = "sgd"
+    """The job's optimizer (``sgd`` or ``adamw``); the data-parallel engine builds it, and
+    the adaptive batch's learning-rate rule follows it. Pipeline and hybrid gangs train with
+    SGD and refuse any other."""
 
 
 @dataclass(frozen=True, slots=True)

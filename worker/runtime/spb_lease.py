@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import torch
 
+from jigsaw.domain import OPTIMIZERS
 from jigsaw.efficiency.statistics import BlockNoise
+from jigsaw.errors import InvalidSpecError
 from jigsaw.lr_scaling import scaled_learning_rate
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
 from jigsaw.plan import Plan, PlanRequest, SPBPlan
@@ -29,6 +32,18 @@ def plan_for_built_model(plan: SPBPlan, request: PlanRequest | None, num_blocks:
     return plan
 
 
+def trainer_optimizer(name: str) -> Literal["sgd", "adamw"]:
+    """The job's optimizer as the engine names it; anything else is refused naming the field
+    (the API refuses it at submit: this guards gangs started by other paths)."""
+    if name == "sgd":
+        return "sgd"
+    if name == "adamw":
+        return "adamw"
+    raise InvalidSpecError(
+        f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {name[:40]!r}", field="optimizer"
+    )
+
+
 class SPBLease:
     kind = "spb"
 
@@ -43,6 +58,7 @@ class SPBLease:
                 model=config.model,
                 plan=plan_for_built_model(plan, config.plan_request, len(workload.blocks)),
                 batch_size=config.batch_size,
+                optimizer=trainer_optimizer(config.optimizer),
                 lr=config.learning_rate,
                 seed=config.seed,
                 device=device,

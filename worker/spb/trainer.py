@@ -47,6 +47,7 @@ from worker.zoo import DataSplits, Workload, load_workload
 from worker.zoo.workload import GLOBAL_RNG_LOCK
 
 EVAL_BATCH = 256
+SGD_MOMENTUM = 0.9
 
 
 class PlanSwitchError(JigsawError):
@@ -64,7 +65,8 @@ class TrainerConfig:
     batch_size: int = 32  # per rank
     optimizer: Literal["sgd", "adamw"] = "sgd"
     lr: float = 0.05
-    momentum: float = 0.9
+    momentum: float = SGD_MOMENTUM
+    """SGD's only: AdamW refuses any other value (it has betas, not momentum)."""
     weight_decay: float = 0.0
     seed: int = 0
     device: str = "cpu"
@@ -86,6 +88,12 @@ def build_optimizer(config: TrainerConfig, params: list[nn.Parameter]) -> torch.
             params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
         )
     if config.optimizer == "adamw":
+        if config.momentum != SGD_MOMENTUM:
+            raise InvalidSpecError(
+                f"momentum {config.momentum} is SGD's: AdamW has betas (0.9, 0.999), not "
+                "momentum; leave momentum at its default with optimizer adamw",
+                field="momentum",
+            )
         return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     raise InvalidSpecError(
         f"unknown optimizer {config.optimizer!r}: use 'sgd' or 'adamw'", field="optimizer"

@@ -197,8 +197,9 @@ function renderJobs(active, finished) {
   $("jobs-empty").hidden = rows.length > 0;
 }
 
-// Workers x per-worker batch = global batch, and an elastic job's range (its resizes are
-// events; the latest one's reason is the job's reason, shown under its state).
+// Workers x per-worker batch = global batch, an elastic job's range (its resizes are
+// events; the latest one's reason is the job's reason, shown under its state), and the
+// optimizer when it is not the default SGD.
 function sizeText(job) {
   const spec = job.spec || {};
   const workers = job.current_workers || spec.workers || 0;
@@ -208,6 +209,7 @@ function sizeText(job) {
   if (low !== high || spec.batch_policy === "adaptive") {
     text += " · elastic " + low + ".." + high + " (" + spec.batch_policy + ")";
   }
+  if (spec.optimizer && spec.optimizer !== "sgd") text += " · " + spec.optimizer;
   return text;
 }
 
