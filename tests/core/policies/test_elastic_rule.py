@@ -102,7 +102,9 @@ def test_other_policies_run_elastic_jobs_at_their_initial_size(policy: str) -> N
 
 
 def test_jigsaw_decides_the_rule_after_its_own_round() -> None:
-    decisions = create_policy("jigsaw").decide(snapshot(running("e", 2, **FIXED)))
+    unpriced = {"config": {"resize_priced": False}}  # priced: test_priced_elastic_rule.py
+    policy = build_policy("jigsaw", Oracle(preset("v100")), unpriced)
+    decisions = policy.decide(snapshot(running("e", 2, **FIXED)))
     assert [type(d).__name__ for d in decisions] == ["Resize"]
 
 
@@ -143,7 +145,9 @@ def test_the_simulator_replays_elastic_jobs_with_the_same_decisions(tmp_path: Pa
     lines = run("jigsaw")
     resizes = [line.split(" (")[0].split() for line in lines if " resize " in line]
     sizes = [(words[0], words[2], len(words) - 5) for words in resizes]  # at, job, GPUs
-    assert sizes[:3] == [("60.000", "a", 8), ("600.000", "a", 1), ("660.000", "a", 4)], sizes
+    # a grows back two rounds after its shrink, not one: the priced rule holds it 4 x the 30 s
+    # the shrink measured (its new gang's Started at 630 s) after it, until 720 s.
+    assert sizes[:3] == [("60.000", "a", 8), ("600.000", "a", 1), ("720.000", "a", 4)], sizes
     assert sizes[3][1:] == ("b", 8) and len(sizes) == 4  # b grows once a is done
     assert " start b " in lines[3]  # on the GPUs the shrink freed
     assert run("jigsaw") == lines
