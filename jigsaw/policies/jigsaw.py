@@ -19,8 +19,9 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
 5. re-plan in place a running SPB gang whose GPUs now have room for a better plan (back to
    full backprop as soon as its guests are gone); no gang gives up goodput for slack twice
    within ``min_plan_hold_s``;
-6. elastic jobs grow into GPUs nobody waits for and shrink to ``min_workers`` when someone
-   waits (:mod:`jigsaw.policies.elastic_rule`).
+6. elastic jobs grow into GPUs nobody waits for and shrink to ``min_workers`` for waiting
+   jobs, when the time it saves pays the resize's measured cost
+   (:mod:`jigsaw.policies.elastic_rule`, priced by :mod:`jigsaw.policies.resize_pricing`).
 
 Apart from the time-sliced slack of step 4, a GPU's summed load never exceeds
 ``load_threshold``; its memory is never over-booked.
