@@ -19,8 +19,9 @@ service runs it.
 **Priced** (with a :class:`~jigsaw.policies.resize_pricing.ResizePricing`, the jigsaw policy's
 default): a resize costs its measured seconds, so a job resized within its hold keeps its
 size; a job grows only to the size whose saving pays the cost by the margin (the best such);
-and it shrinks only for the waiters the freed GPUs let start (the jobs in arrival order, each
-serving the waiters left), when what they gain pays what it loses and the cost.
+and it shrinks only for the waiters the freed GPUs let start, by the GPUs they need (never
+below ``min_workers``; the jobs in arrival order, each serving the waiters left), when what
+they gain pays what it loses and the cost.
 """
 
 from __future__ import annotations
@@ -103,25 +104,28 @@ def _priced_shrinks(
     pricing: ResizePricing,
     gpus_per_node: int,
 ) -> list[Decision]:
-    """Each job in arrival order shrinks to ``min_workers`` when that pays for the waiters
-    the GPUs it frees let start (those the free GPUs alone could not), who are then served."""
+    """Each job in arrival order gives up the GPUs the waiters its shrink lets start need
+    (those the free GPUs alone could not start; never below ``min_workers``) when that pays,
+    and those waiters are then served."""
     pool = sum(map(len, free.values()))
     left = list(waiting)
     resizes: list[Decision] = []
     for job in resizable:
-        kept = job.placement[: job.spec.worker_range[0]]
-        batch = worker_batch(job, len(kept))
-        freed = len(job.placement) - len(kept)
-        if batch is None or freed <= 0:
-            continue
+        spare = len(job.placement) - job.spec.worker_range[0]
         before = {w.id for w in _fitting(left, pool)}
-        helped = [w for w in _fitting(left, pool + freed) if w.id not in before]
-        if not pricing.shrink_pays(job, batch, kept, helped, gpus_per_node):
+        after = _fitting(left, pool + spare)
+        helped = [w for w in after if w.id not in before]
+        needed = sum(w.spec.workers for w in after) - pool
+        if spare <= 0 or not helped or needed <= 0:
+            continue
+        kept = job.placement[: len(job.placement) - needed]
+        batch = worker_batch(job, len(kept))
+        if batch is None or not pricing.shrink_pays(job, batch, kept, helped, gpus_per_node):
             continue
         resize = _resize(job, kept, helped)
         if resize is not None:
             resizes.append(resize)
-            pool += freed - sum(w.spec.workers for w in helped)
+            pool += needed - sum(w.spec.workers for w in helped)
             left = [w for w in left if w not in helped]
     return resizes
 
@@ -152,7 +156,8 @@ def _resize(job: Job, placement: Placement, waiting: Sequence[Job]) -> Resize | 
         return None
     assert job.plan is not None
     if waiting:
-        why = f"{len(waiting)} job(s) wait, {waiting[0].id} first: back to min_workers"
+        to = "back to min_workers" if size == job.spec.worker_range[0] else "down to what they need"
+        why = f"{len(waiting)} job(s) wait, {waiting[0].id} first: {to}"
     else:
         why = "into GPUs nobody waits for"
     return Resize(

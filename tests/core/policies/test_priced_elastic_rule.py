@@ -112,11 +112,14 @@ def test_a_resized_job_holds_its_size_for_a_few_times_the_resize_cost() -> None:
     assert resizes(recent, rule=pricing(hold=3.0))  # a shorter hold has passed
 
 
-def test_it_shrinks_for_a_waiter_only_when_what_the_waiter_gains_pays() -> None:
+def test_it_gives_up_what_a_waiter_needs_only_when_what_the_waiter_gains_pays() -> None:
     grown = running("e", 4, 10_000)  # ~1,460 s left at 4: the waiter would wait that long
     (shrink,) = resizes(grown, waiting("w", 2))
-    assert len(shrink.placement) == 1 and shrink.worker_batch == 192
-    assert "1 job(s) wait, w first: back to min_workers" in shrink.reason
+    assert shrink.placement == grown.placement[:2] and shrink.worker_batch == 96
+    assert "4 -> 2 workers 1 job(s) wait, w first: down to what they need" in shrink.reason
+    (to_min,) = resizes(grown, waiting("w", 3))
+    assert len(to_min.placement) == 1 and to_min.worker_batch == 192
+    assert "4 -> 1 workers 1 job(s) wait, w first: back to min_workers" in to_min.reason
     nearly_done = replace(grown, iterations_done=9_950.0)  # the waiter waits ~7 s
     assert resizes(nearly_done, waiting("w", 2)) == []
     # A waiter the freed GPUs cannot start gains nothing (the unpriced rule shrinks anyway).
@@ -130,8 +133,8 @@ def test_only_as_many_jobs_shrink_as_the_waiters_need_and_nothing_grows_meanwhil
     first, second = running("e", 4, 10_000), running("ee", 4, 10_000, node=1)
     (shrink,) = resizes(first, second, waiting("w", 2), gpus=8)
     assert shrink.job_id == "e"
-    both = resizes(first, second, waiting("w", 2), waiting("ww", 4), gpus=8)
-    assert [r.job_id for r in both] == ["e", "ee"]
+    both = resizes(first, second, waiting("w", 2), waiting("ww", 3), gpus=8)
+    assert [(r.job_id, len(r.placement)) for r in both] == [("e", 2), ("ee", 1)]
     # Free GPUs are not grown into while a job waits for more than they and a shrink hold.
     assert resizes(running("e", 2, 10_000), waiting("w", 4), gpus=4) == []
     (shrink,) = resizes(running("e", 2, 10_000), waiting("w", 3), gpus=4)
