@@ -17,9 +17,10 @@ Workloads (``--workloads``, comma-separated):
   2.1x) among the windows of fewer than 11,000 jobs; the two October windows of 22,000 and
   24,000 jobs (the older tables' "busiest fortnight") cost several times more per replay.
 
-Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and three ablations of
+Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and four ablations of
 jigsaw: ``jigsaw-noresize`` (``--policy-options '{"jigsaw": {"config": {"resize":
-false}}}'``: elastic jobs keep their size), ``jigsaw-nospb`` (``--policy-options '{"jigsaw":
+false}}}'``: elastic jobs keep their size), ``jigsaw-unpriced`` (``{"resize_priced":
+false}``: the elastic rule without the resize's price, every resize free), ``jigsaw-nospb`` (``--policy-options '{"jigsaw":
 {"spb": false}}'``) and
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
@@ -66,6 +67,7 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw-nospb": ("jigsaw", {"spb": False}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
     "jigsaw-noresize": ("jigsaw", {"config": {"resize": False}}, "table"),
+    "jigsaw-unpriced": ("jigsaw", {"config": {"resize_priced": False}}, "table"),
 }
 """Row label: (policy, its ``--policy-options``, ``--eta``)."""
 INTERFERENCE_ROWS = ("jigsaw", "timeslice")

@@ -24,8 +24,6 @@ from typing import Any
 from jigsaw.cluster import Cluster
 from jigsaw.decisions import Decision, Preempt, Replan, Resize, Start
 from jigsaw.domain import Job, transition
-from jigsaw.efficiency.online import merge_block_noise
-from jigsaw.efficiency.statistics import InvalidNoiseStatisticsError
 from jigsaw.errors import ConflictError, IllegalTransitionError, JobNotFoundError
 from jigsaw.executor_events import (
     ExecutorEvent,
@@ -35,9 +33,8 @@ from jigsaw.executor_events import (
     ResizeReverted,
     Started,
 )
-from jigsaw.lease_outcome import LeaseOutcome
+from jigsaw.lease_facts import learned_model_facts, measured_noise, measured_resize
 from jigsaw.lifecycle import JobState
-from jigsaw.plan import Plan
 from jigsaw.poison import find_poison, without
 from jigsaw.policies.base import Policy
 from jigsaw.reasons import ReasonCode
@@ -162,6 +159,8 @@ class SchedulingCycle:
             case Started(at=at):
                 if job.state is _ADMITTED:
                     self._move(job, JobState.RUNNING, "all workers up", at, actor="executor")
+                elif job.state is _RUNNING and (took := measured_resize(job, at)) is not None:
+                    self.store.save(replace(job, resize_s=took), expected_version=job.version)
             case Progressed(iterations_done=done, outcome=outcome):
                 if job.state is _RUNNING and done > job.iterations_done:
                     learned = learned_model_facts(job, outcome)
@@ -350,6 +349,8 @@ class SchedulingCycle:
                     placement=placement,
                     plan=plan,
                     worker_batch=batch,
+                    resized_at=now,
+                    resize_s=None,
                 )
 
     def _move(
@@ -367,34 +368,3 @@ class SchedulingCycle:
             job, target, reason=reason, at=at, actor=actor or self.actor, code=code, **changes
         )
         return self.store.save(moved, expected_version=job.version, event=event)
-
-
-def learned_model_facts(job: Job, outcome: LeaseOutcome | None) -> dict[str, Any]:
-    """What a lease report teaches the control plane about a model it could not profile: the
-    block count K the workers built, and the plan they resolved against it (the scheduler
-    had started the job with full backprop, which needs no K)."""
-    if outcome is None or outcome.num_blocks is None:
-        return {}
-    if job.model_blocks is not None or job.plan is None:
-        return {}
-    blocks = outcome.num_blocks
-    if blocks == job.plan.num_blocks:
-        return {}
-    if outcome.plan is None:
-        return {"model_blocks": blocks}
-    return {"model_blocks": blocks, "plan": outcome.plan}
-
-
-def measured_noise(job: Job, plan: Plan | None, outcome: LeaseOutcome | None) -> dict[str, Any]:
-    """The job's gradient statistics with this report's folded in (validated where the report
-    entered, see :class:`~jigsaw.lease_outcome.LeaseOutcome`). Statistics for blocks the job's
-    plan does not have are refused whole and the job keeps what it had."""
-    if outcome is None or not outcome.block_noise or plan is None:
-        return {}
-    try:
-        return {
-            "block_noise": merge_block_noise(job.block_noise, outcome.block_noise, plan.num_blocks)
-        }
-    except InvalidNoiseStatisticsError as error:
-        log.warning("job %s: refused gradient statistics: %s", job.id, error)
-        return {}

@@ -356,6 +356,12 @@ class Job:
     worker_batch: int | None = None
     """Samples each worker takes per iteration in the current run, as the last start or
     resize set it; ``None``: the spec's ``batch_size``."""
+    resized_at: float | None = None
+    """When the cycle last applied a resize to this job (the elastic rule's hold counts from
+    it)."""
+    resize_s: float | None = None
+    """Seconds the last resize took, from the cycle applying it to the new gang's ``Started``
+    report; ``None`` until one is measured, and while a resize is under way."""
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds received so far, counting the current run up to ``now``."""

@@ -55,6 +55,9 @@ def _typed_state(job: Job) -> dict[str, Any]:
         state["model_blocks"] = job.model_blocks
     if job.block_noise:
         state["block_noise"] = [entry.as_dict() for entry in job.block_noise]
+    for name in ("resized_at", "resize_s"):
+        if getattr(job, name) is not None:
+            state[name] = getattr(job, name)
     return state
 
 
@@ -108,6 +111,7 @@ def _typed_fields(state: Mapping[str, Any]) -> dict[str, Any]:
         "block_noise": parse_block_noise(state["block_noise"], origin="stored job")
         if state.get("block_noise")
         else (),
+        **{name: float(state[name]) for name in ("resized_at", "resize_s") if name in state},
     }
 
 

@@ -19,8 +19,9 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
 5. re-plan in place a running SPB gang whose GPUs now have room for a better plan (back to
    full backprop as soon as its guests are gone); no gang gives up goodput for slack twice
    within ``min_plan_hold_s``;
-6. elastic jobs grow into GPUs nobody waits for and shrink to ``min_workers`` when someone
-   waits (:mod:`jigsaw.policies.elastic_rule`).
+6. elastic jobs grow into GPUs nobody waits for and shrink to ``min_workers`` for waiting
+   jobs, when the time it saves pays the resize's measured cost
+   (:mod:`jigsaw.policies.elastic_rule`, priced by :mod:`jigsaw.policies.resize_pricing`).
 
 Apart from the time-sliced slack of step 4, a GPU's summed load never exceeds
 ``load_threshold``; its memory is never over-booked.
@@ -46,6 +47,8 @@ from jigsaw.policies.las import stable_ranking_until
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.placing import Placer, Round
 from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
+from jigsaw.policies.resize_cost import ResizeCostPrior, ResizeCosts
+from jigsaw.policies.resize_pricing import PricingTerms, ResizePricing
 from jigsaw.policies.round_memory import RecordCache, RoundMemory
 from jigsaw.policies.slack import SlackMarket, SlackOptions
 from jigsaw.snapshot import Snapshot
@@ -62,6 +65,20 @@ class JigsawConfig:
     resize: bool = True
     """Grow and shrink elastic jobs by the simple rule (:mod:`~jigsaw.policies.elastic_rule`;
     off: an ablation, elastic jobs keep their initial size)."""
+    resize_priced: bool = True
+    """The rule prices each resize (:mod:`~jigsaw.policies.resize_pricing`; off: every resize
+    is free, the unpriced rule, an ablation)."""
+    resize_margin: float = 1.0
+    """A resize must save ``1 + resize_margin`` times its cost."""
+    resize_hold: float = 4.0
+    """No resize of a job within this many times its cost after its last one."""
+    resize_floor_s: float = 14.8
+    """The resize-cost prior's gang start (:class:`~jigsaw.policies.resize_cost.ResizeCostPrior`,
+    fitted on local Ray; the simulator sets it to the restart it charges)."""
+    resize_s_per_gb: float = 103.0
+    """The prior's seconds per GB of checkpoint (weights and optimizer state)."""
+    resize_control_iterations: int = 25
+    """The prior's wait for the old gang's next control point, in iterations."""
     las: LasConfig = field(default_factory=LasConfig)
     min_run_s: float = DEFAULT_MIN_RUN_S
     """A gang is not preempted before it has run this long (it paid a restart to start)."""
@@ -143,6 +160,7 @@ class JigsawPolicy(PolicyBase):
         )
         if not self.config.resize:
             self.sizes_elastic_jobs = False
+        self.pricing = _resize_pricing(self.oracle, self.config)
         self.memory = RoundMemory(incremental=incremental)
         """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""
         self._better: RecordCache[tuple[PlanOption, ...]] = self.memory.record_cache()
@@ -151,7 +169,7 @@ class JigsawPolicy(PolicyBase):
         decisions = self._round(snapshot)
         if not self.sizes_elastic_jobs:
             return decisions
-        return decisions + elastic_resizes(snapshot, decisions)
+        return decisions + elastic_resizes(snapshot, decisions, self.pricing)
 
     def _round(self, snapshot: Snapshot) -> list[Decision]:
         config = self.config
@@ -336,6 +354,16 @@ class JigsawPolicy(PolicyBase):
                 )
             )
         return replans
+
+
+def _resize_pricing(oracle: Oracle, config: JigsawConfig) -> ResizePricing | None:
+    if not config.resize_priced:
+        return None
+    prior = ResizeCostPrior(
+        config.resize_floor_s, config.resize_s_per_gb, config.resize_control_iterations
+    )
+    terms = PricingTerms(config.resize_margin, config.resize_hold)
+    return ResizePricing(oracle, ResizeCosts(oracle, prior), terms)
 
 
 def _plan_of(job: Job) -> Plan:

@@ -1,6 +1,6 @@
 """The simulated executor as the simulator uses it: overheads by kind of start (a resize costs
-a restart), exact checkpoints at preemption and resize, and a record of how many GPUs are busy
-over time."""
+a restart, reported by the new gang's ``Started`` as on Ray), exact checkpoints at preemption
+and resize, and a record of how many GPUs are busy over time."""
 
 from __future__ import annotations
 
@@ -121,6 +121,9 @@ class ReplayExecutor(RateDrivenExecutor):
             self._replanning = None
             self.checkpoints.pop(job_id, None)
         self._resize_checkpoints[job_id] = self._gangs[job_id].done
+        # The new gang reports ``Started`` once its restart is charged, as a Ray gang does:
+        # the cycle measures the resize's seconds from it, the cost the policy then prices.
+        self._gangs[job_id].started_reported = False
 
     def poll(self, now: float) -> Sequence[ExecutorEvent]:
         events = super().poll(now)

@@ -59,10 +59,26 @@ class Semantics:
     policy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def resize_priced_as_charged(overheads: OverheadModel) -> dict[str, Any]:
+    """The jigsaw policy's resize-cost prior equal to what the replay charges a resize (its
+    ``restart_s``, whatever the checkpoint), so the simulated rule prices the seconds it pays
+    before it has measured any (:mod:`jigsaw.policies.resize_cost`)."""
+    return {
+        "resize_floor_s": overheads.restart_s,
+        "resize_s_per_gb": 0.0,
+        "resize_control_iterations": 0,
+    }
+
+
 JIGSAW = Semantics(
     "jigsaw",
     "jigsaw: events (fifo) or 60 s rounds, 30 s restart, 30 min protection (docs/SCHEDULER.md)",
+    policy_options={
+        "jigsaw": {"config": JigsawConfig(**resize_priced_as_charged(OverheadModel()))}
+    },
 )
+
+_POLLUX_OVERHEADS = OverheadModel(launch_s=30.0, restart_s=30.0, replan_s=30.0)
 
 POLLUX = Semantics(
     "pollux",
@@ -71,14 +87,18 @@ POLLUX = Semantics(
     round_s=60.0,
     admit_in_rounds=True,
     rounds_on_grid_only=True,
-    overheads=OverheadModel(launch_s=30.0, restart_s=30.0, replan_s=30.0),
+    overheads=_POLLUX_OVERHEADS,
     policy_options={
         "las": {
             "config": TIRESIAS,
             "min_run_s": 0.0,
             "reserve": False,
         },
-        "jigsaw": {"config": JigsawConfig(las=TIRESIAS, min_run_s=0.0)},
+        "jigsaw": {
+            "config": JigsawConfig(
+                las=TIRESIAS, min_run_s=0.0, **resize_priced_as_charged(_POLLUX_OVERHEADS)
+            )
+        },
         "timeslice": {"config": TimesliceConfig(las=TIRESIAS, min_run_s=0.0)},
     },
 )

@@ -102,7 +102,9 @@ def test_other_policies_run_elastic_jobs_at_their_initial_size(policy: str) -> N
 
 
 def test_jigsaw_decides_the_rule_after_its_own_round() -> None:
-    decisions = create_policy("jigsaw").decide(snapshot(running("e", 2, **FIXED)))
+    unpriced = {"config": {"resize_priced": False}}  # priced: test_priced_elastic_rule.py
+    policy = build_policy("jigsaw", Oracle(preset("v100")), unpriced)
+    decisions = policy.decide(snapshot(running("e", 2, **FIXED)))
     assert [type(d).__name__ for d in decisions] == ["Resize"]
 
 
@@ -119,10 +121,10 @@ APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
 
 
 def test_the_simulator_replays_elastic_jobs_with_the_same_decisions(tmp_path: Path) -> None:
-    """Two elastic Pollux jobs on 8 GPUs: the first grows at the round after it is up, shrinks
-    to one worker when the second arrives, which starts on the freed GPUs at the next round;
-    the first grows into what is left and the second into everything once the first is done.
-    las never resizes; the replay is deterministic."""
+    """Two elastic Pollux jobs on 8 GPUs: the first grows at the round after it is up, gives
+    up the 4 GPUs the second needs when it arrives (the priced rule; unpriced it shrank to one
+    worker and grew back), and the second starts on them at the next round and grows into
+    everything once the first is done. las never resizes; the replay is deterministic."""
     root = tmp_path / "pollux"
     (root / "workloads").mkdir(parents=True)
     (root / "apps").symlink_to(APPS, target_is_directory=True)
@@ -143,8 +145,8 @@ def test_the_simulator_replays_elastic_jobs_with_the_same_decisions(tmp_path: Pa
     lines = run("jigsaw")
     resizes = [line.split(" (")[0].split() for line in lines if " resize " in line]
     sizes = [(words[0], words[2], len(words) - 5) for words in resizes]  # at, job, GPUs
-    assert sizes[:3] == [("60.000", "a", 8), ("600.000", "a", 1), ("660.000", "a", 4)], sizes
-    assert sizes[3][1:] == ("b", 8) and len(sizes) == 4  # b grows once a is done
+    assert sizes[:2] == [("60.000", "a", 8), ("600.000", "a", 4)], sizes
+    assert sizes[2][1:] == ("b", 8) and len(sizes) == 3  # b grows once a is done
     assert " start b " in lines[3]  # on the GPUs the shrink freed
     assert run("jigsaw") == lines
     assert not [line for line in run("las") if " resize " in line]
