@@ -17,12 +17,12 @@ Workloads (``--workloads``, comma-separated):
   2.1x) among the windows of fewer than 11,000 jobs; the two October windows of 22,000 and
   24,000 jobs (the older tables' "busiest fortnight") cost several times more per replay.
 
-Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and four ablations of
+Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and these ablations of
 jigsaw: ``jigsaw-noresize`` (``--policy-options '{"jigsaw": {"config": {"resize":
 false}}}'``: elastic jobs keep their size), ``jigsaw-unpriced`` (``{"resize_priced":
-false}``: the elastic rule without the resize's price, every resize free), ``jigsaw-nospb`` (``--policy-options '{"jigsaw":
-{"spb": false}}'``) and
-``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
+false}``: the elastic rule without the resize's price, every resize free),
+``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and ``jigsaw-eta1``
+(``--eta one``: every SPB plan priced and run at eta = 1). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
 (``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on
