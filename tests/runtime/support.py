@@ -63,6 +63,8 @@ class ScriptedResizePolicy(PolicyBase):
         self.stop_at = stop_at
         self.asked: set[tuple[str, int]] = set()
         """(job, script step) already asked for: a reverted resize is not asked again."""
+        self.resized_at: dict[str, float] = {}
+        """Iterations a job had done when its last resize was asked."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         free = group_by_node(snapshot.free_gpus())
@@ -79,12 +81,21 @@ class ScriptedResizePolicy(PolicyBase):
             if self.stop_at is not None and job.iterations_done >= self.stop_at:
                 decisions.append(Preempt(job.id, "test: stop to read the weights"))
                 continue
-            steps = [i for i, step in enumerate(self.script) if job.iterations_done >= step[0]]
-            if not steps or (job.id, steps[-1]) in self.asked:
+            # In order, one step per reported lease: a late look (a loaded box reports late)
+            # must not skip a step, nor ask the next before the resized gang has trained.
+            if job.iterations_done <= self.resized_at.get(job.id, -1):
                 continue
-            size = self.script[steps[-1]][1]
-            global_batch = (self.script[steps[-1]] + (job.spec.global_batch,))[2]
+            steps = [
+                i
+                for i, step in enumerate(self.script)
+                if job.iterations_done >= step[0] and (job.id, i) not in self.asked
+            ]
+            if not steps:
+                continue
+            size = self.script[steps[0]][1]
+            global_batch = (self.script[steps[0]] + (job.spec.global_batch,))[2]
             if size == len(job.placement):
+                self.asked.add((job.id, steps[0]))
                 continue
             placement = job.placement[:size]
             if size > len(job.placement):
@@ -93,7 +104,8 @@ class ScriptedResizePolicy(PolicyBase):
                     continue
                 take(free, grown)
                 placement = (*job.placement, *grown)
-            self.asked.add((job.id, steps[-1]))
+            self.asked.add((job.id, steps[0]))
+            self.resized_at[job.id] = job.iterations_done
             decisions.append(
                 Resize(
                     job.id,
