@@ -55,12 +55,16 @@ from spb_efficiency import (
     train_curve,
 )
 
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.goodput.noise import GradientNoise
 
 FACTORS = (2.0, 0.5)
 LENGTH = {1.0: 1.0, 2.0: 1.25, 0.5: 2.25}
 """Run length per batch factor, in reference iterations T: long enough to reach the
 reference's final loss when E is as low as 1/s (B/2) or slightly over-estimated (2B)."""
+EXTRA_SETTINGS = (Setting("mlp", "mlp_adamw", "sklearn-digits", 600, 20, 32, "adamw", 1e-3, 1437),)
+"""A second cheap AdamW model (Adam's usual rate; ``bench/spb_efficiency.py`` has no such run,
+so no plain-noise ablation for it)."""
 RESULTS_FILE = RESULTS / "batch_efficiency.json"
 BATCH_CACHE = RESULTS / "batch_efficiency_runs"
 
@@ -101,16 +105,38 @@ def saved_plain_reference(setting: Setting, seed: int) -> dict[str, Any] | None:
     return dict(saved["run"]) if saved.get("setting") == setting.run_key("none") else None
 
 
+def _rate(noise: tuple[BlockNoise, ...], factor: float, batch: int) -> float:
+    """r = s * E(s * B): reference iterations one iteration at s * B is worth."""
+    gradient = GradientNoise.of_blocks(noise)
+    assert gradient is not None
+    return factor * float(gradient.efficiency(factor * batch, batch))
+
+
 def predicted_efficiency(stats: list[list[Any]], factor: float, batch: int, until: float) -> Any:
     """E_predicted: the harmonic mean along the reference curve of r_t = s * E_t(s * B), over s."""
-
-    def rate(noise: Any) -> float:
-        gradient = GradientNoise.of_blocks(noise)
-        assert gradient is not None
-        return factor * float(gradient.efficiency(factor * batch, batch))
-
-    mean_rate = harmonic_mean_along(stats, until, rate)
+    mean_rate = harmonic_mean_along(stats, until, lambda noise: _rate(noise, factor, batch))
     return None if mean_rate is None else mean_rate / factor
+
+
+def predicted_efficiency_own_noise(
+    stats: list[list[Any]], factor: float, batch: int, until: float
+) -> float | None:
+    """Ablation: the noise measured at the batch that is run. Walking the s * B run's own
+    statistics (r_u from its iteration u, the first covering the iterations before them), the
+    first u at which sum r_u reaches the reference's ``until`` iterations is the predicted
+    n_M; E = until / (s * n_M). None if the run's statistics never cover ``until``."""
+    points = [
+        (int(it), tuple(BlockNoise(**e) for e in entries)) for it, entries in stats if entries
+    ]
+    covered = 0.0
+    for index, (iteration, noise) in enumerate(points):
+        start = 0.0 if index == 0 else float(iteration)
+        end = float(points[index + 1][0]) if index + 1 < len(points) else float("inf")
+        rate = _rate(noise, factor, batch)
+        if covered + rate * (end - start) >= until:
+            return until / (factor * (start + (until - covered) / rate))
+        covered += rate * (end - start)
+    return None
 
 
 def analyse(
@@ -143,6 +169,7 @@ def analyse(
                         if base is not None and setting.optimizer == "adamw"
                         else None
                     )
+                    own = predicted_efficiency_own_noise(other["stats"], factor, batch, n_ref)
                     cases.append(
                         {
                             "model": setting.label,
@@ -164,6 +191,7 @@ def analyse(
                             if predicted is not None and reached
                             else None,
                             "efficiency_predicted_plain_noise": ablation,
+                            "efficiency_predicted_own_noise": own,
                         }
                     )
     return cases
@@ -234,6 +262,7 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
         },
         "adamw_preconditioned": score([r for r in main if r.get("optimizer") == "adamw"]),
         "ablation_adamw_plain_noise": score(seed_means(adamw, "efficiency_predicted_plain_noise")),
+        "ablation_noise_at_run_batch": score(seed_means(cases, "efficiency_predicted_own_noise")),
         "seed_mean_rows": main,
     }
 
@@ -262,14 +291,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
-        "--models", nargs="+", default=["mlp", "digits_cnn", "gpt_small", "char_lstm"]
+        "--models",
+        nargs="+",
+        default=["mlp", "digits_cnn", "gpt_small", "mlp_adamw", "char_lstm"],
     )
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--analyse", action="store_true", help="re-analyse the saved runs")
     parser.add_argument("--no-write", action="store_true", help="write no result files")
     parser.add_argument("-o", "--output", choices=("json", "text", "markdown"), default="text")
     args = parser.parse_args()
-    by_label = {s.label: s for s in SETTINGS}
+    by_label = {s.label: s for s in (*SETTINGS, *EXTRA_SETTINGS)}
     unknown = set(args.models) - set(by_label)
     if unknown:
         parser.error(f"unknown model(s) {sorted(unknown)}: choose from {sorted(by_label)}")
