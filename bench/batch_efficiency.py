@@ -246,7 +246,7 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
         }
 
     main = seed_means(cases, "efficiency_predicted")
-    adamw = [c for c in cases if c["optimizer"] == "adamw"]
+    with_plain = [c for c in cases if c["efficiency_predicted_plain_noise"] is not None]
     per_seed = [c for c in cases if c["abs_error"] is not None]
     return {
         "target": f">= 80% of seed-mean cases within {TARGET_ABS_ERROR}",
@@ -261,7 +261,9 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
             for model in dict.fromkeys(c["model"] for c in cases)
         },
         "adamw_preconditioned": score([r for r in main if r.get("optimizer") == "adamw"]),
-        "ablation_adamw_plain_noise": score(seed_means(adamw, "efficiency_predicted_plain_noise")),
+        "ablation_adamw_plain_noise": score(
+            seed_means(with_plain, "efficiency_predicted_plain_noise")
+        ),
         "ablation_noise_at_run_batch": score(seed_means(cases, "efficiency_predicted_own_noise")),
         "seed_mean_rows": main,
     }
