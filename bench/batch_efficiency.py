@@ -42,7 +42,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from spb_common import emit, provenance
+from spb_common import emit, harmonic_mean_along, iterations_to, provenance
 from spb_efficiency import (
     CHECKPOINTS,
     RESULTS,
@@ -50,8 +50,6 @@ from spb_efficiency import (
     SETTINGS,
     TARGET_ABS_ERROR,
     Setting,
-    harmonic_mean_along,
-    iterations_to,
     train_curve,
 )
 

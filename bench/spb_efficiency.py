@@ -35,7 +35,6 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
@@ -43,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import emit, provenance
+from spb_common import emit, harmonic_mean_along, iterations_to, provenance
 
-from jigsaw.efficiency.model import BlockNoise, eta_for_plan
+from jigsaw.efficiency.model import eta_for_plan
 from jigsaw.lr_scaling import scaled_learning_rate
 from jigsaw.plan import SPBPlan, resolve_plan
 from worker.spb.model_plans import model_plan
@@ -211,42 +210,6 @@ def cached_run(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
     RUN_CACHE.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"setting": setting.run_key(plan), "run": run}) + "\n")
     return run
-
-
-def iterations_to(curve: list[list[float]], target: float) -> float:
-    """First (interpolated) iteration at which the loss curve is <= ``target``; inf if never."""
-    previous = curve[0]
-    for point in curve:
-        if point[1] <= target:
-            if point is curve[0] or previous[1] <= target or point[1] == previous[1]:
-                return float(point[0])
-            i0, v0 = previous
-            i1, v1 = point
-            return i0 + (target - v0) / (v1 - v0) * (i1 - i0)
-        previous = point
-    return float("inf")
-
-
-def harmonic_mean_along(
-    stats: list[list[Any]], until: float, rate: Callable[[tuple[BlockNoise, ...]], float]
-) -> float | None:
-    """Harmonic mean of ``rate(statistics at t)`` over iterations [0, until), from the newest
-    statistics at or before t (the first statistics cover the iterations before them)."""
-    points = [
-        (int(it), tuple(BlockNoise(**s) for s in entries)) for it, entries in stats if entries
-    ]
-    if not points or until <= 0:
-        return None
-    inverse_sum, covered = 0.0, 0.0
-    for index, (iteration, noise) in enumerate(points):
-        start = 0.0 if index == 0 else float(iteration)
-        end = float(points[index + 1][0]) if index + 1 < len(points) else float("inf")
-        span = max(0.0, min(end, until) - start)
-        if span <= 0:
-            continue
-        inverse_sum += span / rate(noise)
-        covered += span
-    return covered / inverse_sum if inverse_sum > 0 else None
 
 
 def predicted_eta(stats: list[list[Any]], plan: SPBPlan, until: float) -> float | None:
