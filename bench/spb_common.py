@@ -1,4 +1,5 @@
-"""Shared bits of the SPB benchmarks: provenance, output, and plan cost limits from a profile."""
+"""Shared bits of the SPB benchmarks: provenance, output, plan cost limits from a profile, and
+the loss-curve arithmetic of the efficiency benchmarks (spb_efficiency, batch_efficiency)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.plan import SPBPlan
 from worker.spb.block_costs import BlockCost
 from worker.spb.collectives import ring_all_reduce_bytes
@@ -67,3 +69,39 @@ def plan_cost_ratios(costs: list[BlockCost], plan: SPBPlan) -> dict[str, float]:
         "saved_activation_bytes": spb_act / (n * full_act),
         "bytes_sent": spb_bytes / full_bytes,
     }
+
+
+def iterations_to(curve: list[list[float]], target: float) -> float:
+    """First (interpolated) iteration at which the loss curve is <= ``target``; inf if never."""
+    previous = curve[0]
+    for point in curve:
+        if point[1] <= target:
+            if point is curve[0] or previous[1] <= target or point[1] == previous[1]:
+                return float(point[0])
+            i0, v0 = previous
+            i1, v1 = point
+            return i0 + (target - v0) / (v1 - v0) * (i1 - i0)
+        previous = point
+    return float("inf")
+
+
+def harmonic_mean_along(
+    stats: list[list[Any]], until: float, rate: Callable[[tuple[BlockNoise, ...]], float]
+) -> float | None:
+    """Harmonic mean of ``rate(statistics at t)`` over iterations [0, until), from the newest
+    statistics at or before t (the first statistics cover the iterations before them)."""
+    points = [
+        (int(it), tuple(BlockNoise(**s) for s in entries)) for it, entries in stats if entries
+    ]
+    if not points or until <= 0:
+        return None
+    inverse_sum, covered = 0.0, 0.0
+    for index, (iteration, noise) in enumerate(points):
+        start = 0.0 if index == 0 else float(iteration)
+        end = float(points[index + 1][0]) if index + 1 < len(points) else float("inf")
+        span = max(0.0, min(end, until) - start)
+        if span <= 0:
+            continue
+        inverse_sum += span / rate(noise)
+        covered += span
+    return covered / inverse_sum if inverse_sum > 0 else None

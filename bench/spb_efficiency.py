@@ -42,9 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import emit, provenance
+from spb_common import emit, harmonic_mean_along, iterations_to, provenance
 
-from jigsaw.efficiency.model import BlockNoise, eta_for_plan
+from jigsaw.efficiency.model import eta_for_plan
+from jigsaw.lr_scaling import scaled_learning_rate
 from jigsaw.plan import SPBPlan, resolve_plan
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
@@ -129,14 +130,23 @@ def training_loss(trainer: SPBTrainer, inputs: torch.Tensor, targets: torch.Tens
             block.train()
 
 
-def train_curve(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
+def train_curve(
+    setting: Setting, plan: str, seed: int, batch_factor: float = 1.0, length: int | None = None
+) -> dict[str, Any]:
     """One 4-worker run: the loss curve and rank 0's smoothed per-block noise statistics at
-    every evaluation point."""
+    every evaluation point.
+
+    ``batch_factor`` scales the global batch (``bench/batch_efficiency.py``); the learning rate
+    then follows the runtime's rule (:func:`jigsaw.lr_scaling.scaled_learning_rate`: AdaScale
+    for SGD, from the run's own statistics, re-applied before every iteration; the
+    square-root rule for AdamW). ``length``: iterations (default ``setting.length(plan)``)."""
     torch.set_num_threads(1)
+    batch = round(setting.batch_size * batch_factor)
+    length = setting.length(plan) if length is None else length
     config = TrainerConfig(
         model=setting.model,
         plan=model_plan(plan, WORKERS, setting.model),
-        batch_size=setting.batch_size,
+        batch_size=batch,
         optimizer="adamw" if setting.optimizer == "adamw" else "sgd",
         lr=setting.lr,
         momentum=0.9,
@@ -151,19 +161,38 @@ def train_curve(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
         trainer = SPBTrainer(config, collectives, data=data)
         curve: list[tuple[int, float]] = []
         stats: list[tuple[int, list[dict[str, Any]]]] = []
+        rates: list[tuple[int, float]] = []
         while True:
+            if batch != setting.batch_size:
+                rate = scaled_learning_rate(
+                    setting.lr,
+                    WORKERS * setting.batch_size,
+                    WORKERS * batch,
+                    config.optimizer,
+                    trainer.noise_stats(),
+                )
+                for group in trainer.optimizer.param_groups:
+                    group["lr"] = rate
             if rank == 0 and trainer.iteration % setting.eval_every == 0:
                 curve.append((trainer.iteration, training_loss(trainer, inputs, targets)))
                 stats.append((trainer.iteration, [s.as_dict() for s in trainer.noise_stats()]))
-            if trainer.iteration == setting.length(plan):
-                return {"curve": curve, "stats": stats, "blocks": trainer.num_blocks}
+                rates.append((trainer.iteration, trainer.optimizer.param_groups[0]["lr"]))
+            if trainer.iteration == length:
+                result = {"curve": curve, "stats": stats, "blocks": trainer.num_blocks}
+                if batch != setting.batch_size:
+                    result["learning_rates"] = rates
+                return {**result, "state_norm": float(trainer.state_vector().norm())}
             trainer.step()
 
-    result = run_threads(WORKERS, body)[0]
+    results = run_threads(WORKERS, body)
+    if len({r["state_norm"] for r in results}) != 1:
+        raise RuntimeError(f"replicas diverged: {[r['state_norm'] for r in results]}")
+    result = {k: v for k, v in results[0].items() if k != "state_norm"}
     return {
         "model": setting.label,
         "plan": plan,
         "seed": seed,
+        **({"batch_factor": batch_factor} if batch != setting.batch_size else {}),
         **result,
         "wall_s": time.perf_counter() - started,
     }
@@ -183,39 +212,9 @@ def cached_run(setting: Setting, plan: str, seed: int) -> dict[str, Any]:
     return run
 
 
-def iterations_to(curve: list[list[float]], target: float) -> float:
-    """First (interpolated) iteration at which the loss curve is <= ``target``; inf if never."""
-    previous = curve[0]
-    for point in curve:
-        if point[1] <= target:
-            if point is curve[0] or previous[1] <= target or point[1] == previous[1]:
-                return float(point[0])
-            i0, v0 = previous
-            i1, v1 = point
-            return i0 + (target - v0) / (v1 - v0) * (i1 - i0)
-        previous = point
-    return float("inf")
-
-
 def predicted_eta(stats: list[list[Any]], plan: SPBPlan, until: float) -> float | None:
-    """Harmonic mean of the model's eta(t) over iterations [0, until), eta(t) from the newest
-    statistics at or before t (the first statistics cover the iterations before them)."""
-    points = [
-        (int(it), tuple(BlockNoise(**s) for s in entries)) for it, entries in stats if entries
-    ]
-    if not points or until <= 0:
-        return None
-    inverse_sum, covered = 0.0, 0.0
-    for index, (iteration, noise) in enumerate(points):
-        start = 0.0 if index == 0 else float(iteration)
-        end = float(points[index + 1][0]) if index + 1 < len(points) else float("inf")
-        span = max(0.0, min(end, until) - start)
-        if span <= 0:
-            continue
-        eta = eta_for_plan(noise, plan).eta
-        inverse_sum += span / eta
-        covered += span
-    return covered / inverse_sum if inverse_sum > 0 else None
+    """Harmonic mean of the model's eta(t) over iterations [0, until)."""
+    return harmonic_mean_along(stats, until, lambda noise: eta_for_plan(noise, plan).eta)
 
 
 def analyse(runs: list[dict[str, Any]], settings: list[Setting]) -> list[dict[str, Any]]:
