@@ -21,6 +21,7 @@ scored at its last iteration (an upper bound, ``reached: false``).
     PYTHONPATH=.:bench python bench/pipeline_efficiency.py -o json            # train, analyse
     PYTHONPATH=.:bench python bench/pipeline_efficiency.py --analyse -o json  # saved curves
     PYTHONPATH=.:bench python bench/pipeline_efficiency.py --fit -o json      # fit + held-out
+    PYTHONPATH=.:bench python bench/pipeline_efficiency.py --check-engine 50  # engine = rule?
 
 ``--fit`` fits the model (jigsaw/efficiency/pipeline.py: η = 1 / (1 + (h lr / (1 - μ))²)) on
 the lr 0.01 and 0.05 columns, one h per model and (ablation) one h for both, and scores it on
@@ -50,7 +51,10 @@ from torch import nn
 from torch.func import functional_call
 
 from jigsaw.efficiency.pipeline import fit_curvature, pipeline_eta
+from jigsaw.parallelism import PipelinePlan
+from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.spb.sampler import GlobalBatchSampler
+from worker.spb.thread_collectives import run_threads
 from worker.zoo import load_workload
 
 WORKERS = 2
@@ -82,6 +86,41 @@ def training_loss(net: nn.Module, loss: Any, inputs: torch.Tensor, targets: torc
         net.train()
 
 
+class DelayedSGD:
+    """The update rule in one process: torch.optim.SGD on the whole model, the global batch
+    in WORKERS chunks of BATCH, the gradient taken at W(t - delay)."""
+
+    def __init__(self, model: str, lr: float, momentum: float, delay: int, seed: int) -> None:
+        self.workload = load_workload(model, seed=seed)
+        self.net = nn.Sequential(*self.workload.blocks)
+        self.names = [n for n, _ in self.net.named_parameters()]
+        self.params = list(self.net.parameters())
+        self.optimizer = torch.optim.SGD(self.params, lr=lr, momentum=momentum)
+        self.data = self.workload.make_data().train
+        # One global batch per iteration (the engines' order: a sampler advances a whole
+        # global batch per next_indices call), in WORKERS chunks of BATCH.
+        self.sampler = GlobalBatchSampler(len(self.data), BATCH * WORKERS, 1, seed)
+        self.delay = delay
+        self.previous = [p.detach().clone() for p in self.params]
+
+    def step(self) -> None:
+        indices = self.sampler.next_indices(0).chunk(WORKERS)
+        chunks = [self.data.fetch(part) for part in indices]
+        at = self.previous if self.delay else [p.detach().clone() for p in self.params]
+        leaves = [w.detach().requires_grad_(True) for w in at]
+        weights = dict(zip(self.names, leaves, strict=True))
+        loss = self.workload.loss
+        total = sum(loss(functional_call(self.net, weights, (x,)), y) for x, y in chunks)
+        grads = torch.autograd.grad(total / WORKERS, leaves)
+        self.previous = [p.detach().clone() for p in self.params]
+        for p, g in zip(self.params, grads, strict=True):
+            p.grad = g
+        self.optimizer.step()
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        return {n: p.detach().clone() for n, p in zip(self.names, self.params, strict=True)}
+
+
 def train_curve(
     setting: Setting,
     lr: float,
@@ -95,20 +134,13 @@ def train_curve(
     (every target reached: the rest of the curve is never read)."""
     torch.set_num_threads(1)
     started = time.perf_counter()
-    workload = load_workload(setting.model, seed=seed)
-    net = nn.Sequential(*workload.blocks)
-    names = [n for n, _ in net.named_parameters()]
-    params = list(net.parameters())
-    optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum)
-    data = workload.make_data().train
-    all_inputs, all_targets = data.fetch(torch.arange(len(data)))
-    sampler = GlobalBatchSampler(len(data), BATCH, WORKERS, seed)
+    rule = DelayedSGD(setting.model, lr, momentum, delay, seed)
+    all_inputs, all_targets = rule.data.fetch(torch.arange(len(rule.data)))
     length = setting.iterations * (DELAY_FACTOR if delay else 1)
-    previous = [p.detach().clone() for p in params]
     curve: list[tuple[int, float]] = []
     for iteration in range(length + 1):
         if iteration % setting.eval_every == 0:
-            value = training_loss(net, workload.loss, all_inputs, all_targets)
+            value = training_loss(rule.net, rule.workload.loss, all_inputs, all_targets)
             curve.append((iteration, round(value, 5) if math.isfinite(value) else float("inf")))
             if not math.isfinite(value):
                 break  # diverged: no later point can reach a target
@@ -116,16 +148,7 @@ def train_curve(
                 break
         if iteration == length:
             break
-        chunks = [data.fetch(sampler.next_indices(r)) for r in range(WORKERS)]
-        at = previous if delay else [p.detach().clone() for p in params]
-        leaves = [w.detach().requires_grad_(True) for w in at]
-        weights = dict(zip(names, leaves, strict=True))
-        total = sum(workload.loss(functional_call(net, weights, (x,)), y) for x, y in chunks)
-        grads = torch.autograd.grad(total / WORKERS, leaves)
-        previous = [p.detach().clone() for p in params]
-        for p, g in zip(params, grads, strict=True):
-            p.grad = g
-        optimizer.step()
+        rule.step()
     return {
         "model": setting.model,
         "lr": lr,
@@ -135,6 +158,37 @@ def train_curve(
         "curve": curve,
         "wall_s": round(time.perf_counter() - started, 2),
     }
+
+
+def check_engine(model: str, lr: float, momentum: float, iterations: int) -> dict[str, Any]:
+    """The 2BW engine (PipelineTrainer: the planner's 2 stages x 1 replica, 2 micro-batches,
+    2 thread ranks) against this bench's delay-1 and delay-0 rules after ``iterations``:
+    the largest absolute weight difference. ~1e-6 to the delay-1 rule means the bench's runs
+    are the engine's."""
+    torch.set_num_threads(1)
+    plan = PipelinePlan.for_workers(num_blocks=4, num_workers=2, replicas=1, micro_batches=2)
+    config = PipelineConfig(
+        model=model, plan=plan, batch_size=BATCH * WORKERS, lr=lr, momentum=momentum, seed=0
+    )
+
+    def body(_rank: int, collectives: Any) -> dict[str, torch.Tensor]:
+        trainer = PipelineTrainer(config, collectives)
+        trainer.train(iterations)
+        return trainer.named_weights()
+
+    engine: dict[str, torch.Tensor] = {}
+    for part in run_threads(2, body):
+        engine.update(part)
+    out: dict[str, Any] = {"model": model, "lr": lr, "momentum": momentum, "iterations": iterations}
+    for delay in (1, 0):
+        rule = DelayedSGD(model, lr, momentum, delay, 0)
+        for _ in range(iterations):
+            rule.step()
+        want = rule.weights()
+        out[f"max_abs_engine_minus_delay{delay}_rule"] = max(
+            (engine[n] - w).abs().max().item() for n, w in want.items()
+        )
+    return out
 
 
 def checkpoint_targets(setting: Setting, curve: list[Any]) -> list[tuple[int, float]]:
@@ -330,9 +384,20 @@ def main() -> None:
     parser.add_argument("--analyse", action="store_true", help="re-analyse the saved curves")
     parser.add_argument("--fit", action="store_true", help="fit and score the model too")
     parser.add_argument("--no-write", action="store_true", help="write no result file")
+    parser.add_argument(
+        "--check-engine",
+        type=int,
+        metavar="ITERATIONS",
+        help="only compare the 2BW engine with the bench's rules after ITERATIONS (lr 0.01, "
+        "momentum 0.9, seed 0, every --models model)",
+    )
     parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
     args = parser.parse_args()
     settings = [s for s in SETTINGS if s.model in args.models]
+    if args.check_engine:
+        checks = [check_engine(s.model, 0.01, 0.9, args.check_engine) for s in settings]
+        emit({"provenance": provenance(), "engine_checks": checks}, args.output, [str(checks)])
+        return
     began = time.perf_counter()
     load_before = os.getloadavg()[0]
     if args.analyse:

@@ -21,12 +21,13 @@ of the progress of a step along the gradient (at the best step size for each); a
 gradient off by x of itself, in a direction unrelated to it, is at cos² θ = 1 / (1 + x²).
 So η is about 1 - x² for small effective steps (a delay costs nothing to first order), 1/2 at
 the edge, and falls slowly past it: a network does not diverge there as a quadratic would,
-it keeps going at a fraction of the pace (measured: η of 0.23-0.26 at x of 2-5).
+it keeps going at a fraction of the pace (measured: η of 0.22-0.25 at x of 1.7-4.8, where
+the form says 0.25-0.04).
 
 **h per model.** h is the one fitted constant, per model: the measured η of ``mlp`` and
 ``digits_cnn`` on a grid of lr and μ each follow the form with their own h (within 0.10 in
-17 of 18 settings, every held-out one; docs/BENCHMARKS.md "2BW's statistical efficiency"),
-and one h for both fits neither (10 of 18). A model without a measurement gets the most
+16 of 18 settings, 5 of the 6 held out; docs/BENCHMARKS.md "2BW's statistical efficiency"),
+and one h for both fits neither (9 of 18). A model without a measurement gets the most
 sensitive measured h, so that a pipeline is chosen only when its speed survives the larger
 measured cost. Pure: no torch.
 """
@@ -41,7 +42,7 @@ ENGINE_MOMENTUM = 0.9
 """The momentum every engine trains with (``worker/pipeline/engine.py``'s ``PipelineConfig``,
 the SPB and hybrid trainers alike): a job sets its learning rate, not its momentum."""
 
-DELAY_CURVATURE: Mapping[str, float] = {"mlp": 3.404, "digits_cnn": 9.214}
+DELAY_CURVATURE: Mapping[str, float] = {"mlp": 3.489, "digits_cnn": 9.674}
 """h per zoo model, fitted by ``bench/pipeline_efficiency.py --fit`` on the lr 0.01 and 0.05
 columns of its grid (every momentum, 3 seeds)."""
 
