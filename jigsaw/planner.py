@@ -9,7 +9,8 @@ type). It answers four questions, and nothing else in the code answers them:
 - **K**: the model's block count, as a worker reported it for the job, else as the catalog
   knows it (:meth:`Planner.num_blocks`); ``None`` for an entrypoint before its first lease.
 - **The plan type**: data, pipeline or hybrid (:meth:`Planner.plan_type`), chosen by the
-  oracle's predictions of every alternative under the memory limit
+  oracle's predictions of every alternative under the memory limit, ranked by goodput at the
+  job's learning rate
   (:func:`jigsaw.oracle.plan_choice.choose_plan`, :meth:`Planner.plan_choice`).
 - **The plan a job starts with** (:meth:`Planner.start_plan`): the plan it ran before, else its
   pipeline or hybrid plan, else its ``spb`` request resolved against K; full backprop over the
@@ -68,7 +69,7 @@ class Planner:
         )
         self.margin = margin
         self._choices: dict[
-            tuple[str, int, int, str, str], PlanChoice | InvalidSpecError | None
+            tuple[str, int, int, str, str, float], PlanChoice | InvalidSpecError | None
         ] = {}
 
     @classmethod
@@ -109,7 +110,14 @@ class Planner:
         parallelism = spec.parallelism
         if spec.spb not in ("auto", "none") and parallelism == "auto":
             parallelism = "data"
-        key = (spec.model, spec.workers, spec.batch_size, parallelism, spec.optimizer)
+        key = (
+            spec.model,
+            spec.workers,
+            spec.batch_size,
+            parallelism,
+            spec.optimizer,
+            spec.learning_rate,
+        )
         if key not in self._choices:
             self._choices[key] = self._choose(spec, parallelism)
         cached = self._choices[key]
@@ -254,6 +262,7 @@ class Planner:
                 self.memory_limit_bytes,
                 parallelism,
                 self.margin,
+                lr=spec.learning_rate,  # a pipeline's η (2BW's delay) depends on it
             )
         except InvalidSpecError as error:
             if parallelism != spec.parallelism:

@@ -7,5 +7,7 @@
 - :mod:`~jigsaw.efficiency.table`: the measured η table (``jigsaw/data/efficiency.json``) and
   its lookup by plan shape;
 - :mod:`~jigsaw.efficiency.online`: a job's online η, folding lease reports into the job;
-- :mod:`~jigsaw.efficiency.curves`: η over training, from Pollux's measured curves (replay).
+- :mod:`~jigsaw.efficiency.curves`: η over training, from Pollux's measured curves (replay);
+- :mod:`~jigsaw.efficiency.pipeline`: η of a PipeDream-2BW pipeline (its one-step weight
+  delay) from the job's learning rate and momentum.
 """

@@ -12,18 +12,26 @@ batch and a per-worker memory limit. It predicts every alternative with
 - ``hybrid``: the output-side run of blocks that hold linear layers is sharded column-wise
   across all workers (SplitBrain); the blocks before it stay data parallel.
 
+Alternatives are ranked by *goodput*: predicted samples per second x statistical
+efficiency η. Data parallelism, GPipe and the hybrid are exact synchronous SGD over the
+global batch (η = 1); a PipeDream-2BW pipeline applies each update one step late, and its η
+at the job's learning rate and momentum comes from :mod:`jigsaw.efficiency.pipeline`
+(the model's measured delay sensitivity, else the most sensitive measured; ``lr=None``: η is
+not known and taken as 1, samples per second alone).
+
 Under ``auto`` it keeps data parallelism when it fits, unless a fitting alternative is
-predicted to deliver more than ``1 + margin`` times its samples per second: the oracle's
+predicted to deliver more than ``1 + margin`` times its goodput: the oracle's
 iteration-time target is 15%, a smaller predicted gain is within its error, and a
 data-parallel job keeps the SPB slack JigSaw packs other jobs into. A model that does not fit
 one worker under data parallelism gets the fitting alternative with the best predicted
-samples per second; when nothing fits, :class:`NoPlanFitsError` names the limit.
+goodput; when nothing fits, :class:`NoPlanFitsError` names the limit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from jigsaw.efficiency.pipeline import ENGINE_MOMENTUM, model_pipeline_eta
 from jigsaw.errors import InvalidSpecError
 from jigsaw.hardware import HardwareSpec
 from jigsaw.oracle.parallel_profile import ParallelProfile
@@ -59,10 +67,17 @@ class Alternative:
     """``None`` for data parallelism (its SPB depths are the policy's choice)."""
     prediction: PlanPrediction
     fits: bool
+    efficiency: float = 1.0
+    """η: progress per sample against exact synchronous SGD (below 1 only for 2BW)."""
 
     @property
     def samples_per_s(self) -> float:
         return self.prediction.samples_per_s
+
+    @property
+    def goodput(self) -> float:
+        """Predicted samples/s x η: samples/s at data parallelism's progress per sample."""
+        return self.prediction.samples_per_s * self.efficiency
 
     def describe(self) -> str:
         return self.prediction.describe
@@ -182,8 +197,12 @@ def choose_plan(
     memory_limit_bytes: int,
     parallelism: str = "auto",
     margin: float = AUTO_MARGIN,
+    *,
+    lr: float | None = None,
+    momentum: float = ENGINE_MOMENTUM,
 ) -> PlanChoice:
-    """The plan type a job of ``workers`` x ``batch`` runs under ``parallelism``.
+    """The plan type a job of ``workers`` x ``batch`` runs under ``parallelism``, trained
+    with SGD at ``lr`` and ``momentum`` (``lr=None``: every η taken as 1).
 
     ``parallel`` is ``None`` when the profile lacks block output sizes: data only.
     Raises :class:`InvalidSpecError` on ``parallelism`` when the requested type cannot be
@@ -200,7 +219,10 @@ def choose_plan(
             f"model {profile.model!r} has none: use parallelism data",
             field="parallelism",
         )
-    every = alternatives(profile, parallel, hardware, workers, batch, memory_limit_bytes)
+    every = tuple(
+        with_efficiency(a, profile.model, lr, momentum)
+        for a in alternatives(profile, parallel, hardware, workers, batch, memory_limit_bytes)
+    )
     allowed = [a for a in every if parallelism == "auto" or a.kind == parallelism]
     if not allowed:
         raise InvalidSpecError(
@@ -217,30 +239,108 @@ def choose_plan(
             _nothing_fits(allowed, memory_limit_bytes, parallelism, batch if smaller else None),
             field="batch_size" if smaller else "parallelism",
         )
-    best = max(fitting, key=lambda a: a.samples_per_s)
+    best = max(fitting, key=lambda a: a.goodput)
     data = every[0]
     if parallelism == "auto" and data.fits:
-        if best.samples_per_s > (1.0 + margin) * data.samples_per_s:
+        if best.goodput > (1.0 + margin) * data.goodput:
             reason = (
-                f"{best.kind} is predicted {best.samples_per_s / data.samples_per_s:.2f}x "
-                f"the samples/s of data parallelism (over the {margin:.0%} margin)"
+                f"{best.kind} is predicted {best.goodput / data.goodput:.2f}x the goodput of "
+                f"data parallelism, over the {margin:.0%} margin"
+                f"{_goodput_terms(best, data, lr, momentum)}"
+                f"{_passed_over(fitting, best, best.samples_per_s, lr, momentum)}"
             )
         else:
-            best = data
             reason = "data parallelism fits; no alternative is predicted over "
-            reason += f"{1 + margin:.2f}x its samples/s"
+            reason += f"{1 + margin:.2f}x its goodput (samples/s x η)"
+            over_margin = (1.0 + margin) * data.samples_per_s
+            reason += _passed_over(fitting, data, over_margin, lr, momentum)
+            best = data
     elif parallelism == "auto":
         reason = (
             f"data parallelism needs {human_bytes(data.prediction.max_model_bytes)} per worker, "
-            f"over the {human_bytes(memory_limit_bytes)} limit; {best.kind} fits and is the "
-            "fastest that does"
+            f"over the {human_bytes(memory_limit_bytes)} limit; {best.kind} fits and has the "
+            f"best goodput of those that do{_efficiency_note(best, lr, momentum)}"
+            f"{_passed_over(fitting, best, best.samples_per_s, lr, momentum)}"
         )
     else:
-        reason = f"parallelism {parallelism} requested"
+        reason = f"parallelism {parallelism} requested{_efficiency_note(best, lr, momentum)}"
     return PlanChoice(parallelism, best, every, memory_limit_bytes, reason)
 
 
+def plan_efficiency(
+    plan: PipelinePlan | HybridPlan | None, model: str, lr: float | None, momentum: float
+) -> float:
+    """η of ``model`` under a plan trained with SGD at ``lr`` and ``momentum``: 1 for exact
+    synchronous SGD (data, GPipe, hybrid), the model of 2BW's one-step-delayed update
+    (:func:`~jigsaw.efficiency.pipeline.model_pipeline_eta`) for a 2BW pipeline; 1 when
+    ``lr`` is not known."""
+    if lr is None or not updates_one_step_late(plan):
+        return 1.0
+    return model_pipeline_eta(model, lr, momentum)
+
+
+def updates_one_step_late(plan: PipelinePlan | HybridPlan | None) -> bool:
+    """A PipeDream-2BW pipeline: its update uses the gradient of the previous weights."""
+    return isinstance(plan, PipelinePlan) and plan.schedule == "2bw"
+
+
+def with_efficiency(
+    alternative: Alternative, model: str, lr: float | None, momentum: float
+) -> Alternative:
+    efficiency = plan_efficiency(alternative.plan, model, lr, momentum)
+    return replace(alternative, efficiency=efficiency)
+
+
+def _settings(lr: float | None, momentum: float) -> str:
+    return f"lr {lr:g}, momentum {momentum:g}"
+
+
+def _delayed(alternative: Alternative, lr: float | None) -> bool:
+    """Whether ``alternative`` is a 2BW pipeline priced at a known learning rate."""
+    return lr is not None and updates_one_step_late(alternative.plan)
+
+
+def _goodput_terms(best: Alternative, data: Alternative, lr: float | None, mu: float) -> str:
+    if not _delayed(best, lr):
+        return ""
+    return (
+        f" ({best.samples_per_s / data.samples_per_s:.2f}x its samples/s at η "
+        f"{best.efficiency:.2f}: 2BW's one-step weight delay at {_settings(lr, mu)})"
+    )
+
+
+def _passed_over(
+    fitting: list[Alternative],
+    chosen: Alternative,
+    samples_per_s: float,
+    lr: float | None,
+    mu: float,
+) -> str:
+    """The fastest alternative over ``samples_per_s`` that η kept from being chosen (the
+    one that ranking by samples/s alone would have taken), with its η; empty if none."""
+    faster = [a for a in fitting if a.samples_per_s > samples_per_s and a is not chosen]
+    if not faster:
+        return ""
+    fastest = max(faster, key=lambda a: a.samples_per_s)
+    return (
+        f"; {fastest.kind} is predicted {fastest.samples_per_s / chosen.samples_per_s:.2f}x "
+        f"the samples/s of {chosen.kind}, but at η {fastest.efficiency:.2f} (2BW's one-step "
+        f"weight delay at {_settings(lr, mu)}) only {fastest.goodput / chosen.goodput:.2f}x "
+        "its goodput"
+    )
+
+
+def _efficiency_note(chosen: Alternative, lr: float | None, mu: float) -> str:
+    if not _delayed(chosen, lr):
+        return ""
+    return (
+        f" (η {chosen.efficiency:.2f}: 2BW's one-step weight delay at {_settings(lr, mu)} "
+        f"makes {chosen.samples_per_s:.0f} samples/s worth {chosen.goodput:.0f})"
+    )
+
+
 def _better(a: Alternative, b: Alternative) -> bool:
+    """Between two pipelines of one stage count (the same η): fitting, then faster."""
     if a.fits != b.fits:
         return a.fits
     if a.fits:
