@@ -26,8 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from jigsaw.domain import OPTIMIZERS
 from jigsaw.lifecycle import JobState
+from jigsaw.spec_checks import OPTIMIZERS
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",

@@ -30,7 +30,8 @@ from jigsaw.oracle.calibration_eval import (
     held_out_errors,
     out_of_fold_predictions,
 )
-from jigsaw.profiles import POLLUX_APPS, ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.profiles import POLLUX_APPS
 
 REPO = Path(__file__).resolve().parent.parent
 CALIBRATION_PATH = REPO / "jigsaw" / "data" / "calibration.json"

@@ -32,7 +32,8 @@ from spb_common import emit, provenance
 
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
-from worker.spb.trainer import SPBTrainer, TrainerConfig
+from worker.spb.trainer import SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig
 from worker.zoo import load_workload
 
 WORKERS = 4

@@ -49,7 +49,8 @@ from jigsaw.lr_scaling import scaled_learning_rate
 from jigsaw.plan import SPBPlan, resolve_plan
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
-from worker.spb.trainer import SPBTrainer, TrainerConfig
+from worker.spb.trainer import SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig
 from worker.zoo import load_workload
 
 WORKERS = 4

@@ -32,7 +32,8 @@ from worker.spb.collectives import Collectives
 from worker.spb.launch import spawn_local
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
-from worker.spb.trainer import SPBTrainer, TrainerConfig
+from worker.spb.trainer import SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig
 
 WORLD = 4
 BATCH = {"digits_cnn": 32, "mlp": 32, "gpt_small": 8, "resnet18_32": 8}

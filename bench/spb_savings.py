@@ -30,7 +30,8 @@ from worker.spb.instrumentation import SavedActivationMeter, optimizer_state_byt
 from worker.spb.launch import spawn_local
 from worker.spb.model_plans import model_plan
 from worker.spb.sampler import GlobalBatchSampler
-from worker.spb.trainer import SPBTrainer, TrainerConfig, build_optimizer
+from worker.spb.trainer import SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig, build_optimizer
 from worker.zoo import load_workload
 
 ENGINES = ("ddp", "full", "spb", "full_uninstrumented")

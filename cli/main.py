@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli import job_commands, ops_commands
+from cli import job_commands, ops_commands, submit_command
 from cli.click_errors import NoArgsIsHelpError, UsageError
 from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from cli.output import error_line
@@ -30,7 +30,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-app.command("submit")(job_commands.submit)
+app.command("submit")(submit_command.submit)
 app.command("list")(job_commands.list_jobs)
 app.command("status")(job_commands.status)
 app.command("describe")(job_commands.describe)

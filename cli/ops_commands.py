@@ -10,13 +10,8 @@ import typer
 from cli.cluster_views import cluster_view, models_table
 from cli.context import make_client
 from cli.errors import CliError, UsageError
-from cli.output import OutputFormat, emit, note
+from cli.output import OutputFormat, OutputOption, emit, note
 from cli.views import queue_table, token_table
-
-OutputOption = Annotated[
-    OutputFormat,
-    typer.Option("--output", "-o", help="table for people; json or yaml for scripts."),
-]
 
 
 def cluster(output: OutputOption = OutputFormat.table) -> None:

@@ -10,8 +10,9 @@ import json
 import sys
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 import yaml
 from rich.console import Console, RenderableType
 
@@ -33,6 +34,13 @@ class OutputFormat(StrEnum):
     table = "table"
     json = "json"
     yaml = "yaml"
+
+
+OutputOption = Annotated[
+    OutputFormat,
+    typer.Option("--output", "-o", help="table for people; json or yaml for scripts."),
+]
+"""The ``--output``/``-o`` option every verb that prints data takes."""
 
 
 def emit(data: Any, fmt: OutputFormat, table: Callable[[], RenderableType | None]) -> None:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from jigsaw.errors import InvalidSpecError
-from jigsaw.profiles import ZOO_MODELS, ModelProfile, ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.profiles import ZOO_MODELS, ModelProfile
 
 ENTRYPOINT = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
 """``package.module:function`` with identifier parts only."""

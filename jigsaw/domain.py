@@ -1,4 +1,5 @@
-"""Jobs, their specs and the events that record every state change."""
+"""Jobs, their specs and the events that record every state change (the checks a spec runs
+on construction live in :mod:`jigsaw.spec_checks`)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,19 @@ from jigsaw.cluster import Placement
 from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.errors import IllegalTransitionError, InvalidSpecError
 from jigsaw.lifecycle import JobState, can_transition
-from jigsaw.parallelism import PARALLELISM_CHOICES
 from jigsaw.plan import Plan, PlanRequest
-from jigsaw.profiles import ZOO_MODELS
 from jigsaw.reasons import ReasonCode, default_code
-
-MAX_WORKERS = 1024
-MAX_ITERATIONS = 10**9
-NAME_MAX_LENGTH = 128
+from jigsaw.spec_checks import (
+    MAX_ITERATIONS,
+    MAX_WORKERS,
+    NAME_MAX_LENGTH,
+    check_elasticity,
+    check_field_types,
+    check_optimizer,
+    checked_parallelism,
+    default_parallelism,
+    require,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,27 +67,25 @@ class JobSpec:
     """``spb`` parsed once, at construction; ``spb`` itself holds its canonical spelling."""
 
     def __post_init__(self) -> None:
-        _require(bool(self.name.strip()), "name", "name must not be empty")
-        _require(len(self.name) <= NAME_MAX_LENGTH, "name", f"name is over {NAME_MAX_LENGTH} chars")
-        _require(bool(self.model.strip()), "model", "model must name a zoo model or package.mod:fn")
-        _require(
-            1 <= self.workers <= MAX_WORKERS, "workers", f"workers must be in 1..{MAX_WORKERS}"
-        )
-        _require(
+        require(bool(self.name.strip()), "name", "name must not be empty")
+        require(len(self.name) <= NAME_MAX_LENGTH, "name", f"name is over {NAME_MAX_LENGTH} chars")
+        require(bool(self.model.strip()), "model", "model must name a zoo model or package.mod:fn")
+        require(1 <= self.workers <= MAX_WORKERS, "workers", f"workers must be in 1..{MAX_WORKERS}")
+        require(
             1 <= self.iterations <= MAX_ITERATIONS,
             "iterations",
             f"iterations must be in 1..{MAX_ITERATIONS}",
         )
-        _require(self.batch_size >= 1, "batch_size", "batch_size must be at least 1")
-        _require(self.learning_rate > 0, "learning_rate", "learning_rate must be positive")
-        _require(-1000 <= self.priority <= 1000, "priority", "priority must be in -1000..1000")
+        require(self.batch_size >= 1, "batch_size", "batch_size must be at least 1")
+        require(self.learning_rate > 0, "learning_rate", "learning_rate must be positive")
+        require(-1000 <= self.priority <= 1000, "priority", "priority must be in -1000..1000")
         request = PlanRequest.parse(self.spb)
         request.check_workers(self.workers)
         object.__setattr__(self, "plan_request", request)
         object.__setattr__(self, "spb", request.text)
-        object.__setattr__(self, "parallelism", _checked_parallelism(self))
-        _check_optimizer(self)
-        _check_elasticity(self)
+        object.__setattr__(self, "parallelism", checked_parallelism(self))
+        check_optimizer(self)
+        check_elasticity(self)
 
     @property
     def worker_range(self) -> tuple[int, int]:
@@ -126,13 +130,7 @@ class JobSpec:
         values: dict[str, Any] = dict(data)
         if isinstance(values.get("spb"), list):
             values["spb"] = PlanRequest.parse(values["spb"]).text
-        for name, kind in _FIELD_TYPES.items():
-            if name in _OPTIONAL_FIELDS and values.get(name) is None:
-                continue
-            if name in values and not _is_instance(values[name], kind):
-                raise InvalidSpecError(
-                    f"field {name!r} must be {kind.__name__}, got {values[name]!r}", field=name
-                )
+        check_field_types(values)
         return cls(**values)
 
     @classmethod
@@ -156,151 +154,6 @@ SPEC_FIELDS = tuple(name for name, f in JobSpec.__dataclass_fields__.items() if 
 _DEFAULTS: dict[str, Any] = {
     name: f.default for name, f in JobSpec.__dataclass_fields__.items() if f.init
 }
-
-
-_FIELD_TYPES: dict[str, type] = {
-    "name": str,
-    "model": str,
-    "workers": int,
-    "iterations": int,
-    "priority": int,
-    "spb": str,
-    "batch_size": int,
-    "learning_rate": float,
-    "seed": int,
-    "queue": str,
-    "user": str,
-    "parallelism": str,
-    "min_workers": int,
-    "max_workers": int,
-    "batch_policy": str,
-    "min_global_batch": int,
-    "max_global_batch": int,
-    "optimizer": str,
-}
-_OPTIONAL_FIELDS = frozenset({"min_workers", "max_workers", "min_global_batch", "max_global_batch"})
-"""Fields whose ``None`` means "not given" (elastic jobs only)."""
-
-BATCH_POLICIES = ("fixed", "adaptive")
-OPTIMIZERS = ("sgd", "adamw")
-"""What a job may train with; the first is the default."""
-
-
-def default_parallelism(model: str) -> str:
-    return "auto" if model in ZOO_MODELS else "data"
-
-
-def _checked_parallelism(spec: JobSpec) -> str:
-    """The canonical ``parallelism``; what can be checked without the model's profile."""
-    value = spec.parallelism.strip().lower() or default_parallelism(spec.model)
-    if value not in PARALLELISM_CHOICES:
-        raise InvalidSpecError(
-            f"parallelism must be one of {', '.join(PARALLELISM_CHOICES)}, "
-            f"got {spec.parallelism[:40]!r}",
-            field="parallelism",
-        )
-    if value in ("pipeline", "hybrid") and spec.spb not in ("auto", "none"):
-        raise InvalidSpecError(
-            f"spb {spec.spb!r} is a data-parallel plan and cannot apply to parallelism "
-            f"{value!r}: set spb to auto or none, or parallelism to data",
-            field="spb",
-        )
-    return value
-
-
-def _check_optimizer(spec: JobSpec) -> None:
-    _require(
-        spec.optimizer in OPTIMIZERS,
-        "optimizer",
-        f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {spec.optimizer[:40]!r}",
-    )
-    _require(
-        spec.optimizer == "sgd" or spec.parallelism not in ("pipeline", "hybrid"),
-        "optimizer",
-        f"optimizer {spec.optimizer!r} runs data parallel only; the {spec.parallelism} engine "
-        "trains with SGD: set parallelism to data (or auto), or optimizer to sgd",
-    )
-
-
-def _check_elasticity(spec: JobSpec) -> None:
-    """What can be checked of an elastic request without the cluster (its size and quotas
-    are checked at submission)."""
-    for name in ("min_workers", "max_workers"):
-        value = getattr(spec, name)
-        _require(
-            value is None or 1 <= value <= MAX_WORKERS,
-            name,
-            f"{name} must be in 1..{MAX_WORKERS}",
-        )
-    low, high = spec.worker_range
-    _require(
-        spec.min_workers is None or spec.max_workers is None or low <= high,
-        "min_workers",
-        f"min_workers ({low}) is above max_workers ({high})",
-    )
-    _require(
-        low <= spec.workers <= high,
-        "workers",
-        f"workers ({spec.workers}) must lie in min_workers..max_workers ({low}..{high})",
-    )
-    _require(
-        spec.batch_policy in BATCH_POLICIES,
-        "batch_policy",
-        f"batch_policy must be one of {', '.join(BATCH_POLICIES)}, got {spec.batch_policy[:40]!r}",
-    )
-    if spec.is_elastic:
-        _require(
-            spec.parallelism == "data" or spec.parallelism == "auto",
-            "batch_policy" if spec.batch_policy == "adaptive" else "max_workers",
-            f"only data-parallel jobs are elastic; parallelism {spec.parallelism!r} keeps its "
-            "size and batch: drop min_workers, max_workers and batch_policy, or set "
-            "parallelism to data",
-        )
-    if spec.batch_policy == "fixed":
-        for name in ("min_global_batch", "max_global_batch"):
-            _require(
-                getattr(spec, name) is None,
-                name,
-                f"{name} bounds an adaptive batch; with batch_policy fixed the global batch "
-                "stays workers * batch_size",
-            )
-        uneven = [n for n in range(low, high + 1) if spec.global_batch % n]
-        _require(
-            not uneven,
-            "batch_size",
-            f"batch_policy fixed keeps the global batch {spec.global_batch} (workers * "
-            f"batch_size) at every size, but it does not split evenly over {uneven[:1]} "
-            "workers: choose a global batch every size in min_workers..max_workers divides, "
-            "or batch_policy adaptive",
-        )
-        return
-    for name in ("min_global_batch", "max_global_batch"):
-        value = getattr(spec, name)
-        _require(
-            value is not None and value >= 1,
-            name,
-            f"batch_policy adaptive needs {name} (a positive global batch)",
-        )
-    lowest, highest = spec.batch_range
-    _require(
-        lowest <= spec.global_batch <= highest,
-        "batch_size",
-        f"the initial global batch {spec.global_batch} (workers * batch_size) must lie in "
-        f"min_global_batch..max_global_batch ({lowest}..{highest})",
-    )
-
-
-def _is_instance(value: Any, kind: type) -> bool:
-    if isinstance(value, bool):
-        return False
-    if kind is float:
-        return isinstance(value, int | float)
-    return isinstance(value, kind)
-
-
-def _require(ok: bool, field_name: str, message: str) -> None:
-    if not ok:
-        raise InvalidSpecError(message, field=field_name)
 
 
 @dataclass(frozen=True, slots=True)

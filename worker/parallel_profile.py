@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
-from jigsaw.profiles import ModelProfile, parse_profile
+from jigsaw.profile_catalog import parse_profile
+from jigsaw.profiles import ModelProfile
 from worker.spb.block_costs import profile_workload
 from worker.zoo import Workload, load_workload
 

@@ -12,11 +12,12 @@ from api.json_body import JsonRoute
 from api.schemas.common import COMMON_ERRORS
 from api.schemas.models import ModelList, ModelPublic, PlanTypeFit
 from api.state import AppState
-from jigsaw.domain import MAX_WORKERS, JobSpec
+from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.oracle.plan_choice import Alternative, PlanChoice
 from jigsaw.plan import staircase
 from jigsaw.profiles import ZOO_MODELS
+from jigsaw.spec_checks import MAX_WORKERS
 
 router = APIRouter(
     route_class=JsonRoute,

@@ -8,9 +8,9 @@ from pydantic import BeforeValidator, ConfigDict, Field
 
 from api.schemas.common import Forbidding, Integer, NonBlankText, Public, Text, Timestamp, integral
 from jigsaw.catalog import ENTRYPOINT
-from jigsaw.domain import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
 from jigsaw.plan import PLAN_TEXT_PATTERN
 from jigsaw.profiles import ZOO_MODELS
+from jigsaw.spec_checks import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
 
 JOB_EXAMPLE: dict[str, Any] = {
     "name": "digits-demo",

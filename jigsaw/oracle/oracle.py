@@ -38,7 +38,7 @@ from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_predictions import PlanPrediction, predict_plan, replica_batch
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan, full_backprop
-from jigsaw.profiles import ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
 
 _MAX_PLACEMENT_CACHE = 200_000
 

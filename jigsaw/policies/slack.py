@@ -18,10 +18,10 @@ any GPU of a running gang, of any size and plan, that holds only that gang's wor
 the plan the host runs: nobody switches plan, the guest takes turns with a full-backprop
 worker, and the same gain rule decides (the co-location model prices what the turns cost).
 
-Cost: hosts are found once per round; each guest looks at no more than ``max_slots`` slots;
-a guest like one that already found nothing (same model and batch) since the last booking is
-not weighed again; after ``max_misses`` guests in a row found nothing, or
-``max_hosts_per_round`` hosts took guests, the round stops looking.
+Cost: hosts are found once per round (:mod:`jigsaw.policies.slack_offers`); each guest
+looks at no more than ``max_slots`` slots; a guest like one that already found nothing (same
+model and batch) since the last booking is not weighed again; after ``max_misses`` guests in
+a row found nothing, or ``max_hosts_per_round`` hosts took guests, the round stops looking.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from jigsaw.decisions import Replan, Start
 from jigsaw.domain import Job
 from jigsaw.errors import InvalidSpecError
 from jigsaw.oracle import GangTiming, Oracle, SharingProfile
-from jigsaw.plan import Plan, SPBPlan
+from jigsaw.plan import Plan
 from jigsaw.policies.packing import GpuLedger
 from jigsaw.policies.plans import Footprint, PlanCatalog, PlanOption
+from jigsaw.policies.slack_offers import Offer, find_offers
 
 _EPS = 1e-9
 
@@ -58,15 +59,6 @@ class SlackOptions:
     slack an SPB plan opens (the module docstring)."""
     policy_name: str = "jigsaw"
     """Who the decisions' reasons name."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Offer:
-    """A host under one SPB plan and the GPUs of its partial ranks, least loaded first."""
-
-    host: Job
-    option: PlanOption
-    gpus: tuple[GpuId, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +109,7 @@ class SlackMarket:
         for job in running:
             for gpu in dict.fromkeys(job.placement):
                 self._on_gpu.setdefault(gpu, []).append(job.id)
-        self._offers: list[_Offer] | None = None
+        self._offers: list[Offer] | None = None
         self._switched: set[str] = set()
         self._misses = 0
         self._hosts_used = 0
@@ -144,7 +136,7 @@ class SlackMarket:
         guest_option = self.catalog.default_option(guest)
         if guest_option.goodput <= 0.0:
             return None
-        best: tuple[float, _Offer, list[tuple[_Guest, GpuId]]] | None = None
+        best: tuple[float, Offer, list[tuple[_Guest, GpuId]]] | None = None
         looked = 0
         for offer in self._all_offers():
             if looked >= self.options.max_slots:
@@ -170,66 +162,20 @@ class SlackMarket:
         return self._book(best[1], best[2], best[0])
 
     # -- offers -----------------------------------------------------------------------------
-    def _all_offers(self) -> list[_Offer]:
-        if self._offers is not None:
-            return self._offers
-        offers: list[tuple[float, int, _Offer]] = []
-        for order, host in enumerate(self._running.values()):
-            if self.options.share_full_backprop:
-                offer = self._current_plan_offer(host)
-                if offer is not None:
-                    offers.append((min(offer.option.loads), order, offer))
-                continue
-            if not self._can_host(host):
-                continue
-            current = self._plans[host.id]
-            options = self.catalog.options(host)
-            best = options[0].goodput
-            offered = 0
-            for option in options:
-                if offered >= self.options.plans_per_host:
-                    break
-                if option.is_full_backprop or option.goodput < self.options.host_keep * best:
-                    continue
-                if not isinstance(option.plan, SPBPlan):
-                    continue  # only SPB frees slack
-                on_spb = isinstance(current, SPBPlan) and not current.is_full_backprop
-                if current != option.plan and on_spb:
-                    continue  # a host already on SPB offers its own plan's slack only
-                ranks = sorted(
-                    (r for r in range(len(option.loads)) if option.plan.depths[r] > 0),
-                    key=lambda r: (option.loads[r], r),
-                )
-                if not ranks:
-                    continue
-                offered += 1
-                gpus = tuple(host.placement[r] for r in ranks)
-                offers.append((option.loads[ranks[0]], order, _Offer(host, option, gpus)))
-        offers.sort(key=_offer_key)
-        self._offers = [offer for _, _, offer in offers]
+    def _all_offers(self) -> list[Offer]:
+        if self._offers is None:
+            self._offers = find_offers(
+                self._running.values(),
+                self._plans,
+                self.catalog,
+                gone=self.gone,
+                host_keep=self.options.host_keep,
+                plans_per_host=self.options.plans_per_host,
+                share_full_backprop=self.options.share_full_backprop,
+            )
         return self._offers
 
-    def _current_plan_offer(self, host: Job) -> _Offer | None:
-        """``host``'s GPUs under the plan it runs, least-loaded worker first; None when it
-        cannot host (preempted this round, two workers on one GPU, no profile)."""
-        plan = self._plans.get(host.id)
-        if plan is None or host.id in self.gone or len(set(host.placement)) != host.spec.workers:
-            return None
-        option = next((o for o in self.catalog.options(host) if o.plan == plan), None)
-        if option is None or option.goodput <= 0.0:
-            return None
-        ranks = sorted(range(len(option.loads)), key=lambda r: (option.loads[r], r))
-        return _Offer(host, option, tuple(host.placement[r] for r in ranks))
-
-    def _can_host(self, host: Job) -> bool:
-        spec = host.spec
-        if spec.workers < 2 or not spec.plan_request.is_auto or host.id in self.gone:
-            return False
-        if len(set(host.placement)) != spec.workers or host.id not in self._plans:
-            return False
-        return self.catalog.default_option(host).goodput > 0.0
-
-    def _open_gpus(self, offer: _Offer) -> list[GpuId]:
+    def _open_gpus(self, offer: Offer) -> list[GpuId]:
         host = offer.host
         if host.id in self.gone:
             return []
@@ -256,7 +202,7 @@ class SlackMarket:
         return found
 
     # -- the gain ---------------------------------------------------------------------------
-    def _gain(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> float | None:
+    def _gain(self, offer: Offer, assignment: list[tuple[_Guest, GpuId]]) -> float | None:
         """Normalised goodput summed over the host, its GPUs' other jobs and the guests,
         after minus before; None when it is below ``pack_gain``, the host would keep less
         than ``host_keep`` of its goodput, or memory would not fit."""
@@ -335,7 +281,7 @@ class SlackMarket:
         self._before[host_id] = (each, own, timings)
         return self._before[host_id]
 
-    def _memory_fits(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]]) -> bool:
+    def _memory_fits(self, offer: Offer, assignment: list[tuple[_Guest, GpuId]]) -> bool:
         host = offer.host
         current = self.footprints.get(host.id, ())
         new = self.catalog.footprint(host, offer.option.plan, host.placement)
@@ -366,7 +312,7 @@ class SlackMarket:
         return self.catalog.timing(job, plan, self._placements[job_id])
 
     # -- booking ----------------------------------------------------------------------------
-    def _book(self, offer: _Offer, assignment: list[tuple[_Guest, GpuId]], gain: float) -> Squeeze:
+    def _book(self, offer: Offer, assignment: list[tuple[_Guest, GpuId]], gain: float) -> Squeeze:
         host, option = offer.host, offer.option
         ledger = self.ledger
         for cached in [h for h, entry in self._before.items() if host.id in entry[2]]:
@@ -400,12 +346,8 @@ class SlackMarket:
             starts.append(Start(guest.id, placement, guest_option.plan, self._reason(offer, gain)))
         return Squeeze(tuple(starts), replan, host.id, gain)
 
-    def _reason(self, offer: _Offer, gain: float) -> str:
+    def _reason(self, offer: Offer, gain: float) -> str:
         who, host, label = self.options.policy_name, offer.host.id, offer.option.label
         if self.options.share_full_backprop:
             return f"{who}: packed, time-sliced with {host} (plan {label}), gain {gain:.2f}"
         return f"{who}: packed into {host}'s slack (plan {label}), gain {gain:.2f}"
-
-
-def _offer_key(item: tuple[float, int, _Offer]) -> tuple[float, int]:
-    return item[0], item[1]

@@ -6,9 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jigsaw.domain import MAX_ITERATIONS, NAME_MAX_LENGTH, JobSpec
+from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.oracle import Oracle
+from jigsaw.spec_checks import MAX_ITERATIONS, NAME_MAX_LENGTH
 from jigsaw.traces import TraceJob, load_trace
 
 PHILLY_HEADER = "timestamp,duration,num_gpus"

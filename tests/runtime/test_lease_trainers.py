@@ -16,7 +16,7 @@ from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_predictions import predict_data_parallel, predict_plan, replica_batch
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan
-from jigsaw.profiles import ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
 from tests.worker.pipeline_support import collect_weights, max_difference, reference_weights
 from worker.pipeline import PipelineConfig
 from worker.runtime.failures import classify

@@ -15,7 +15,7 @@ from typing import Any
 from jigsaw.plan import SPBPlan, full_backprop, staircase, uniform
 from worker.spb.launch import spawn_local
 from worker.spb.scenarios import Scenario, load_results, run_scenarios
-from worker.spb.trainer import TrainerConfig
+from worker.spb.trainer_setup import TrainerConfig
 
 WORLD = 4
 CNN_BLOCKS = 4

@@ -13,7 +13,7 @@ from torch import Tensor
 from jigsaw.plan import SPBPlan, resolve_plan
 from tests.worker.spb_gloo import STAIRCASE, STAIRCASE_STEPS, WORLD
 from worker.spb.sampler import GlobalBatchSampler
-from worker.spb.trainer import TrainerConfig
+from worker.spb.trainer_setup import TrainerConfig
 from worker.zoo import Workload, load_workload
 
 pytestmark = pytest.mark.distributed

@@ -16,7 +16,8 @@ from worker.spb.collectives import ring_all_reduce_bytes
 from worker.spb.model_plans import model_plan
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.thread_collectives import ThreadGroup, run_threads
-from worker.spb.trainer import PlanSwitchError, SPBTrainer, TrainerConfig
+from worker.spb.trainer import PlanSwitchError, SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig
 
 MLP_BLOCKS = 4
 MLP = TrainerConfig(model="mlp", plan=staircase(2, MLP_BLOCKS), batch_size=8, lr=0.1)

@@ -19,7 +19,8 @@ from worker.spb.launch import spawn_local
 from worker.spb.model_plans import model_plan
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.thread_collectives import run_threads
-from worker.spb.trainer import SPBTrainer, TrainerConfig
+from worker.spb.trainer import SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig
 from worker.zoo import load_workload
 
 WORLD = 4

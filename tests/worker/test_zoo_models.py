@@ -10,7 +10,8 @@ from jigsaw.errors import InvalidSpecError
 from jigsaw.plan import full_backprop
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import ThreadGroup
-from worker.spb.trainer import SPBTrainer, TrainerConfig
+from worker.spb.trainer import SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig
 from worker.zoo import UnknownModelError, Workload, list_models, load_workload
 from worker.zoo.datasets import pydoc_corpus
 

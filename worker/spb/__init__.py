@@ -20,7 +20,8 @@ from worker.spb.model_plans import model_plan
 from worker.spb.schedule import BlockRoute, CommSchedule
 from worker.spb.thread_collectives import ThreadCollectives, ThreadGroup, run_threads
 from worker.spb.torch_collectives import TorchCollectives, init_distributed, shutdown_distributed
-from worker.spb.trainer import PlanSwitchError, SPBTrainer, TrainerConfig
+from worker.spb.trainer import PlanSwitchError, SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig
 
 __all__ = [
     "BlockRoute",

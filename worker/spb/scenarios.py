@@ -18,7 +18,8 @@ from torch.nn.parallel import DistributedDataParallel
 from jigsaw.plan import SPBPlan
 from worker.spb.collectives import Collectives
 from worker.spb.sampler import GlobalBatchSampler
-from worker.spb.trainer import SPBTrainer, TrainerConfig, _seed_rngs, build_optimizer
+from worker.spb.trainer import SPBTrainer
+from worker.spb.trainer_setup import TrainerConfig, build_optimizer, seed_rngs
 from worker.zoo import load_workload
 
 
@@ -97,7 +98,7 @@ def run_ddp_reference(rank: int, collectives: Collectives, scenario: Scenario) -
     sampler = GlobalBatchSampler(
         len(data.train), config.batch_size, collectives.world_size, config.seed
     )
-    _seed_rngs(config.seed, rank)
+    seed_rngs(config.seed, rank)
     states = []
     for _ in range(scenario.steps):
         inputs, targets = data.train.fetch(sampler.next_indices(rank))

@@ -14,16 +14,13 @@ scheduler's "apply at iteration t" leases map onto a running process group.
 
 from __future__ import annotations
 
-import random
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
 
-import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.errors import InvalidSpecError, JigsawError
@@ -39,87 +36,23 @@ from worker.spb.instrumentation import (
     peak_rss_bytes,
     tensor_bytes,
 )
-from worker.spb.noise import DEFAULT_DECAY, BlockNoiseTracker
+from worker.spb.noise import BlockNoiseTracker
 from worker.spb.preconditioner import noise_preconditioner
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.schedule import CommSchedule
+from worker.spb.trainer_setup import (
+    TrainerConfig,
+    build_optimizer,
+    check_blocks_disjoint,
+    seed_rngs,
+)
 from worker.zoo import DataSplits, Workload, load_workload
-from worker.zoo.workload import GLOBAL_RNG_LOCK
 
 EVAL_BATCH = 256
-SGD_MOMENTUM = 0.9
 
 
 class PlanSwitchError(JigsawError):
     """A plan switch was scheduled for an iteration that has already started."""
-
-
-@dataclass(frozen=True)
-class TrainerConfig:
-    """Everything a rank needs to build its trainer; identical on every rank of a job."""
-
-    model: str
-    plan: SPBPlan
-    """For this job's world size and the model's K (:func:`worker.spb.model_plans.model_plan`
-    resolves a plan named in words against a zoo model)."""
-    batch_size: int = 32  # per rank
-    optimizer: Literal["sgd", "adamw"] = "sgd"
-    lr: float = 0.05
-    momentum: float = SGD_MOMENTUM
-    """SGD's only: AdamW refuses any other value (it has betas, not momentum)."""
-    weight_decay: float = 0.0
-    seed: int = 0
-    device: str = "cpu"
-    model_options: Mapping[str, Any] = field(default_factory=dict)
-    measure_activations: bool = True
-    average_buffers: bool = True
-    history_limit: int = 10_000
-    gradient_noise: bool = True
-    """Measure per-block gradient noise at each reduce (``trainer.noise_stats()``)."""
-    noise_decay: float = DEFAULT_DECAY
-    noise_probe_every: int = 0
-    """Every this many iterations, when the plan leaves a block with a single contributor, run
-    one iteration as full backprop so that block's noise gets measured too (0: never)."""
-
-
-def build_optimizer(config: TrainerConfig, params: list[nn.Parameter]) -> torch.optim.Optimizer:
-    if config.optimizer == "sgd":
-        return torch.optim.SGD(
-            params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
-        )
-    if config.optimizer == "adamw":
-        if config.momentum != SGD_MOMENTUM:
-            raise InvalidSpecError(
-                f"momentum {config.momentum} is SGD's: AdamW has betas (0.9, 0.999), not "
-                "momentum; leave momentum at its default with optimizer adamw",
-                field="momentum",
-            )
-        return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    raise InvalidSpecError(
-        f"unknown optimizer {config.optimizer!r}: use 'sgd' or 'adamw'", field="optimizer"
-    )
-
-
-def _check_blocks_disjoint(blocks: list[nn.Module]) -> None:
-    owner: dict[int, int] = {}
-    for index, block in enumerate(blocks, start=1):
-        for param in block.parameters():
-            if id(param) in owner and owner[id(param)] != index:
-                raise InvalidSpecError(
-                    f"a parameter is shared by blocks {owner[id(param)]} and {index}; SPB needs "
-                    "every parameter to belong to exactly one block (untie shared weights)",
-                    field="model",
-                )
-            owner[id(param)] = index
-
-
-def _seed_rngs(seed: int, rank: int) -> None:
-    per_rank = seed * 7919 + rank
-    # Under the zoo's lock: a thread-simulated peer may be drawing initial weights right now.
-    with GLOBAL_RNG_LOCK:
-        torch.manual_seed(per_rank)
-        np.random.seed(per_rank % 2**32)
-        random.seed(per_rank)
 
 
 class SPBTrainer:
@@ -140,14 +73,14 @@ class SPBTrainer:
             config.model, seed=config.seed, **dict(config.model_options)
         )
         self.blocks = [block.to(self.device).train() for block in self.workload.blocks]
-        _check_blocks_disjoint(self.blocks)
+        check_blocks_disjoint(self.blocks)
         self.params = [p for block in self.blocks for p in block.parameters()]
         self.optimizer = build_optimizer(config, self.params)
         self.data = data or self.workload.make_data()
         self.sampler = GlobalBatchSampler(
             len(self.data.train), config.batch_size, self.world_size, config.seed
         )
-        _seed_rngs(config.seed, self.rank)
+        seed_rngs(config.seed, self.rank)
         self.iteration = 0
         self.history: deque[IterationMetrics] = deque(maxlen=config.history_limit)
         self._pending: dict[int, SPBPlan] = {}
@@ -433,7 +366,7 @@ class SPBTrainer:
         if own is not None:
             ckpt.restore_rng(own["rng"])
         else:
-            _seed_rngs(self.config.seed + self.iteration, self.rank)
+            seed_rngs(self.config.seed + self.iteration, self.rank)
 
     def _saved(self, depths: Sequence[int]) -> SPBPlan:
         """A plan as a checkpoint stores it (its depths; K is this model's)."""

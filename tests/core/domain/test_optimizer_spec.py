@@ -11,7 +11,7 @@ from jigsaw.domain import JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.oracle.plan_predictions import predict_data_parallel
 from jigsaw.planner import Planner
-from jigsaw.profiles import ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
 
 MLP: dict[str, Any] = {"name": "o", "model": "mlp", "workers": 2, "iterations": 10}
 

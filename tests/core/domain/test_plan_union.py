@@ -13,7 +13,7 @@ from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_predictions import predict_plan
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan, plan_from_json, plan_to_json
-from jigsaw.profiles import ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
 from jigsaw.simulator.rates import OracleRate
 
 PLANS: list[Plan] = [

@@ -10,7 +10,8 @@ from jigsaw.errors import InvalidPlanError, InvalidSpecError
 from jigsaw.hardware import preset, with_overrides
 from jigsaw.oracle import Oracle
 from jigsaw.plan import SPBPlan, full_backprop, staircase
-from jigsaw.profiles import ANALYTIC, MEASURED, ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.profiles import ANALYTIC, MEASURED
 
 SINGLE_NODE = ((0, 0), (0, 1), (0, 2), (0, 3))
 ONE_PER_NODE = ((0, 0), (1, 0), (2, 0), (3, 0))

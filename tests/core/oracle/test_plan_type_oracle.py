@@ -17,7 +17,8 @@ from jigsaw.oracle.plan_predictions import (
     predict_plan,
 )
 from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.profiles import MEASURED, BlockProfile, ModelProfile, ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.profiles import MEASURED, BlockProfile, ModelProfile
 
 HW = with_overrides(preset("cpu"), gpus_per_node=8, iteration_overhead_s=0.0)
 PARAMS = (4000, 4000, 4000, 400_000)

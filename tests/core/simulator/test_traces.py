@@ -10,7 +10,7 @@ from jigsaw.efficiency.table import EfficiencyTable
 from jigsaw.errors import TraceFormatError
 from jigsaw.hardware import preset
 from jigsaw.oracle import Oracle
-from jigsaw.profiles import ProfileCatalog
+from jigsaw.profile_catalog import ProfileCatalog
 from jigsaw.traces import GavelThroughputs, load_trace, read_philly
 from jigsaw.traces.model_mix import assign_model
 from jigsaw.traces.pollux_curves import load_app_curves
