@@ -18,20 +18,45 @@ from api.schemas.jobs import (
 from api.timefmt import iso
 from jigsaw.domain import Job, JobEvent, JobSpec
 from jigsaw.efficiency.online import candidate_etas, job_eta, noise_summary, table_prior
+from jigsaw.efficiency.pipeline import ENGINE_MOMENTUM
 from jigsaw.efficiency.table import EtaEstimate
 from jigsaw.errors import InvalidSpecError
-from jigsaw.oracle.plan_choice import PlanChoice
+from jigsaw.oracle.plan_choice import PlanChoice, plan_efficiency, updates_one_step_late
+from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import SPBPlan, plan_to_json
 from jigsaw.planner import Planner
 
 NO_SPB = "no SPB: every block's gradient averages the whole batch"
 
 
+def typed_plan_eta(
+    plan: PipelinePlan | HybridPlan | None, model: str, lr: float
+) -> tuple[float, str]:
+    """η of a pipeline or hybrid plan and where it comes from: 2BW's one-step weight delay
+    priced by :func:`~jigsaw.oracle.plan_choice.plan_efficiency` at the job's learning rate
+    and the engines' momentum (what ``parallelism: auto`` ranked it by), else 1 (GPipe and
+    the hybrid are exact synchronous SGD). The source reads up to its colon as a short label
+    (the dashboard shows that part)."""
+    if not updates_one_step_late(plan):
+        return 1.0, NO_SPB
+    eta = plan_efficiency(plan, model, lr, ENGINE_MOMENTUM)
+    source = (
+        f"2BW's one-step weight delay: the 2BW efficiency model at lr {lr:g}, "
+        f"momentum {ENGINE_MOMENTUM:g}; no SPB"
+    )
+    return eta, source
+
+
 def eta_public(job: Job, oracle: OracleView) -> EtaPublic:
     """The job's eta, online from its gradient noise, for its plan and every candidate. A
-    pipeline or hybrid plan has no SPB: its eta is 1 and it has no SPB candidates."""
-    if job.plan is not None and not isinstance(job.plan, SPBPlan):
-        whole = EtaEstimatePublic(plan=job.plan.describe(), depths=[], eta=1.0, source=NO_SPB)
+    pipeline or hybrid plan has no SPB: its eta is its plan type's (:func:`typed_plan_eta`),
+    ``current`` once it runs one, its one candidate before (the plan the planner gives it)."""
+    typed = job.plan if job.plan is not None else oracle.planner.typed_plan(job.spec)
+    if typed is not None and not isinstance(typed, SPBPlan):
+        eta, source = typed_plan_eta(typed, job.spec.model, job.spec.learning_rate)
+        whole = EtaEstimatePublic(plan=typed.describe(), depths=[], eta=eta, source=source)
+        if job.plan is None:
+            return EtaPublic(current=None, candidates=[whole], **noise_summary(job))
         return EtaPublic(current=whole, candidates=[], **noise_summary(job))
     prior = table_prior(oracle.oracle.efficiency)(job)
     blocks = oracle.planner.num_blocks(job)

@@ -95,7 +95,7 @@ def _role(worker: dict[str, Any]) -> str:
 
 def models_table(models: dict[str, Any]) -> RenderableType:
     """The zoo: K, parameters, and per plan type whether it fits the server's per-worker
-    memory limit (its model memory), with the source of its η."""
+    memory limit (its model memory), with its η and where that comes from."""
     items = models.get("items") or []
     if not items:
         return Text("The server lists no models.", style="dim")
@@ -119,14 +119,23 @@ def models_table(models: dict[str, Any]) -> RenderableType:
         f"{models.get('batch_size')}, against the server's per-worker memory limit of "
         f"{format_bytes(models.get('memory_limit_bytes'))} ({models.get('gpu_type')}). "
         "yes/no: fits; *: what parallelism auto picks; the size: model memory per worker. "
-        "η: the prior of an SPB staircase until a job measures its own (online)."
+        "η: the prior of an SPB staircase until a job measures its own (online); a "
+        "pipeline's and a hybrid's, what parallelism auto ranks them by at the default "
+        "learning rate."
     )
     refusals = [
         Text(f"{model.get('name')}: {model['refusal']}", style="dim")
         for model in items
         if model.get("refusal")
     ]
-    return Group(head, Text(""), table, *([Text(""), *refusals] if refusals else []))
+    notes = _eta_notes(items)
+    return Group(
+        head,
+        Text(""),
+        table,
+        *([Text(""), *notes] if notes else []),
+        *([Text(""), *refusals] if refusals else []),
+    )
 
 
 def _fit_cell(model: dict[str, Any], kind: str) -> Text:
@@ -142,15 +151,39 @@ def _fit_cell(model: dict[str, Any], kind: str) -> Text:
 
 
 def _eta_sources(model: dict[str, Any]) -> str:
-    """η of a data-parallel staircase (its source), and 1 for the other types (no SPB)."""
+    """η of a data-parallel staircase and of each other plan type, as the server ranked them,
+    each with its source's short label (up to its colon; :func:`_eta_notes` gives it whole)."""
     parts: list[str] = []
     for fit in model.get("plan_types") or []:
         if fit.get("kind") == "data":
             parts.append(f"staircase {float(fit.get('eta', 0)):.3f} ({fit.get('eta_source')})")
             break
-    if any(f.get("kind") != "data" for f in model.get("plan_types") or []):
-        parts.append("pipeline/hybrid 1 (no SPB)")
+    for kind, eta, source in _typed_etas(model):
+        parts.append(f"{kind} {eta:.3f} ({source.split(':')[0]})")
     return "; ".join(parts) or "-"
+
+
+def _typed_etas(model: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """(kind, η, source) of the model's pipeline and hybrid plan types, one per distinct
+    value (every pipeline of a model has the same η at one learning rate)."""
+    seen: list[tuple[str, float, str]] = []
+    for fit in model.get("plan_types") or []:
+        if fit.get("kind") == "data":
+            continue
+        row = (str(fit.get("kind")), float(fit.get("eta", 0)), str(fit.get("eta_source")))
+        if row not in seen:
+            seen.append(row)
+    return seen
+
+
+def _eta_notes(items: Sequence[dict[str, Any]]) -> list[Text]:
+    """Each pipeline or hybrid η source the table shortens, whole, once."""
+    sources: list[str] = []
+    for model in items:
+        for _kind, _eta, source in _typed_etas(model):
+            if ":" in source and source not in sources:
+                sources.append(source)
+    return [Text(source, style="dim") for source in sources]
 
 
 def _count(value: Any) -> str:

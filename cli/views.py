@@ -128,12 +128,16 @@ def job_description(
 
 def eta_table(job: dict[str, Any]) -> RenderableType:
     """η of every SPB plan the job may be given, with its source (``online`` once its own
-    gradient noise covers every block). Only data-parallel jobs have SPB plans."""
+    gradient noise covers every block). Only data-parallel jobs have SPB plans; a pipeline or
+    hybrid job has its plan type's one η (2BW's weight delay, or 1), as the server gives it."""
     kind = chosen_kind(job)
     if kind not in (None, "data"):
+        whole = typed_eta(job)
+        if whole is None:
+            return Text(f"  unknown for this {kind} plan until the job starts", style="dim")
+        which = "this" if plan_kind(job) is not None else "the"
         return Text(
-            f"  1 for every {kind} plan: no SPB, every block's gradient averages the whole batch",
-            style="dim",
+            f"  {whole['eta']:.3f} for {which} {kind} plan ({whole['source']})", style="dim"
         )
     eta = job.get("eta")
     if not eta or not eta.get("candidates"):
@@ -149,12 +153,27 @@ def eta_table(job: dict[str, Any]) -> RenderableType:
     return table
 
 
+def typed_eta(job: dict[str, Any]) -> dict[str, Any] | None:
+    """The server's η of a pipeline or hybrid job's plan (no SPB depths): ``current`` once it
+    runs, before that its one candidate (the plan the planner gives it); ``None`` when the
+    server gives neither."""
+    eta = job.get("eta") or {}
+    current = eta.get("current")
+    if current and not current.get("depths"):
+        return dict(current)
+    candidates = eta.get("candidates") or []
+    if len(candidates) == 1 and not candidates[0].get("depths"):
+        return dict(candidates[0])
+    return None
+
+
 def _eta_cell(job: dict[str, Any]) -> str:
     """η of the plan the job runs (statistical efficiency: progress per iteration against
     full backprop), with its source."""
     eta = job.get("eta")
     if chosen_kind(job) not in (None, "data"):
-        return "1.000 (no SPB: every block's gradient averages the whole batch)"
+        whole = typed_eta(job)
+        return f"{whole['eta']:.3f} ({whole['source']})" if whole else "-"
     if not eta:
         return "-"
     current = eta.get("current")

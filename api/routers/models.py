@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from api.deps import Reader, StateDep, reject_unknown_query
 from api.json_body import JsonRoute
+from api.presenters import typed_plan_eta
 from api.schemas.common import COMMON_ERRORS
 from api.schemas.models import ModelList, ModelPublic, PlanTypeFit
 from api.state import AppState
@@ -28,7 +29,6 @@ router = APIRouter(
 )
 
 FP32_BYTES = 4
-NO_SPB = "no SPB: every block's gradient averages the whole batch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ def list_models(
                 parameters=entry.profile.param_bytes // FP32_BYTES,
                 profile=entry.profile.source,
                 plan_types=[
-                    _fit(state, name, entry.profile.num_blocks, workers, a, types.choice)
+                    _fit(state, spec, entry.profile.num_blocks, a, types.choice)
                     for a in (types.choice.alternatives if types.choice else ())
                 ],
                 refusal=types.refusal,
@@ -99,17 +99,17 @@ def list_models(
 
 def _fit(
     state: AppState,
-    model: str,
+    spec: JobSpec,
     num_blocks: int,
-    workers: int,
     alternative: Alternative,
     choice: PlanChoice | None,
 ) -> PlanTypeFit:
     if alternative.kind == "data":
-        prior = state.oracle.oracle.efficiency.lookup(model, staircase(workers, num_blocks))
+        plan = staircase(spec.workers, num_blocks)
+        prior = state.oracle.oracle.efficiency.lookup(spec.model, plan)
         eta, source = prior.eta, prior.source
-    else:
-        eta, source = 1.0, NO_SPB
+    else:  # at the job default learning rate, which the listing's choice was ranked at
+        eta, source = typed_plan_eta(alternative.plan, spec.model, spec.learning_rate)
     return PlanTypeFit(
         kind=alternative.kind,
         describe=alternative.describe(),

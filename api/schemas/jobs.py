@@ -159,8 +159,9 @@ class EtaEstimatePublic(Public):
     source: str = Field(
         examples=["online"],
         description="online (this job's gradient noise), full backprop, measured table or "
-        "default (the prior, until every block is measured); for a pipeline or hybrid plan, "
-        "no SPB (eta 1)",
+        "default (the prior, until every block is measured); for a 2BW pipeline, the 2BW "
+        "efficiency model of its one-step weight delay at the job's learning_rate (what "
+        "parallelism auto ranked it by); for a GPipe pipeline or a hybrid, no SPB (eta 1)",
     )
 
 
@@ -169,7 +170,8 @@ class EtaPublic(Public):
         description="eta of the plan the job runs (null before it has one)"
     )
     candidates: list[EtaEstimatePublic] = Field(
-        description="eta of every plan an spb=auto job may be given; empty while K is unknown"
+        description="eta of every plan an spb=auto job may be given; empty while K is unknown; "
+        "before a pipeline or hybrid job starts, the one plan the planner gives it"
     )
     blocks_measured: int = Field(examples=[4])
     fewest_observations: int = Field(

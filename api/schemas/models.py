@@ -17,13 +17,15 @@ class PlanTypeFit(Public):
     )
     eta: float = Field(
         examples=[0.87],
-        description="statistical efficiency: for data, the prior of an SPB staircase; 1 for "
-        "pipeline and hybrid (no SPB)",
+        description="statistical efficiency: for data, the prior of an SPB staircase; for a "
+        "2BW pipeline, the 2BW efficiency model at the JobSpec default learning_rate (what "
+        "parallelism auto ranked it by here); 1 for GPipe and hybrid (no SPB)",
     )
     eta_source: str = Field(
         examples=["measured"],
         description="where eta comes from: measured, measured plan shape (lower bound), "
-        "conservative default, full backprop, or no SPB",
+        "conservative default, full backprop, 2BW's one-step weight delay (the 2BW efficiency "
+        "model), or no SPB",
     )
 
 

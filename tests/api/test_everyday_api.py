@@ -6,13 +6,15 @@ reword. In-process app over SQLite with real scheduling rounds."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from api.presenters import NO_SPB, typed_plan_eta
 from api.queue_reasons import ClusterNow, waiting_reason
 from api.scheduler.recorder import RoundRecorder
 from api.scheduler.service import build_policy
@@ -21,7 +23,9 @@ from jigsaw.clock import WallClock
 from jigsaw.cluster import Cluster
 from jigsaw.cycle import SchedulingCycle
 from jigsaw.domain import Job, JobSpec
+from jigsaw.efficiency.pipeline import model_pipeline_eta
 from jigsaw.lifecycle import JobState
+from jigsaw.parallelism import PipelinePlan
 from jigsaw.policies.quota import Quotas
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.api.conftest import ApiClient, make_api
@@ -29,6 +33,8 @@ from tests.api.conftest import ApiClient, make_api
 CLUSTER = Cluster.uniform(4, 4)
 LIMIT_GIB = 0.25
 """digits_wide_mlp needs ~0.30 GiB per worker data parallel at 4 x 32: a pipeline fits."""
+TWO_BW = "2BW's one-step weight delay"
+"""How a 2BW pipeline's η source starts (up to its colon: the dashboard's label)."""
 
 
 @pytest.fixture(scope="module")
@@ -41,18 +47,7 @@ def everyday(
     database.write_bytes(_sqlite_template.read_bytes())
     api = make_api(f"sqlite:///{database}", home, gpus=4, worker_memory_gib=LIMIT_GIB)
     with api.client:
-        with api.state.engine.begin() as conn:
-            conn.exec_driver_sql("UPDATE scheduler_leader SET epoch = 1")
-        store = SqlStore(api.state.engine, epoch=1)
-        recorder = RoundRecorder(api.state.engine, api.state.metrics, 1, "fifo")
-        cycle = SchedulingCycle(
-            store,
-            RateDrivenExecutor(ConstantRate(10.0)),
-            build_policy(api.state.settings, api.state.oracle),
-            WallClock(),
-            lambda: CLUSTER,
-            on_decision=lambda now, d: recorder.on_decision(store, now, d),
-        )
+        run_round = scheduling_rounds(api)
         jobs = {
             # lr 0.001: 2BW's delay costs ~1% (η 0.99), so auto keeps the pipeline.
             "pipe": api.submit(
@@ -66,9 +61,27 @@ def everyday(
             "two": api.submit(name="two", model="digits_cnn", workers=2, iterations=10),
         }
         for _ in range(3):
-            recorder.after_round(cycle.run_once(), CLUSTER)
+            run_round()
         yield api, {name: str(job["id"]) for name, job in jobs.items()}
     api.state.engine.dispose()
+
+
+def scheduling_rounds(api: ApiClient) -> Callable[[], None]:
+    """One scheduling round of ``api``'s app on :data:`CLUSTER` per call, recorded as the
+    scheduler process records them (fifo, a constant 10 iterations/s)."""
+    with api.state.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE scheduler_leader SET epoch = 1")
+    store = SqlStore(api.state.engine, epoch=1)
+    recorder = RoundRecorder(api.state.engine, api.state.metrics, 1, "fifo")
+    cycle = SchedulingCycle(
+        store,
+        RateDrivenExecutor(ConstantRate(10.0)),
+        build_policy(api.state.settings, api.state.oracle),
+        WallClock(),
+        lambda: CLUSTER,
+        on_decision=lambda now, d: recorder.on_decision(store, now, d),
+    )
+    return lambda: recorder.after_round(cycle.run_once(), CLUSTER)
 
 
 def get(api: ApiClient, path: str, who: str = "alice") -> Any:
@@ -92,8 +105,15 @@ def test_models_lists_the_zoo_with_the_plan_types_that_fit_the_servers_limit(
     # At the listing's default lr (0.05, momentum 0.9) 2BW's one-step weight delay costs the
     # pipeline most of its progress per sample: the hybrid has the better goodput.
     assert [a["kind"] for a in wide["plan_types"] if a["chosen"]] == ["hybrid"]
-    sources = {a["kind"]: a["eta_source"] for a in wide["plan_types"]}
-    assert sources["pipeline"].startswith("no SPB") and not sources["data"].startswith("no SPB")
+    # The listing shows the η it ranked by: the pipeline's 2BW delay at the default lr 0.05.
+    etas = {a["kind"]: (a["eta"], a["eta_source"]) for a in wide["plan_types"]}
+    assert etas["pipeline"][0] == pytest.approx(model_pipeline_eta("digits_wide_mlp", 0.05))
+    assert etas["pipeline"][0] < 0.1
+    assert etas["pipeline"][1].startswith(TWO_BW) and "lr 0.05, momentum 0.9" in etas["pipeline"][1]
+    assert etas["hybrid"] == (1.0, NO_SPB)
+    assert not etas["data"][1].startswith("no SPB")
+    mlp = {a["kind"]: a["eta"] for a in models["mlp"]["plan_types"]}
+    assert mlp["pipeline"] == pytest.approx(model_pipeline_eta("mlp", 0.05))  # its own h
     alone = {m["name"]: m for m in get(api, "/api/v1/models?workers=1")["items"]}
     assert [a["eta_source"] for a in alone["mlp"]["plan_types"]] == ["full backprop"]
     assert alone["digits_wide_mlp"]["plan_types"] == []
@@ -106,12 +126,56 @@ def test_a_pipeline_job_says_what_it_runs_its_eta_and_each_workers_stage(
     api, jobs = everyday
     job = get(api, f"/api/v1/jobs/{jobs['pipe']}")
     assert job["state"] in ("ADMITTED", "RUNNING") and job["plan_kind"] == "pipeline"
-    assert job["eta"]["current"]["eta"] == 1.0
-    assert job["eta"]["current"]["source"].startswith("no SPB")
+    # 2BW's one-step weight delay at the job's lr 0.001: about 1% of progress, what auto
+    # ranked the pipeline by.
+    current = job["eta"]["current"]
+    assert current["eta"] == pytest.approx(model_pipeline_eta("digits_wide_mlp", 0.001))
+    assert 0.99 < current["eta"] < 0.995
+    assert current["source"].startswith(TWO_BW) and "lr 0.001, momentum 0.9" in current["source"]
+    assert current["plan"].startswith("pipeline[2bw] stages") and current["depths"] == []
     assert job["eta"]["candidates"] == []  # SPB plans cannot apply to a pipeline job
     workers = [w for gpu in get(api, "/api/v1/cluster")["gpus"] for w in gpu["workers"]]
     assert sorted(w["role"] for w in workers) == [f"stage {s}/4" for s in range(1, 5)]
     assert all(w["depth"] is None for w in workers)
+
+
+def test_a_2bw_jobs_eta_is_its_weight_delay_at_its_lr_and_a_hybrids_is_1(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """At lr 0.05 2BW's delay costs mlp three quarters of its progress per sample: the job's
+    η says so (the same number auto ranks by) before it starts and while it runs; the
+    hybrid beside it is exact synchronous SGD, η 1 with no SPB."""
+    api = make_api(sqlite_url, tmp_path, gpus=4)
+    with api.client:
+        pipe = api.submit(
+            name="p", model="mlp", workers=2, parallelism="pipeline", learning_rate=0.05
+        )
+        hybrid = api.submit(name="h", model="mlp", workers=2, parallelism="hybrid")
+        delayed = model_pipeline_eta("mlp", 0.05)
+        assert delayed < 0.3
+        [before] = pipe["eta"]["candidates"]  # type: ignore[index]
+        assert pipe["eta"]["current"] is None  # type: ignore[index]
+        assert before["eta"] == pytest.approx(delayed) and before["depths"] == []
+        assert before["source"] == (
+            f"{TWO_BW}: the 2BW efficiency model at lr 0.05, momentum 0.9; no SPB"
+        )
+        run_round = scheduling_rounds(api)
+        run_round()
+        running = get(api, f"/api/v1/jobs/{pipe['id']}")
+        assert running["plan_kind"] == "pipeline", running["state"]
+        assert running["eta"]["current"] == before and running["eta"]["candidates"] == []
+        shown = get(api, f"/api/v1/jobs/{hybrid['id']}")
+        assert shown["plan_kind"] == "hybrid", shown["state"]
+        assert (shown["eta"]["current"]["eta"], shown["eta"]["current"]["source"]) == (1.0, NO_SPB)
+    api.state.engine.dispose()
+
+
+def test_a_gpipe_pipeline_is_exact_sgd_and_a_2bw_one_is_not() -> None:
+    stages = ((1, 2), (3, 4))
+    gpipe = PipelinePlan(4, stages, 4, 1, "gpipe")
+    assert typed_plan_eta(gpipe, "mlp", 0.05) == (1.0, NO_SPB)
+    eta, source = typed_plan_eta(replace(gpipe, schedule="2bw"), "mlp", 0.05)
+    assert eta == model_pipeline_eta("mlp", 0.05) and source.startswith(TWO_BW)
 
 
 def test_the_queue_says_why_each_job_waits(everyday: tuple[ApiClient, dict[str, str]]) -> None:

@@ -44,6 +44,7 @@ try {
     plan: r.querySelector(".plan .d") ? r.querySelector(".plan .d").textContent : null,
     planNote: r.querySelector(".plan .muted") ? r.querySelector(".plan .muted").textContent : null,
     eta: r.querySelector(".eta") ? r.querySelector(".eta").textContent : null,
+    etaTitle: r.querySelector(".eta") ? r.querySelector(".eta").title : null,
     reason: r.querySelector(".reason") ? r.querySelector(".reason").textContent : null,
   })));
   result.gpus = await page.$$eval(".gpu", (gpus) => gpus.map((g) => ({

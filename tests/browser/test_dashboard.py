@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from jigsaw.efficiency.pipeline import model_pipeline_eta
 from tests.conftest import REPO, StartServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -130,8 +131,17 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
         ),
         submit(url, token, name="small-done", model="digits_cnn", workers=1, iterations=20),
         submit(url, token, name="big-waiting", model="digits_cnn", workers=8, iterations=50),
+        submit(
+            url,
+            token,
+            name="mlp-hybrid",
+            model="mlp",
+            workers=2,
+            iterations=50,
+            parallelism="hybrid",
+        ),
     ]
-    pipeline = jobs[2]
+    pipeline, hybrid = jobs[2], jobs[5]
     deadline = time.monotonic() + 60
     while get_job(url, token, jobs[1]["id"])["iterations_done"] < 40:
         assert time.monotonic() < deadline, "jobs never made progress"
@@ -155,7 +165,14 @@ def test_dashboard_shows_jobs_packing_and_charts(start_server: StartServer) -> N
     assert rows[jobs[4]["id"]]["state"] in ("PENDING", "ADMITTED", "RUNNING")
     # A pipeline job is as visible as an SPB one: its plan, its η, its workers' stages.
     assert rows[pipeline["id"]]["plan"] == "pipeline · 2 stages", rows[pipeline["id"]]
-    assert rows[pipeline["id"]]["eta"] == "1.000 · no SPB"
+    # Its η is 2BW's one-step weight delay at its lr (the default 0.05), as auto ranks it;
+    # the hybrid's (waiting behind big-waiting: the plan it will run) is 1, exact synchronous
+    # SGD with no SPB.
+    delayed = model_pipeline_eta("mlp", 0.05)
+    assert delayed < 0.3
+    assert rows[pipeline["id"]]["eta"] == f"{delayed:.3f} · 2BW's one-step weight delay"
+    assert "lr 0.05, momentum 0.9" in rows[pipeline["id"]]["etaTitle"]
+    assert rows[hybrid["id"]]["eta"] == "1.000 · no SPB", rows[hybrid["id"]]
     roles = sorted(
         role for gpu in seen["gpus"] if pipeline["id"] in gpu["jobs"] for role in gpu["roles"]
     )

@@ -92,14 +92,24 @@ ROWS = [
     Row(
         "status gives the plan and its eta",
         ["status", "{pipe}"],
-        ["Plan       pipeline[2bw] stages 1,2,3,4", "η          1.000 (no SPB"],
-        never=["SPB plan", "Eta", "no plan yet"],
+        [
+            "Plan       pipeline[2bw] stages 1,2,3,4",
+            # 2BW's weight delay at the job's lr, as auto ranked it (η of digits_wide_mlp).
+            "η          0.991 (2BW's one-step weight delay: the 2BW efficiency model at lr "
+            "0.001, momentum 0.9",
+        ],
+        never=["SPB plan", "Eta", "no plan yet", "1.000 (no SPB"],
     ),
     Row(
-        "describe gives each rank's stage and no SPB eta table",
+        "describe gives each rank's stage and its 2BW eta, no SPB eta table",
         ["describe", "{pipe}"],
-        ["ROLE", "stage 1/4 (block 1)", "stage 4/4 (block 4)", "1 for every pipeline plan"],
-        never=["staircase", "DEPTHS"],
+        [
+            "ROLE",
+            "stage 1/4 (block 1)",
+            "stage 4/4 (block 4)",
+            "0.991 for this pipeline plan (2BW's one-step weight delay",
+        ],
+        never=["staircase", "DEPTHS", "1 for every pipeline plan"],
     ),
     Row(
         "cluster labels each worker with its stage",
@@ -124,8 +134,13 @@ ROWS = [
             "no  304.8 MiB",
             "yes  105.1 MiB",
             "yes* 85.6 MiB",
-            "(no SPB)",
+            # η as auto ranked them at the default lr 0.05: 2BW's delay costs digits_wide_mlp
+            # 96% of its progress per sample, the hybrid nothing.
+            "pipeline 0.041 (2BW's one-step weight delay); hybrid 1.000 (no SPB)",
+            "\n2BW's one-step weight delay: the 2BW efficiency model at lr 0.05, momentum 0.9; "
+            "no SPB",
         ],
+        never=["pipeline/hybrid 1"],
     ),
     Row("models for one worker", ["models", "--workers", "1"], ["1 worker x", "full backprop"]),
     # -- words a user understands (items 4, 5) ---------------------------------------------
@@ -181,7 +196,7 @@ ROWS = [
     Row(
         "models piped on a narrow COLUMNS",
         ["models"],
-        ["η (SOURCE)", "pipeline/hybrid 1 (no SPB)"],
+        ["η (SOURCE)", "hybrid 1.000 (no SPB)"],
         never=["…"],
         env={"COLUMNS": "40"},
     ),

@@ -305,6 +305,21 @@ PIPELINE_DETAIL = {
 }
 
 
+TWO_BW_ETA = {
+    "plan": "pipeline[2bw] stages 1,2-4 x 1 replica, 16 micro-batches",
+    "depths": [],
+    "eta": 0.9907281442451704,
+    "source": "2BW's one-step weight delay: the 2BW efficiency model at lr 0.001, momentum 0.9; "
+    "no SPB",
+}
+HYBRID_ETA = {
+    "plan": "hybrid x 2 workers, sharded blocks 1:column",
+    "depths": [],
+    "eta": 1.0,
+    "source": "no SPB: every block's gradient averages the whole batch",
+}
+
+
 def _job(state: str, **fields: object) -> dict[str, object]:
     return {"id": "j-1", "state": state, "iterations": 5, "iterations_done": 5, **fields}
 
@@ -313,14 +328,29 @@ def _job(state: str, **fields: object) -> dict[str, object]:
     ("job", "says", "never"),
     [
         (
-            _job("SUCCEEDED", plan=[], plan_kind="pipeline", plan_detail=PIPELINE_DETAIL),
-            ["pipeline[2bw] stages 1,2-4 x 1 replica, 16 micro-batches", "1.000 (no SPB"],
-            ["SPB plan", "no plan yet", "Eta"],
+            _job("SUCCEEDED", plan=[], plan_kind="pipeline", plan_detail=PIPELINE_DETAIL,
+                 eta={"current": TWO_BW_ETA, "candidates": []}),
+            ["pipeline[2bw] stages 1,2-4 x 1 replica, 16 micro-batches",
+             "0.991 (2BW's one-step weight delay: the 2BW efficiency model at lr 0.001"],
+            ["SPB plan", "no plan yet", "Eta", "1.000", "no SPB:"],
         ),
         (
-            _job("PENDING", plan=[], plan_kind=None, plan_types={"chosen": "hybrid"}),
-            ["not started; the oracle chose hybrid", "1.000 (no SPB"],
+            _job("PENDING", plan=[], plan_kind=None, plan_types={"chosen": "hybrid"},
+                 eta={"current": None, "candidates": [HYBRID_ETA]}),
+            ["not started; the oracle chose hybrid", "1.000 (no SPB: every block's"],
             ["SPB plan", "no plan yet"],
+        ),
+        (
+            _job("PENDING", plan=[], plan_kind=None, plan_types={"chosen": "pipeline"},
+                 eta={"current": None, "candidates": [TWO_BW_ETA]}),
+            ["not started; the oracle chose pipeline", "0.991 (2BW's one-step weight delay"],
+            ["SPB plan", "no plan yet"],
+        ),
+        (
+            # A server that gives a pending job no η for its plan type: none is made up.
+            _job("PENDING", plan=[], plan_kind=None, plan_types={"chosen": "hybrid"}),
+            ["not started; the oracle chose hybrid", "η          -"],
+            ["1.000", "no SPB"],
         ),
         (
             _job("RUNNING", plan=[0, 1], plan_kind="data", eta={"current": {"eta": 0.9,
@@ -329,7 +359,13 @@ def _job(state: str, **fields: object) -> dict[str, object]:
             ["no SPB"],
         ),
     ],
-    ids=["pipeline after it succeeded", "hybrid chosen, pending", "data parallel running"],
+    ids=[
+        "pipeline after it succeeded",
+        "hybrid chosen, pending",
+        "2bw pipeline chosen, pending",
+        "hybrid chosen, no eta from the server",
+        "data parallel running",
+    ],
 )  # fmt: skip
 def test_status_names_every_plan_type_and_its_eta(
     job: dict[str, object], says: list[str], never: list[str]
@@ -345,6 +381,82 @@ def test_status_names_every_plan_type_and_its_eta(
         assert part in text, (part, text)
     for part in never:
         assert part not in text, (part, text)
+
+
+def _rendered(renderable: object) -> str:
+    from rich.console import Console
+
+    console = Console(width=400, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_describe_gives_a_pipeline_its_servers_eta_not_an_spb_table() -> None:
+    from cli.views import eta_table
+
+    running = _job(
+        "RUNNING",
+        plan=[],
+        plan_kind="pipeline",
+        plan_detail=PIPELINE_DETAIL,
+        eta={"current": TWO_BW_ETA, "candidates": []},
+    )
+    text = _rendered(eta_table(running))
+    assert "0.991 for this pipeline plan (2BW's one-step weight delay: the 2BW" in text
+    assert "DEPTHS" not in text and "1.000" not in text
+    pending = _job(
+        "PENDING",
+        plan=[],
+        plan_kind=None,
+        plan_types={"chosen": "hybrid"},
+        eta={"current": None, "candidates": [HYBRID_ETA]},
+    )
+    assert "1.000 for the hybrid plan (no SPB: every block's" in _rendered(eta_table(pending))
+
+
+def test_models_gives_each_plan_types_eta_and_its_source_once() -> None:
+    from cli.cluster_views import models_table
+
+    def fit(kind: str, eta: float, source: str) -> dict[str, object]:
+        return {
+            "kind": kind,
+            "fits": True,
+            "chosen": kind == "hybrid",
+            "eta": eta,
+            "eta_source": source,
+            "max_worker_memory_bytes": 2**20,
+        }
+
+    two_bw = str(TWO_BW_ETA["source"]).replace("0.001", "0.05")
+    model = {
+        "name": "mlp",
+        "num_blocks": 4,
+        "parameters": 42_600,
+        "profile": "measured",
+        "plan_types": [
+            fit("data", 0.912, "measured"),
+            fit("pipeline", 0.2473, two_bw),
+            fit("pipeline", 0.2473, two_bw),  # another stage count: the same η
+            fit("hybrid", 1.0, str(HYBRID_ETA["source"])),
+        ],
+    }
+    listing = {
+        "workers": 4,
+        "batch_size": 32,
+        "memory_limit_bytes": 2**30,
+        "gpu_type": "v100",
+        "items": [model, {**model, "name": "digits_cnn"}],
+    }
+    text = _rendered(models_table(listing))
+    row = next(line for line in text.splitlines() if line.startswith("mlp"))
+    assert row.rstrip().endswith(
+        "staircase 0.912 (measured); pipeline 0.247 (2BW's one-step weight delay); "
+        "hybrid 1.000 (no SPB)"
+    ), row
+    lines = [line.rstrip() for line in text.splitlines()]
+    assert lines.count(two_bw) == 1, text  # each shortened source whole, once, under the table
+    assert lines.count(str(HYBRID_ETA["source"])) == 1, text
+    assert "lr 0.05, momentum 0.9" in text and "pipeline/hybrid 1" not in text
 
 
 def _command_paths() -> list[list[str]]:

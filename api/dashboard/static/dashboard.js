@@ -140,16 +140,28 @@ function planCell(job, color) {
   return cell;
 }
 
+// A pipeline or hybrid plan's one eta (no SPB depths), as the server gives it: 2BW's one-step
+// weight delay at the job's lr, or 1 (GPipe, hybrid). Its current plan's once it runs, before
+// that its one candidate (the plan the planner gives it); null for a data-parallel job.
+function typedEta(eta) {
+  if (eta.current) return eta.current.depths.length === 0 ? eta.current : null;
+  const candidates = eta.candidates || [];
+  return candidates.length === 1 && candidates[0].depths.length === 0 ? candidates[0] : null;
+}
+
 // eta of the plan the job runs, and where it comes from (online = the job's own gradient noise).
 function etaText(eta) {
-  if (!eta || !eta.current) return "–";
-  // "no SPB: every block's gradient..." reads "no SPB"; the whole source is the tooltip.
-  return eta.current.eta.toFixed(3) + " · " + eta.current.source.split(":")[0];
+  const shown = eta && (eta.current || typedEta(eta));
+  if (!shown) return "–";
+  // A source reads up to its colon as a short label ("no SPB", "2BW's one-step weight
+  // delay"); the whole source is the tooltip.
+  return shown.eta.toFixed(3) + " · " + shown.source.split(":")[0];
 }
 
 function etaTitle(eta) {
   if (!eta) return "";
-  if (eta.current && eta.current.depths.length === 0) return eta.current.source;
+  const typed = typedEta(eta);
+  if (typed) return typed.source;
   const lines = (eta.candidates || []).map((c) => c.plan + ": " + c.eta.toFixed(3) + " (" + c.source + ")");
   lines.push(eta.blocks_measured + " blocks measured, fewest " + eta.fewest_observations + "/" + eta.needed_observations + " observations");
   return lines.join("\n");
