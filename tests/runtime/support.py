@@ -30,6 +30,13 @@ class PriorityPreemptingPolicy(PolicyBase):
 
     name = "test-priority"
 
+    def _script_done(self, job: Job) -> bool:
+        """Every step asked, and the gang of the last resize has reported a lease: rounds
+        are seconds apart and an mlp lease takes milliseconds, so a look may come several
+        leases late, past ``stop_at`` before the script has run."""
+        asked = sum(1 for job_id, _ in self.asked if job_id == job.id)
+        return asked == len(self.script) and job.iterations_done > self.resized_at.get(job.id, -1)
+
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         free = group_by_node(snapshot.free_gpus())
         decisions: list[Decision] = []
@@ -54,7 +61,8 @@ class ScriptedResizePolicy(PolicyBase):
     it to ``size`` once it has done ``at`` iterations, for each ``(at, size)`` of ``script``,
     keeping the global batch (``batch_policy: fixed``) or taking the step's third entry as the
     new global batch (``adaptive``); stop it with a checkpoint once it has done ``stop_at``
-    iterations, so a test can read its weights."""
+    iterations and every step, so a test can read its weights. Steps go in order, whatever
+    iteration the policy first sees."""
 
     name = "test-resize"
 
@@ -65,6 +73,13 @@ class ScriptedResizePolicy(PolicyBase):
         """(job, script step) already asked for: a reverted resize is not asked again."""
         self.resized_at: dict[str, float] = {}
         """Iterations a job had done when its last resize was asked."""
+
+    def _script_done(self, job: Job) -> bool:
+        """Every step asked, and the gang of the last resize has reported a lease: rounds
+        are seconds apart and an mlp lease takes milliseconds, so a look may come several
+        leases late, past ``stop_at`` before the script has run."""
+        asked = sum(1 for job_id, _ in self.asked if job_id == job.id)
+        return asked == len(self.script) and job.iterations_done > self.resized_at.get(job.id, -1)
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         free = group_by_node(snapshot.free_gpus())
@@ -79,8 +94,9 @@ class ScriptedResizePolicy(PolicyBase):
             if job.state != JobState.RUNNING or job.plan is None:
                 continue
             if self.stop_at is not None and job.iterations_done >= self.stop_at:
-                decisions.append(Preempt(job.id, "test: stop to read the weights"))
-                continue
+                if self._script_done(job):
+                    decisions.append(Preempt(job.id, "test: stop to read the weights"))
+                    continue
             # In order, one step per reported lease: a late look (a loaded box reports late)
             # must not skip a step, nor ask the next before the resized gang has trained.
             if job.iterations_done <= self.resized_at.get(job.id, -1):

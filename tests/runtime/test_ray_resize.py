@@ -64,7 +64,7 @@ def test_a_fixed_batch_run_resized_4_2_3_ends_with_the_weights_of_a_run_never_re
         assert [e.reason.split(" at ")[0] for e in resized] == [
             "test: 4 -> 2 workers",
             "test: 2 -> 3 workers",
-        ]
+        ], [(e.code, e.reason) for e in events]
         assert h.store.get("el").worker_batch == GLOBAL_BATCH // 3
         latest = CheckpointStore(tmp_path / "ckpt", "el").latest()
         assert latest is not None
