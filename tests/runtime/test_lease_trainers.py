@@ -17,6 +17,7 @@ from jigsaw.oracle.plan_predictions import predict_data_parallel, predict_plan, 
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import Plan, SPBPlan
 from jigsaw.profile_catalog import ProfileCatalog
+from tests.worker.gang_configs import gang_config
 from tests.worker.pipeline_support import collect_weights, max_difference, reference_weights
 from worker.pipeline import PipelineConfig
 from worker.runtime.failures import classify
@@ -29,25 +30,6 @@ from worker.zoo import load_workload
 
 PIPELINE = PipelinePlan.for_workers(num_blocks=4, num_workers=4, replicas=2, micro_batches=2)
 HYBRID = HybridPlan.suffix(num_blocks=4, num_workers=4, first_sharded=2)
-
-
-def gang_config(plan: Plan, tmp_path: Path, **changes: Any) -> GangConfig:
-    values: dict[str, Any] = {
-        "job_id": "j",
-        "attempt": 1,
-        "model": "mlp",
-        "world_size": plan.num_workers,
-        "plan": plan,
-        "batch_size": 8,
-        "learning_rate": 0.1,
-        "seed": 3,
-        "iterations": 100,
-        "checkpoint_root": str(tmp_path),
-        "restore_from": None,
-        "device": "cpu",
-        **changes,
-    }
-    return GangConfig(**values)
 
 
 def drive(config: GangConfig, chunks: list[int], save: str | None = None) -> list[dict[str, Any]]:

@@ -20,7 +20,8 @@ import torch
 
 from jigsaw.errors import InvalidSpecError
 from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, full_backprop
+from jigsaw.plan import full_backprop
+from tests.worker.gang_configs import gang_config
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.messages import GangConfig
 from worker.spb import SPBTrainer, TrainerConfig
@@ -29,25 +30,6 @@ from worker.spb.thread_collectives import ThreadGroup, run_threads
 
 BLOCKS = 4  # mlp
 ADAMW_LR = 3e-3
-
-
-def gang_config(plan: Plan, tmp_path: Path, **changes: Any) -> GangConfig:
-    values: dict[str, Any] = {
-        "job_id": "j",
-        "attempt": 1,
-        "model": "mlp",
-        "world_size": plan.num_workers,
-        "plan": plan,
-        "batch_size": 8,
-        "learning_rate": 0.1,
-        "seed": 3,
-        "iterations": 100,
-        "checkpoint_root": str(tmp_path),
-        "restore_from": None,
-        "device": "cpu",
-        **changes,
-    }
-    return GangConfig(**values)
 
 
 def adamw_gang(tmp_path: Path, workers: int = 2, **changes: Any) -> GangConfig:

@@ -9,46 +9,20 @@ from typing import Any
 import pytest
 
 from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster, GpuId, Placement
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.decisions import Decision, Resize, Start
-from jigsaw.domain import Job, JobSpec, submitted_event
+from jigsaw.cluster import GpuId, Placement
+from jigsaw.decisions import Resize, Start
+from jigsaw.domain import Job, JobSpec
 from jigsaw.errors import InvalidSpecError
 from jigsaw.executor_events import Progressed
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.plan import Plan, full_backprop
-from jigsaw.policies.base import PolicyBase
 from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
 from jigsaw.reasons import ReasonCode
 from jigsaw.simulator.decisionlog import describe
 from jigsaw.simulator.rates import OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
-from jigsaw.snapshot import Snapshot
-
-TWO: Placement = ((0, 0), (0, 1))
-FOUR: Placement = ((0, 0), (0, 1), (0, 2), (0, 3))
-ELASTIC = {
-    "min_workers": 1,
-    "max_workers": 4,
-    "batch_policy": "adaptive",
-    "min_global_batch": 16,
-    "max_global_batch": 128,
-}
-
-
-class Scripted(PolicyBase):
-    """Returns the decisions it was given, one list per round."""
-
-    name = "scripted"
-    periodic = True
-
-    def __init__(self, rounds: list[list[Decision]]) -> None:
-        self.rounds = rounds
-
-    def decide(self, snapshot: Snapshot) -> list[Decision]:
-        del snapshot
-        return self.rounds.pop(0) if self.rounds else []
+from tests.core.elastic_support import ELASTIC, FOUR, TWO, elastic_job, scripted_cycle
 
 
 class BatchSeen(ConstantRate):
@@ -65,29 +39,13 @@ class BatchSeen(ConstantRate):
         return super().rate(job, placement, plan, other_load)
 
 
-def _elastic(store: InMemoryStore, iterations: int = 200) -> Job:
-    spec = JobSpec(
-        name="e", model="mlp", workers=2, iterations=iterations, batch_size=16, **ELASTIC
-    )
-    job = Job(id="e", spec=spec, submitted_at=0.0)
-    return store.add(job, submitted_event(job, "test"))
-
-
-def _cycle(
-    rounds: list[list[Decision]], executor: Any
-) -> tuple[InMemoryStore, VirtualClock, SchedulingCycle]:
-    store, clock = InMemoryStore(), VirtualClock()
-    cluster = Cluster.uniform(8, 4)
-    return store, clock, SchedulingCycle(store, executor, Scripted(rounds), clock, lambda: cluster)
-
-
 def test_a_resize_changes_size_and_batch_records_an_event_and_costs_a_restart() -> None:
     seen: list[int] = []
     executor = RateDrivenExecutor(BatchSeen(seen, 10.0, 5.0))  # 10 it/s, 5 s to (re)start
     grow = Resize("e", FOUR, full_backprop(4, 1), 24, "grow: idle GPUs")
     start = Start("e", TWO, full_backprop(2, 1), "go", worker_batch=16)
-    store, clock, cycle = _cycle([[start], [], [grow]], executor)
-    _elastic(store)
+    store, clock, cycle = scripted_cycle([[start], [], [grow]], executor)
+    elastic_job(store)
     cycle.run_once()  # t=0: admitted; the gang is up at 5 s
     clock.advance_to(5.0)
     cycle.run_once()  # RUNNING
@@ -123,10 +81,10 @@ def test_a_resize_changes_size_and_batch_records_an_event_and_costs_a_restart() 
 def test_only_a_running_job_is_resized() -> None:
     executor = RateDrivenExecutor(ConstantRate(10.0, 5.0))
     start = Start("e", TWO, full_backprop(2, 1), "go")
-    store, _clock, cycle = _cycle(
+    store, _clock, cycle = scripted_cycle(
         [[start], [Resize("e", FOUR, full_backprop(4, 1), 8, "too early")]], executor
     )
-    _elastic(store)
+    elastic_job(store)
     cycle.run_once()
     report = cycle.run_once()  # still ADMITTED: its workers are not up
     assert (report.applied, report.skipped) == (0, 1)
@@ -140,7 +98,7 @@ def test_the_replay_executor_charges_a_restart_and_reports_where_it_resumed() ->
         ConstantRate(10.0), OverheadModel(launch_s=0.0, restart_s=30.0, replan_s=1.0), clock
     )
     store = InMemoryStore()
-    job = _elastic(store)
+    job = elastic_job(store)
     executor.start(job, TWO, full_backprop(2, 1))
     executor.poll(0.0)
     clock.advance_to(10.0)

@@ -24,7 +24,7 @@ from jigsaw.hardware import preset, with_overrides
 from jigsaw.oracle.plan_choice import choose_plan, plan_efficiency
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.planner import Planner
-from tests.core.oracle.test_plan_choice import HW, toy
+from tests.core.oracle.toy_parallel_profile import HW, toy
 
 RESULTS = Path(__file__).parents[3] / "bench" / "results" / "pipeline_efficiency.json"
 

@@ -15,32 +15,18 @@ from jigsaw.hardware import preset, with_overrides
 from jigsaw.lifecycle import JobState
 from jigsaw.memstore import InMemoryStore
 from jigsaw.oracle import Oracle
-from jigsaw.oracle.parallel_profile import LinearLayer, ParallelProfile
 from jigsaw.oracle.plan_choice import NoPlanFitsError, choose_plan
 from jigsaw.parallelism import HybridPlan, PipelinePlan
 from jigsaw.plan import SPBPlan
 from jigsaw.planner import Planner
 from jigsaw.policies import create_policy
-from jigsaw.profiles import MEASURED, BlockProfile, ModelProfile
 from jigsaw.rate_executor import RateDrivenExecutor
 from jigsaw.simulator.rates import OracleRate
 from jigsaw.snapshot import Snapshot
+from tests.core.oracle.toy_parallel_profile import HW, MB, toy
 
-HW = with_overrides(preset("cpu"), gpus_per_node=8, iteration_overhead_s=0.0)
 FAST = with_overrides(HW, intra_node_bandwidth=1e15, intra_node_latency_s=1e-9)
 """A network so fast that data parallelism's all-reduce costs nothing."""
-MB = 1_000_000
-# A model whose last block holds a large linear layer (SplitBrain's case) and whose
-# parameters dominate memory: 4 blocks, 40 MB of parameters in block 4.
-PARAMS = (1 * MB, 1 * MB, 1 * MB, 40 * MB)
-
-
-def toy() -> ParallelProfile:
-    blocks = tuple(
-        BlockProfile(i + 1, f"b{i + 1}", 1e6, 2e6, PARAMS[i], 1000, 1e-4, 2e-4) for i in range(4)
-    )
-    model = ModelProfile("toy", blocks, MEASURED, 16, "cpu (test)")
-    return ParallelProfile(model, (4000, 4000, 4000, 40), (LinearLayer(4, 2500, 4000),))
 
 
 def choose(limit: int, parallelism: str = "auto", margin: float = 0.15, workers: int = 4, hw=HW):

@@ -19,8 +19,9 @@ from jigsaw.plan import SPBPlan, full_backprop
 from jigsaw.policies import create_policy
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.elastic_rule import elastic_resizes, worker_batch
-from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
+from jigsaw.simulator import load_jobs, make_rates, replay
 from jigsaw.snapshot import Snapshot
+from tests.core.elastic_support import two_elastic_pollux_jobs
 
 FIXED = {"min_workers": 1, "max_workers": 4, "batch_size": 24}  # global batch 48 at 2
 
@@ -117,23 +118,12 @@ def test_jigsaw_with_resize_off_keeps_elastic_jobs_at_their_size() -> None:
     assert build_policy("jigsaw", Oracle(preset("v100"))).sizes_elastic_jobs is True
 
 
-APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
-
-
 def test_the_simulator_replays_elastic_jobs_with_the_same_decisions(tmp_path: Path) -> None:
     """Two elastic Pollux jobs on 8 GPUs: the first grows at the round after it is up, gives
     up the 4 GPUs the second needs when it arrives (the priced rule; unpriced it shrank to one
     worker and grew back), and the second starts on them at the next round and grows into
     everything once the first is done. las never resizes; the replay is deterministic."""
-    root = tmp_path / "pollux"
-    (root / "workloads").mkdir(parents=True)
-    (root / "apps").symlink_to(APPS, target_is_directory=True)
-    trace = root / "workloads" / "w.csv"
-    trace.write_text(
-        "name,time,application,num_replicas,batch_size\na,0,cifar10,2,256\nb,600,cifar10,4,512\n"
-    )
-    setup = SimulationSetup(gpus=8, gpus_per_node=4, keep_log=True)
-    oracle = make_oracle(setup)
+    trace, setup, oracle = two_elastic_pollux_jobs(tmp_path)
 
     def run(policy: str) -> list[str]:
         rates, arrivals = make_rates(load_jobs(trace, setup, oracle), setup, oracle, trace)

@@ -22,13 +22,17 @@ from jigsaw.policies.elastic_rule import elastic_resizes
 from jigsaw.policies.resize_cost import ResizeCostPrior, ResizeCosts
 from jigsaw.policies.resize_pricing import PricingTerms, ResizePricing
 from jigsaw.rate_executor import ConstantRate
-from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
+from jigsaw.simulator import load_jobs, make_rates, replay
 from jigsaw.simulator.rates import OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
 from jigsaw.snapshot import Snapshot
-from tests.core.domain.test_resize import FOUR, TWO
-from tests.core.domain.test_resize import _cycle as scripted_cycle
-from tests.core.domain.test_resize import _elastic as elastic_job
+from tests.core.elastic_support import (
+    FOUR,
+    TWO,
+    elastic_job,
+    scripted_cycle,
+    two_elastic_pollux_jobs,
+)
 
 ORACLE = Oracle(preset("v100"))
 MODEL = "resnet50_224"  # 3.85 it/s on 2 V100s at 96 each, 6.86 on 4 at 48: growing pays
@@ -172,21 +176,10 @@ def test_the_cycle_measures_a_resize_from_the_new_gangs_started_report_once() ->
     assert measured_resize(replace(job, resized_at=None), 530.0) is None  # never resized
 
 
-APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
-
-
 def test_the_simulator_charges_the_resize_it_prices(tmp_path: Path) -> None:
     """Replayed, every resize's measured seconds are the restart the replay charges, the
     figure the rule prices from then on."""
-    root = tmp_path / "pollux"
-    (root / "workloads").mkdir(parents=True)
-    (root / "apps").symlink_to(APPS, target_is_directory=True)
-    trace = root / "workloads" / "w.csv"
-    trace.write_text(
-        "name,time,application,num_replicas,batch_size\na,0,cifar10,2,256\nb,600,cifar10,4,512\n"
-    )
-    setup = SimulationSetup(gpus=8, gpus_per_node=4, keep_log=True)
-    oracle = make_oracle(setup)
+    trace, setup, oracle = two_elastic_pollux_jobs(tmp_path)
     rates, arrivals = make_rates(load_jobs(trace, setup, oracle), setup, oracle, trace)
     result = replay(arrivals, "jigsaw", rates, oracle, setup)
     assert result.log.lines is not None
