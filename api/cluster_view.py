@@ -12,9 +12,9 @@ from api.oracle_view import OracleView
 from api.privacy import PrivacyMask
 from api.schemas.cluster import GpuPublic, NodePublic, WorkerPublic
 from api.store.codec import plan_from_column, spec_from_column
-from jigsaw.lifecycle import JobState
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, SPBPlan
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import Plan, SPBPlan
 
 HOLDING = [JobState.ADMITTED.value, JobState.RUNNING.value]
 UNKNOWN_LOAD = 1.0

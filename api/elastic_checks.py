@@ -2,7 +2,7 @@
 ``batch_policy``): the checks a spec cannot make alone. The spec itself already refused
 ``min_workers > max_workers``, ``workers`` outside them, a fixed global batch some size does
 not divide, adaptive bounds missing or not holding the initial batch, and an elastic request
-with ``parallelism`` pipeline or hybrid (:func:`jigsaw.spec_checks.check_elasticity`).
+with ``parallelism`` pipeline or hybrid (:func:`jigsaw.model.spec_checks.check_elasticity`).
 
 Here, each raising :class:`InvalidSpecError` naming the field to fix:
 
@@ -16,9 +16,9 @@ A job that gives none of the elastic fields passes untouched.
 
 from __future__ import annotations
 
-from jigsaw.domain import JobSpec
-from jigsaw.errors import InvalidSpecError
-from jigsaw.plan import Plan, SPBPlan
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.policies.quota import Quotas
 
 

@@ -14,7 +14,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.json_body import DuplicateKeyError
-from jigsaw.errors import InvalidSpecError, JobNotFoundError
+from jigsaw.model.errors import InvalidSpecError, JobNotFoundError
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from api.state import AppState
 from api.store.telemetry import Telemetry
 from api.submission_checks import check_submission
 from api.tokens import Principal
-from jigsaw.domain import Job, JobEvent, JobSpec, new_job_id, submitted_event, transition
-from jigsaw.errors import ConflictError, JobNotFoundError
-from jigsaw.lifecycle import JobState
+from jigsaw.model.domain import Job, JobEvent, JobSpec, new_job_id, submitted_event, transition
+from jigsaw.model.errors import ConflictError, JobNotFoundError
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies.quota import Quotas
 
 CANCEL_ATTEMPTS = 5

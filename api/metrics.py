@@ -18,7 +18,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.models import jobs
-from jigsaw.lifecycle import JobState
+from jigsaw.model.lifecycle import JobState
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from jigsaw.lifecycle import JobState
-from jigsaw.spec_checks import OPTIMIZERS
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.spec_checks import OPTIMIZERS
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -74,7 +74,7 @@ class JobRow(Base):
     iterations: Mapped[int] = mapped_column(BigInteger)
     iterations_done: Mapped[float] = mapped_column(Double)
     plan: Mapped[dict[str, Any]] = mapped_column(JSON)
-    """The resolved plan, :func:`jigsaw.plan.plan_to_json` (JSON ``null`` before a start)."""
+    """The resolved plan, :func:`jigsaw.model.plan.plan_to_json` (JSON ``null`` before a start)."""
     placement: Mapped[list[Any]] = mapped_column(JSON)
     submitted_at: Mapped[float] = mapped_column(Double)
     started_at: Mapped[float | None] = mapped_column(Double)
@@ -111,7 +111,7 @@ class JobEventRow(Base):
     actor: Mapped[str] = mapped_column(String(128))
     epoch: Mapped[int | None] = mapped_column(BigInteger)
     code: Mapped[str] = mapped_column(String(64), server_default="")
-    """``Type/Reason`` (:class:`jigsaw.reasons.ReasonCode`); empty for events before 0002."""
+    """``Type/Reason`` (:class:`jigsaw.model.reasons.ReasonCode`); empty for events before 0002."""
 
 
 class AllocationRow(Base):

@@ -1,6 +1,7 @@
 """The oracle as the service uses it: predictions for ``jobs:validate``, worker loads for the
 packing view and rates for queue ETAs. Plans, plan types and block counts come from the
-service's one :class:`~jigsaw.planner.Planner` (:func:`build_planner`, held on the app state).
+service's one :class:`~jigsaw.planning.planner.Planner` (:func:`build_planner`, held on the app
+state).
 
 Models without a profile (``package.mod:fn`` entry points) still work: their K is unknown
 until their first lease reports it, they run full backprop until then, they get the
@@ -13,15 +14,15 @@ import logging
 from dataclasses import dataclass
 
 from api.settings import Settings
-from jigsaw.catalog import ModelCatalog
-from jigsaw.cluster import Placement
-from jigsaw.domain import JobSpec
-from jigsaw.environment import worker_memory_limit_bytes
-from jigsaw.errors import InvalidSpecError
-from jigsaw.optimizer_plans import extra_state_bytes
+from jigsaw.model.cluster import Placement
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.environment import worker_memory_limit_bytes
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import Plan
 from jigsaw.oracle import Oracle, SharingSettings
-from jigsaw.plan import Plan
-from jigsaw.planner import Planner
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.optimizer_plans import extra_state_bytes
+from jigsaw.planning.planner import Planner
 
 log = logging.getLogger(__name__)
 

@@ -16,15 +16,15 @@ from api.schemas.jobs import (
     ProgressSamplePublic,
 )
 from api.timefmt import iso
-from jigsaw.domain import Job, JobEvent, JobSpec
 from jigsaw.efficiency.online import candidate_etas, job_eta, noise_summary, table_prior
 from jigsaw.efficiency.pipeline import ENGINE_MOMENTUM
 from jigsaw.efficiency.table import EtaEstimate
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.domain import Job, JobEvent, JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import SPBPlan, plan_to_json
 from jigsaw.oracle.plan_choice import PlanChoice, plan_efficiency, updates_one_step_late
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import SPBPlan, plan_to_json
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 
 NO_SPB = "no SPB: every block's gradient averages the whole batch"
 

@@ -20,7 +20,7 @@ from api.schemas.jobs import JobEventPublic, JobPublic, LogLinePublic
 from api.schemas.scheduler import DecisionPublic, QueueEntry
 from api.state import AppState
 from api.tokens import Principal
-from jigsaw.errors import JobNotFoundError
+from jigsaw.model.errors import JobNotFoundError
 
 HIDDEN_NAME = "another user's job"
 HIDDEN_USER = "another user"

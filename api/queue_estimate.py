@@ -12,7 +12,7 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jigsaw.domain import Job
+from jigsaw.model.domain import Job
 
 
 @dataclass(frozen=True, slots=True)

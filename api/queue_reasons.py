@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from jigsaw.domain import Job
-from jigsaw.lifecycle import JobState
+from jigsaw.model.domain import Job
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies.quota import Quotas
 
 

@@ -24,8 +24,8 @@ from api.scheduler.leader import SchedulerAlreadyRunningError
 from api.scheduler.service import SchedulerService, build_policy
 from api.serving import PortUnavailableError, listen, serve_until_signal
 from api.settings import Settings, read_settings
-from jigsaw.environment import InvalidSettingError
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.environment import InvalidSettingError
+from jigsaw.model.errors import InvalidSpecError
 
 log = logging.getLogger("jigsaw.server")
 

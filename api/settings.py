@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from jigsaw.environment import (
+from jigsaw.model.environment import (
     ENV_PREFIX,
     GPUS_DEFAULT,
     GPUS_MAX,
@@ -22,7 +22,7 @@ from jigsaw.environment import (
     expand_user,
     rejected,
 )
-from jigsaw.hardware import DEFAULT_GPU_TYPE
+from jigsaw.model.hardware import DEFAULT_GPU_TYPE
 from jigsaw.oracle import SharingSettings
 
 MIB = 2**20
@@ -44,7 +44,7 @@ class Settings(BaseSettings):
 
     The variables the Ray runtime reads too (``JIGSAW_DATA_DIR``, ``JIGSAW_GPUS``,
     ``JIGSAW_GPU_TYPE``, ``JIGSAW_LEASE_ITERATIONS``) take their meaning, default and range
-    from :mod:`jigsaw.environment`. An empty variable counts as unset.
+    from :mod:`jigsaw.model.environment`. An empty variable counts as unset.
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="ignore")
@@ -76,9 +76,9 @@ class Settings(BaseSettings):
     """Per-worker memory limit in GiB the plan-type choice must fit (``parallelism: auto``
     picks a pipeline or hybrid plan for a model over it); unset: the GPU type's memory."""
     sharing: Literal["timeslice", "concurrent"] = SHARING_DEFAULT
-    """``JIGSAW_SHARING``: how the hardware shares a GPU (jigsaw.environment)."""
+    """``JIGSAW_SHARING``: how the hardware shares a GPU (jigsaw.model.environment)."""
     interference: float = Field(default=0.0, ge=0, le=INTERFERENCE_MAX, allow_inf_nan=False)
-    """``JIGSAW_INTERFERENCE``: penalty on shared rates, 0 to 0.9 (jigsaw.environment)."""
+    """``JIGSAW_INTERFERENCE``: penalty on shared rates, 0 to 0.9 (jigsaw.model.environment)."""
     checkpoint_sweep_s: float = Field(default=300.0, gt=0)
     """How often the leading scheduler deletes the checkpoints of jobs that ended for good
     (cancelled, failed); successful jobs delete their own at once."""
@@ -164,7 +164,7 @@ class Settings(BaseSettings):
 
 def read_settings(**overrides: object) -> Settings:
     """Settings from the environment (and ``overrides``). A rejected value raises
-    :class:`~jigsaw.environment.InvalidSettingError`, naming every variable to fix and what
+    :class:`~jigsaw.model.environment.InvalidSettingError`, naming every variable to fix and what
     it accepts."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from api.metrics import Metrics
 from api.oracle_view import OracleView
 from api.settings import Settings
 from api.store import SqlStore
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 
 if TYPE_CHECKING:
     from api.scheduler.service import SchedulerService

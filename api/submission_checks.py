@@ -1,15 +1,15 @@
 """What a submission must mean, beyond its shape: one code path for ``POST /jobs`` and
 ``POST /jobs:validate``. Each check raises :class:`InvalidSpecError` naming the field to fix.
 
-The plan text itself (``spb``) is parsed once, by :meth:`jigsaw.plan.PlanRequest.parse`, when
+The plan text itself (``spb``) is parsed once, by :meth:`jigsaw.model.plan.PlanRequest.parse`, when
 the spec is built. Then:
 
-1. ``model`` is a zoo model of the planner's catalog (:mod:`jigsaw.catalog`), or an
+1. ``model`` is a zoo model of the planner's catalog (:mod:`jigsaw.planning.catalog`), or an
    entrypoint with the ``package.module:function`` syntax, identifier parts only. A trace
    alias (``bert``, ``cifar10``) is a simulation-only catalog entry no worker can train:
    refused.
 2. The plan: every rule the engines enforce, asked of the service's one planner
-   (:meth:`jigsaw.planner.Planner.check`): ``spb`` resolves against the model's K;
+   (:meth:`jigsaw.planning.planner.Planner.check`): ``spb`` resolves against the model's K;
    ``parallelism`` finds a plan type the engines can build for this model and worker count
    (a hybrid's sharded layers are wide enough for every worker) that fits the per-worker
    memory limit (``JIGSAW_WORKER_MEMORY_GIB``), else the message names the limit and each
@@ -21,11 +21,11 @@ the spec is built. Then:
 
 from __future__ import annotations
 
-from jigsaw.catalog import ModelCatalog, ModelKind
-from jigsaw.domain import JobSpec
-from jigsaw.errors import InvalidSpecError
-from jigsaw.planner import Planner
-from jigsaw.profiles import ZOO_MODELS
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.profiles import ZOO_MODELS
+from jigsaw.planning.catalog import ModelCatalog, ModelKind
+from jigsaw.planning.planner import Planner
 
 
 def check_model(spec: JobSpec, catalog: ModelCatalog) -> None:

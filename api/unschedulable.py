@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from api.store import SqlStore
-from jigsaw.domain import Job
+from jigsaw.model.domain import Job
 
 PREFIX = "unschedulable:"
 

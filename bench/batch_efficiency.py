@@ -3,7 +3,8 @@
 For each model and seed, the reference run trains at global batch B (4 workers, the settings
 of ``bench/spb_efficiency.py``, full backprop) and two more runs at 2B and B/2, every worker's
 batch scaled, for 1.25x and 2.25x the reference's T iterations. Their learning rate follows
-the runtime's rule (:func:`jigsaw.lr_scaling.scaled_learning_rate`): AdaScale for SGD, its
+the runtime's rule (:func:`jigsaw.efficiency.lr_scaling.scaled_learning_rate`): AdaScale for SGD,
+its
 gain from the run's own online noise statistics, re-applied before every iteration
 (AdaScale's own cadence; the runtime re-applies it at lease boundaries); the square-root rule
 for AdamW.
@@ -53,8 +54,8 @@ from spb_efficiency import (
     train_curve,
 )
 
-from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.goodput.noise import GradientNoise
+from jigsaw.model.block_noise import BlockNoise
 
 FACTORS = (2.0, 0.5)
 LENGTH = {1.0: 1.0, 2.0: 1.25, 0.5: 2.25}

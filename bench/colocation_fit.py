@@ -41,7 +41,8 @@ from typing import Any
 
 from sim_common import ROOT, shared_traces
 
-from jigsaw.hardware import preset
+from jigsaw.model.hardware import preset
+from jigsaw.model.profiles import canonical_name
 from jigsaw.oracle import Oracle
 from jigsaw.oracle.colocation_concurrent import (
     FEATURES,
@@ -51,7 +52,6 @@ from jigsaw.oracle.colocation_concurrent import (
     pair_features,
 )
 from jigsaw.oracle.gang_timing import SharingProfile
-from jigsaw.profiles import canonical_name
 from jigsaw.traces import GavelThroughputs
 
 GPU_TYPES = ("v100", "p100", "k80")

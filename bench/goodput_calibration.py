@@ -19,8 +19,8 @@ from dataclasses import asdict
 from sim_common import shared_traces
 
 from jigsaw.goodput.calibration import calibrate, errors, held_out_errors, observations_of
+from jigsaw.model.profiles import POLLUX_APPS
 from jigsaw.oracle.calibration import load_app
-from jigsaw.profiles import POLLUX_APPS
 
 FOLDS = 5
 SEED = 0

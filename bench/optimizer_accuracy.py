@@ -14,7 +14,7 @@ from typing import Any
 
 from spb_common import emit, provenance
 
-from jigsaw.plan import full_backprop
+from jigsaw.model.plan import full_backprop
 from worker.spb import SPBTrainer, TrainerConfig
 from worker.spb.thread_collectives import ThreadGroup
 

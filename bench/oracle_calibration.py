@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from jigsaw.model.profiles import POLLUX_APPS
 from jigsaw.oracle.calibration import fit_app, load_app
 from jigsaw.oracle.calibration_eval import (
     global_parameters,
     held_out_errors,
     out_of_fold_predictions,
 )
-from jigsaw.profile_catalog import ProfileCatalog
-from jigsaw.profiles import POLLUX_APPS
+from jigsaw.oracle.profile_catalog import ProfileCatalog
 
 REPO = Path(__file__).resolve().parent.parent
 CALIBRATION_PATH = REPO / "jigsaw" / "data" / "calibration.json"
@@ -158,9 +158,9 @@ def oracle_transfer(apps_dir: Path) -> dict[str, Any]:
     the placement rows of the apps that are zoo models. Not held out: the global parameters
     are medians of fits that saw these rows. Reads calibration.json as just written."""
     from jigsaw.efficiency.table import EfficiencyTable
-    from jigsaw.hardware import preset, reload_calibration
+    from jigsaw.model.hardware import preset, reload_calibration
+    from jigsaw.model.plan import full_backprop
     from jigsaw.oracle import Oracle
-    from jigsaw.plan import full_backprop
 
     reload_calibration()
     oracle = Oracle(preset("t4"), ProfileCatalog(use_measured=False), EfficiencyTable())
@@ -187,7 +187,7 @@ def oracle_transfer(apps_dir: Path) -> dict[str, Any]:
 def cpu_check() -> dict[str, Any]:
     """FLOP-based prediction on the ``cpu`` preset vs. the measured CPU times of each
     measured profile that has them (forward + backward per sample, full backprop)."""
-    from jigsaw.hardware import preset
+    from jigsaw.model.hardware import preset
 
     cpu = preset("cpu")
     catalog = ProfileCatalog()
@@ -214,10 +214,10 @@ def cpu_check() -> dict[str, Any]:
 
 def oracle_latency(rounds: int = 5) -> dict[str, float]:
     """Median seconds for 2,000 predict calls (a round: 2,000 jobs on 128 x 8 GPUs)."""
-    from jigsaw.hardware import preset
+    from jigsaw.model.hardware import preset
+    from jigsaw.model.plan import full_backprop, staircase
+    from jigsaw.model.profiles import ZOO_MODELS
     from jigsaw.oracle import Oracle
-    from jigsaw.plan import full_backprop, staircase
-    from jigsaw.profiles import ZOO_MODELS
 
     oracle = Oracle(preset("v100"))
     calls = []

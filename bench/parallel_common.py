@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from worker.hybrid import HybridConfig, HybridTrainer
 from worker.parallel_profile import measured_block_profile
 from worker.pipeline import PipelineConfig, PipelineTrainer

@@ -29,12 +29,12 @@ import torch
 from parallel_common import Scenario, data_parallel_plan, gloo_body, run_scenario
 from spb_common import add_output_flag, emit, provenance
 
-from jigsaw.hardware import preset, with_overrides
+from jigsaw.model.hardware import preset, with_overrides
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.profiles import ModelProfile
 from jigsaw.oracle.parallel_profile import ParallelProfile
 from jigsaw.oracle.plan_partitions import partition_pipeline
 from jigsaw.oracle.plan_predictions import PlanPrediction, predict_plan
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.profiles import ModelProfile
 from worker.parallel_profile import measured_block_profile, parallel_profile
 from worker.spb.launch import spawn_local
 from worker.spb.thread_collectives import run_threads

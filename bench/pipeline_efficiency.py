@@ -50,7 +50,7 @@ from spb_efficiency import CHECKPOINTS, iterations_to
 from torch import nn
 from torch.func import functional_call
 
-from jigsaw.parallelism import PipelinePlan
+from jigsaw.model.parallelism import PipelinePlan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.thread_collectives import run_threads

@@ -31,9 +31,9 @@ from spb_common import add_output_flag, emit, provenance
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from jigsaw.domain import JobSpec
-from jigsaw.plan import Plan, full_backprop
-from jigsaw.planner import Planner
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.plan import Plan, full_backprop
+from jigsaw.planning.planner import Planner
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.messages import GangConfig
 from worker.spb.launch import spawn_local

@@ -1,5 +1,5 @@
 """Fit the resize-cost prior the jigsaw policy prices a resize with, before it has measured one
-(:class:`jigsaw.policies.resize_cost.ResizeCostPrior`), to the measured table of
+(:class:`jigsaw.policies.jigsaw_parts.resize_cost.ResizeCostPrior`), to the measured table of
 ``bench/runtime_resize.py``: ``resize_s = floor_s + s_per_gb x checkpoint GB + control_every x
 iteration_s`` (the stop waits up to one control interval), least squares on floor and slope.
 

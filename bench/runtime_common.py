@@ -18,9 +18,9 @@ from typing import Any
 import ray
 import torch
 
-from jigsaw.cluster import Placement
-from jigsaw.domain import Job, JobSpec
-from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Started
+from jigsaw.model.cluster import Placement
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.executor_events import ExecutorEvent, Failed, Finished, Started
 from worker.ray_executor import RayExecutor
 from worker.runtime.gang import Gang
 from worker.runtime.settings import RuntimeSettings

@@ -25,9 +25,9 @@ from typing import Any
 
 from runtime_common import executor, job, provenance, run_jobs, start_local_ray, stop_local_ray
 
-from jigsaw.hardware import preset
+from jigsaw.model.hardware import preset
+from jigsaw.model.plan import SPBPlan
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan
 
 PLACEMENT = ((0, 0), (0, 1))
 PLAN = (0, 2)

@@ -23,7 +23,7 @@ from typing import Any
 
 from runtime_common import executor, job, provenance, start_local_ray, stop_local_ray
 
-from jigsaw.executor_events import Failed, Started
+from jigsaw.model.executor_events import Failed, Started
 from worker.runtime.checkpoints import CheckpointStore
 
 PLACEMENT = ((0, 0), (0, 1))

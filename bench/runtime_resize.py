@@ -24,9 +24,9 @@ from typing import Any
 
 from runtime_common import executor, provenance, start_local_ray, stop_local_ray
 
-from jigsaw.domain import Job, JobSpec
-from jigsaw.executor_events import Failed, Progressed, Started
-from jigsaw.plan import full_backprop
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.executor_events import Failed, Progressed, Started
+from jigsaw.model.plan import full_backprop
 from worker.ray_executor import RayExecutor
 from worker.runtime.checkpoints import CheckpointStore
 

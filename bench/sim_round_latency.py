@@ -19,15 +19,15 @@ import statistics
 import time
 from dataclasses import replace
 
-from jigsaw.cluster import Cluster
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.hardware import preset
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.plan import full_backprop
+from jigsaw.policies.shared.placement import compact_placement, group_by_node, take
 from jigsaw.simulator.run import make_policy
-from jigsaw.snapshot import Snapshot
 from jigsaw.traces.model_mix import assign_model
 
 SIZES = ((1, 0.80), (2, 0.07), (4, 0.07), (8, 0.05), (16, 0.01))

@@ -2,7 +2,7 @@
 
 Pollux's validation curves give whole-model ``grad_sqr`` and ``grad_var`` over training. The
 simulator's eta needs them per block; this benchmark measures each block's share on the zoo
-model that stands in for each Pollux application (jigsaw/efficiency/curves.py) and writes
+model that stands in for each Pollux application (jigsaw/simulator/eta_curves.py) and writes
 them to ``jigsaw/data/block_noise_ratios.json``.
 
 How: a 4-worker full-backprop run of the unmodified SPBTrainer (4 threads joined by the

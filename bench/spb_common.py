@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.plan import SPBPlan
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.plan import SPBPlan
 from worker.spb.block_costs import BlockCost
 from worker.spb.collectives import ring_all_reduce_bytes
 

@@ -44,9 +44,9 @@ from typing import Any
 import torch
 from spb_common import emit, harmonic_mean_along, iterations_to, provenance
 
+from jigsaw.efficiency.lr_scaling import scaled_learning_rate
 from jigsaw.efficiency.model import eta_for_plan
-from jigsaw.lr_scaling import scaled_learning_rate
-from jigsaw.plan import SPBPlan, resolve_plan
+from jigsaw.model.plan import SPBPlan, resolve_plan
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer
@@ -138,7 +138,8 @@ def train_curve(
     every evaluation point.
 
     ``batch_factor`` scales the global batch (``bench/batch_efficiency.py``); the learning rate
-    then follows the runtime's rule (:func:`jigsaw.lr_scaling.scaled_learning_rate`: AdaScale
+    then follows the runtime's rule (:func:`jigsaw.efficiency.lr_scaling.scaled_learning_rate`:
+    AdaScale
     for SGD, from the run's own statistics, re-applied before every iteration; the
     square-root rule for AdamW). ``length``: iterations (default ``setting.length(plan)``)."""
     torch.set_num_threads(1)

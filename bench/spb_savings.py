@@ -23,7 +23,7 @@ from spb_common import add_output_flag, emit, plan_cost_ratios, provenance
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from jigsaw.plan import resolve_plan
+from jigsaw.model.plan import resolve_plan
 from worker.spb.block_costs import profile_workload
 from worker.spb.collectives import Collectives, ring_all_reduce_bytes
 from worker.spb.instrumentation import SavedActivationMeter, optimizer_state_bytes

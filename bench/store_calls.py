@@ -22,7 +22,7 @@ from api.db import make_engine
 from api.migrate import upgrade_to_head
 from api.presenters import job_json
 from api.store import SqlStore
-from jigsaw.domain import Job, JobSpec, new_job_id, submitted_event
+from jigsaw.model.domain import Job, JobSpec, new_job_id, submitted_event
 
 SPEC = {"name": "bench", "model": "mlp", "workers": 2, "iterations": 100, "user": "bench"}
 

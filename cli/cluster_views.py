@@ -13,7 +13,7 @@ from rich.text import Text
 
 from cli.formatting import format_bytes, format_gpu
 from cli.views import plain_table
-from jigsaw.wording import counted
+from jigsaw.model.wording import counted
 
 JOB_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 

@@ -26,7 +26,7 @@ from cli.views import (
     plan_changes,
 )
 from cli.watch import watch_jobs
-from jigsaw.wording import counted
+from jigsaw.model.wording import counted
 
 JobArgument = Annotated[str, typer.Argument(help="Job id, as printed by submit and list.")]
 LOG_POLL_S = 1.0

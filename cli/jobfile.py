@@ -15,8 +15,8 @@ import yaml
 
 from cli.errors import UsageError
 from cli.unique_keys import RepeatedKey, load_json, load_yaml
-from jigsaw.errors import InvalidSpecError
-from jigsaw.plan import PlanRequest
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import PlanRequest
 
 REQUIRED_FIELDS = ("name", "model", "workers", "iterations")
 INTEGER_FIELDS = frozenset(

@@ -1,6 +1,6 @@
 """A job's plan as people read it, whatever its type: SPB stop depths for data parallelism,
 stages for a pipeline, shards for a hybrid. Read from the job's ``plan_kind`` and
-``plan_detail`` (the plan as the server stores it, :func:`jigsaw.plan.plan_from_json`)."""
+``plan_detail`` (the plan as the server stores it, :func:`jigsaw.model.plan.plan_from_json`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.formatting import format_plan
-from jigsaw.errors import JigsawError
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, plan_from_json
+from jigsaw.model.errors import JigsawError
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import Plan, plan_from_json
 
 DATA_KINDS = frozenset({"data", "spb"})
 """Data parallelism: ``spb`` is how servers spelled it before ``data``; both are read."""

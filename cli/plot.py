@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from jigsaw.lifecycle import JobState
+from jigsaw.model.lifecycle import JobState
 from jigsaw.simulator.replay import ReplayResult
 
 UTILIZATION_BINS = 400

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.output import note, print_renderable
-from jigsaw.errors import JigsawError
+from jigsaw.model.errors import JigsawError
 from jigsaw.oracle import SharingSettings
 from jigsaw.policies import policy_names
 from jigsaw.simulator.replay import ReplayResult

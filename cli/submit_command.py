@@ -19,7 +19,7 @@ from cli.output import OutputFormat, OutputOption, emit, note
 from cli.plans import chosen_kind
 from cli.views import validation_view
 from cli.watch import watch_jobs
-from jigsaw.wording import counted
+from jigsaw.model.wording import counted
 
 
 def submit(

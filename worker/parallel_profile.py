@@ -9,9 +9,9 @@ import platform
 import torch
 from torch import nn
 
+from jigsaw.model.profiles import ModelProfile
 from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
-from jigsaw.profile_catalog import parse_profile
-from jigsaw.profiles import ModelProfile
+from jigsaw.oracle.profile_catalog import parse_profile
 from worker.spb.block_costs import profile_workload
 from worker.zoo import Workload, load_workload
 

@@ -28,12 +28,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from jigsaw.catalog import default_catalog
-from jigsaw.cluster import Cluster, Placement
-from jigsaw.domain import Job
-from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
-from jigsaw.plan import Plan
-from jigsaw.seams import ReplanRefused
+from jigsaw.model.cluster import Cluster, Placement
+from jigsaw.model.domain import Job
+from jigsaw.model.executor_events import ExecutorEvent, Failed, Finished, Progressed
+from jigsaw.model.plan import Plan
+from jigsaw.planning.catalog import default_catalog
+from jigsaw.scheduling.seams import ReplanRefused
 from worker.runtime.checkpoints import CheckpointStore, checkpointed_jobs
 from worker.runtime.gang import Gang
 from worker.runtime.gang_launcher import GangRequest
@@ -168,7 +168,7 @@ class RayExecutor:
         ranks take the rest of the epoch between them (nothing skipped or seen twice), and
         the optimizer state is restored whole. If the new gang cannot be placed within
         ``resize_placement_timeout_s``, it restarts at the last size from the same checkpoint
-        and reports :class:`~jigsaw.executor_events.ResizeReverted`."""
+        and reports :class:`~jigsaw.model.executor_events.ResizeReverted`."""
         with self._lock:
             gang = self._gangs.pop(job_id, None)
             if gang is None:

@@ -23,8 +23,8 @@ from api.schemas.jobs import (
     PredictionPublic,
 )
 from api.store.telemetry import Telemetry
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan, plan_to_json
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan, plan_to_json
 
 router = APIRouter(
     route_class=JsonRoute,

@@ -13,12 +13,12 @@ from api.presenters import typed_plan_eta
 from api.schemas.common import COMMON_ERRORS
 from api.schemas.models import ModelList, ModelPublic, PlanTypeFit
 from api.state import AppState
-from jigsaw.domain import JobSpec
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import staircase
+from jigsaw.model.profiles import ZOO_MODELS
+from jigsaw.model.spec_checks import MAX_WORKERS
 from jigsaw.oracle.plan_choice import Alternative, PlanChoice
-from jigsaw.plan import staircase
-from jigsaw.profiles import ZOO_MODELS
-from jigsaw.spec_checks import MAX_WORKERS
 
 router = APIRouter(
     route_class=JsonRoute,

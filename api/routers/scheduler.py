@@ -15,7 +15,7 @@ from api.queue_reasons import ClusterNow, waiting_reason
 from api.schemas.common import COMMON_ERRORS
 from api.schemas.scheduler import DecisionPublic, QueueEntry, QueuePublic, SchedulerPublic
 from api.timefmt import iso
-from jigsaw.domain import Job
+from jigsaw.model.domain import Job
 from jigsaw.policies.quota import Quotas
 
 router = APIRouter(

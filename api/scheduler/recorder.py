@@ -21,13 +21,13 @@ from api.store import SqlStore
 from api.store.telemetry import ProgressSample, Telemetry
 from api.timefmt import iso
 from api.unschedulable import mark_unschedulable
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import CycleReport
-from jigsaw.decisions import Decision, Preempt, Replan, Start
-from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed
-from jigsaw.lease_outcome import LeaseOutcome
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Decision, Preempt, Replan, Start
+from jigsaw.model.executor_events import ExecutorEvent, Failed, Finished, Progressed
+from jigsaw.model.lease_outcome import LeaseOutcome
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan
+from jigsaw.scheduling.cycle import CycleReport
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """The scheduler loop in the service: lead, then run one scheduling round every
 ``ROUND_SECONDS`` until stopped or no longer leader.
 
-The rounds are the core's :class:`~jigsaw.cycle.SchedulingCycle` over the SQL store (fenced
+The rounds are the core's :class:`~jigsaw.scheduling.cycle.SchedulingCycle` over the SQL store
+(fenced
 with this leader's epoch), the selected executor and the wall clock. A standby (Postgres only)
 polls for leadership. Losing leadership drops the executor's gangs and returns to standby.
 """
@@ -25,17 +26,17 @@ from api.scheduler.recorder import LeadershipLostError, ProgressRecorder, RoundR
 from api.settings import Settings
 from api.store import SqlStore, StaleEpochError
 from api.store.telemetry import Telemetry
-from jigsaw.clock import WallClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.model.cluster import Cluster
 from jigsaw.oracle import Oracle
 from jigsaw.policies.base import Policy
 from jigsaw.policies.builder import build_policy as build_named_policy
 from jigsaw.policies.quota import Quotas
-from jigsaw.rate_executor import RateDrivenExecutor
-from jigsaw.retention import sweep_checkpoints
-from jigsaw.seams import Executor, KeepsCheckpoints
-from jigsaw.service_rates import ColocatedConstantRate
+from jigsaw.scheduling.clock import WallClock
+from jigsaw.scheduling.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.scheduling.retention import sweep_checkpoints
+from jigsaw.scheduling.seams import Executor, KeepsCheckpoints
+from jigsaw.simulator.rate_executor import RateDrivenExecutor
+from jigsaw.simulator.service_rates import ColocatedConstantRate
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from api.schemas.common import Forbidding, Integer, NonBlankText, Public, Text, Timestamp, integral
-from jigsaw.catalog import ENTRYPOINT
-from jigsaw.plan import PLAN_TEXT_PATTERN
-from jigsaw.profiles import ZOO_MODELS
-from jigsaw.spec_checks import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
+from jigsaw.model.plan import PLAN_TEXT_PATTERN
+from jigsaw.model.profiles import ZOO_MODELS
+from jigsaw.model.spec_checks import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
+from jigsaw.planning.catalog import ENTRYPOINT
 
 JOB_EXAMPLE: dict[str, Any] = {
     "name": "digits-demo",
@@ -27,7 +27,8 @@ JOB_EXAMPLE: dict[str, Any] = {
 
 
 ENTRYPOINT_PATTERN = f"^{ENTRYPOINT.pattern}$"
-"""jigsaw.catalog's entrypoint syntax, anchored (a JSON Schema pattern matches anywhere)."""
+"""jigsaw.planning.catalog's entrypoint syntax, anchored (a JSON Schema pattern matches
+anywhere)."""
 
 Depth = Annotated[int, Field(ge=0, le=1_000_000)]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jigsaw.cluster import Placement
-from jigsaw.domain import Job, JobEvent, JobSpec
-from jigsaw.efficiency.statistics import parse_block_noise
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import Plan, plan_from_json, plan_to_json
+from jigsaw.model.block_noise import parse_block_noise
+from jigsaw.model.cluster import Placement
+from jigsaw.model.domain import Job, JobEvent, JobSpec
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import Plan, plan_from_json, plan_to_json
 
 
 def job_values(job: Job) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def _typed_state(job: Job) -> dict[str, Any]:
 
 
 def plan_from_column(raw: Any) -> Plan | None:
-    """The ``plan`` column (a :func:`~jigsaw.plan.plan_to_json` object, or JSON null)."""
+    """The ``plan`` column (a :func:`~jigsaw.model.plan.plan_to_json` object, or JSON null)."""
     return plan_from_json(raw) if raw else None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jigsaw.errors import ConflictError
+from jigsaw.model.errors import ConflictError
 
 
 class StaleEpochError(ConflictError):

@@ -1,6 +1,7 @@
 """The SQL implementation of the core's ``Store`` seam (Postgres in production, SQLite embedded).
 
-Same semantics as :class:`jigsaw.memstore.InMemoryStore` (``tests/api/test_store_contract.py``
+Same semantics as :class:`jigsaw.scheduling.memstore.InMemoryStore`
+(``tests/api/test_store_contract.py``
 runs one suite against all three). ``save`` is one guarded UPDATE::
 
     UPDATE jobs SET ..., version = version + 1
@@ -27,10 +28,10 @@ from api.models import allocations, job_events, job_log_lines, jobs, scheduler_l
 from api.store import scheduler_records
 from api.store.codec import event_from_row, event_log_line, event_values, job_from_row, job_values
 from api.store.errors import StaleEpochError
-from jigsaw.domain import Job, JobEvent
-from jigsaw.errors import ConflictError, JobNotFoundError
-from jigsaw.lifecycle import TERMINAL_STATES, JobState, sources_of
-from jigsaw.reasons import ReasonCode
+from jigsaw.model.domain import Job, JobEvent
+from jigsaw.model.errors import ConflictError, JobNotFoundError
+from jigsaw.model.lifecycle import TERMINAL_STATES, JobState, sources_of
+from jigsaw.model.reasons import ReasonCode
 
 _TERMINAL = [state.value for state in TERMINAL_STATES]
 

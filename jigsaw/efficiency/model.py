@@ -35,11 +35,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jigsaw.efficiency.statistics import (
-    BlockNoise,
-    InvalidNoiseStatisticsError,
-    validate_block_noise,
-)
 from jigsaw.efficiency.table import (
     CONSERVATIVE_DEFAULT,
     FULL_BACKPROP,
@@ -49,7 +44,12 @@ from jigsaw.efficiency.table import (
     EtaEstimate,
     conservative_default,
 )
-from jigsaw.plan import SPBPlan
+from jigsaw.model.block_noise import (
+    BlockNoise,
+    InvalidNoiseStatisticsError,
+    validate_block_noise,
+)
+from jigsaw.model.plan import SPBPlan
 
 ONLINE = "online"
 CURVE = "curve"

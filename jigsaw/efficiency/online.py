@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jigsaw.domain import Job
 from jigsaw.efficiency.model import (
     DEFAULT_MIN_OBSERVATIONS,
     OnlineEta,
@@ -23,9 +22,10 @@ from jigsaw.efficiency.model import (
     default_prior,
     prior_from_table,
 )
-from jigsaw.efficiency.statistics import BlockNoise, InvalidNoiseStatisticsError
 from jigsaw.efficiency.table import EfficiencyTable, EtaEstimate
-from jigsaw.plan import SPBPlan, full_backprop, staircase, uniform
+from jigsaw.model.block_noise import BlockNoise, InvalidNoiseStatisticsError
+from jigsaw.model.domain import Job
+from jigsaw.model.plan import SPBPlan, full_backprop, staircase, uniform
 
 PriorOf = Callable[[Job], Prior]
 """The prior of a job (its model's measured table entry, or the conservative default)."""
@@ -46,8 +46,8 @@ def merge_block_noise(
 ) -> tuple[BlockNoise, ...]:
     """The job's statistics after one report: per block, the newer of the two. ``reported``
     holds statistics validated where the report entered
-    (:class:`~jigsaw.lease_outcome.LeaseOutcome`); a block outside the job's ``num_blocks``
-    raises :class:`~jigsaw.efficiency.statistics.InvalidNoiseStatisticsError` and changes nothing
+    (:class:`~jigsaw.model.lease_outcome.LeaseOutcome`); a block outside the job's ``num_blocks``
+    raises :class:`~jigsaw.model.block_noise.InvalidNoiseStatisticsError` and changes nothing
     (the caller keeps ``current``)."""
     for entry in reported:
         if entry.block > num_blocks:

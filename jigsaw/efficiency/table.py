@@ -27,9 +27,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.plan import SPBPlan
-from jigsaw.profiles import canonical_name
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import SPBPlan
+from jigsaw.model.profiles import canonical_name
 
 FULL_BACKPROP = "full backprop"
 MEASURED = "measured"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from jigsaw.efficiency.statistics import BlockNoise
+from jigsaw.model.block_noise import BlockNoise
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from jigsaw.domain import Job
 from jigsaw.goodput.model import BatchLimits, GoodputModel
+from jigsaw.model.domain import Job
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@
 Pollux measurements (``bench/oracle_calibration.py``). See docs/ORACLE.md.
 """
 
-from jigsaw.environment import SHARING_MODES
+from jigsaw.model.environment import SHARING_MODES
 from jigsaw.oracle.colocation import ColocationModel, SharingSettings
 from jigsaw.oracle.gang_timing import GangTiming, SharingProfile
 from jigsaw.oracle.oracle import Oracle, Prediction

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from jigsaw.errors import TraceFormatError
+from jigsaw.model.errors import TraceFormatError
 from jigsaw.oracle.fitting import least_squares
 
 Array = NDArray[np.float64]

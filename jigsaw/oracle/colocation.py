@@ -20,9 +20,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jigsaw.environment import INTERFERENCE_MAX, SHARING_DEFAULT, SHARING_MODES
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.environment import INTERFERENCE_MAX, SHARING_DEFAULT, SHARING_MODES
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import HardwareSpec
 from jigsaw.oracle.colocation_concurrent import (
     ConcurrentFit,
     concurrent_iteration_times,

@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import HardwareSpec
+from jigsaw.model.profiles import ModelProfile
 from jigsaw.oracle.gang_timing import GangTiming, SharingProfile
 from jigsaw.oracle.memory import worker_memory
-from jigsaw.profiles import ModelProfile
 
 FEATURES = (
     "1",

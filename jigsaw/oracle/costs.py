@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.hardware import HardwareSpec
+from jigsaw.model.profiles import ModelProfile
 from jigsaw.oracle.memory import worker_memory
-from jigsaw.profiles import ModelProfile
 
 
 @dataclass(frozen=True, slots=True)

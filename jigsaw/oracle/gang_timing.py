@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jigsaw.cluster import GpuId
+from jigsaw.model.cluster import GpuId
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
-from jigsaw.cluster import GpuId, Placement
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.cluster import GpuId, Placement
+from jigsaw.model.hardware import HardwareSpec
 from jigsaw.oracle.costs import PlanCosts
 
 

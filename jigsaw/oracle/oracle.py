@@ -25,10 +25,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jigsaw.cluster import GpuId, Placement
 from jigsaw.efficiency.table import EfficiencyTable
-from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.cluster import GpuId, Placement
+from jigsaw.model.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.model.hardware import HardwareSpec
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import Plan, SPBPlan, full_backprop
 from jigsaw.oracle.colocation import ColocationModel, SharingSettings
 from jigsaw.oracle.colocation_concurrent import sharing_profile
 from jigsaw.oracle.costs import ModelCosts, PlanCosts, model_costs, plan_costs
@@ -36,9 +38,7 @@ from jigsaw.oracle.gang_timing import GangTiming, SharingProfile
 from jigsaw.oracle.network import PlacementCosts, placement_costs
 from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_predictions import PlanPrediction, predict_plan, replica_batch
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, SPBPlan, full_backprop
-from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.oracle.profile_catalog import ProfileCatalog
 
 _MAX_PLACEMENT_CACHE = 200_000
 

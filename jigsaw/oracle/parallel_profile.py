@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.profiles import ModelProfile
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.profiles import ModelProfile
 
 FLOAT_BYTES = 4
 

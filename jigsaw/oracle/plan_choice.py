@@ -32,8 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from jigsaw.efficiency.pipeline import ENGINE_MOMENTUM, model_pipeline_eta
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import HardwareSpec
+from jigsaw.model.parallelism import PARALLELISM_CHOICES, HybridPlan, PipelinePlan, PlanType
+from jigsaw.model.profiles import ModelProfile
+from jigsaw.model.sizes import human_bytes
+from jigsaw.model.wording import counted
 from jigsaw.oracle.parallel_profile import ParallelProfile
 from jigsaw.oracle.plan_partitions import partition_pipeline
 from jigsaw.oracle.plan_predictions import (
@@ -42,10 +46,6 @@ from jigsaw.oracle.plan_predictions import (
     predict_pipeline,
     predict_plan,
 )
-from jigsaw.parallelism import PARALLELISM_CHOICES, HybridPlan, PipelinePlan, PlanType
-from jigsaw.profiles import ModelProfile
-from jigsaw.sizes import human_bytes
-from jigsaw.wording import counted
 
 AUTO_MARGIN = 0.15
 GIB = 1024**3

@@ -6,12 +6,12 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Literal
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import HardwareSpec
+from jigsaw.model.parallelism import PipelinePlan
+from jigsaw.model.profiles import ModelProfile
 from jigsaw.oracle.parallel_profile import ParallelProfile
 from jigsaw.oracle.plan_predictions import BlockSeconds, predict_pipeline
-from jigsaw.parallelism import PipelinePlan
-from jigsaw.profiles import ModelProfile
 
 
 def balanced_stages(

@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import HardwareSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import HardwareSpec
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.profiles import ModelProfile
+from jigsaw.model.wording import counted
 from jigsaw.oracle.memory import WorkerMemory, optimizer_state_copies, worker_memory
 from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.profiles import ModelProfile
-from jigsaw.wording import counted
 
 PlanKind = Literal["data", "pipeline", "hybrid"]
 TARGET_BYTES = 8  # int64 class labels, gathered by the hybrid engine

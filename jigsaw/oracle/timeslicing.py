@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from jigsaw.cluster import GpuId
+from jigsaw.model.cluster import GpuId
 from jigsaw.oracle.gang_timing import GangTiming
 
 __all__ = ["GangTiming", "timesliced_iteration_times", "turn_cycle"]

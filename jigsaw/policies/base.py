@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from jigsaw.decisions import Decision
-from jigsaw.errors import InvalidSpecError
-from jigsaw.snapshot import Snapshot
+from jigsaw.model.decisions import Decision
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.snapshot import Snapshot
 
 
 class Policy(Protocol):

@@ -2,7 +2,7 @@
 
 A registered policy declares what it uses (``uses`` in :func:`~jigsaw.policies.base.register`):
 the oracle (jigsaw prices plans with it) and the planner (every policy asks it what plan a job
-starts with, :mod:`jigsaw.planner`). The builder supplies those, turns JSON options into
+starts with, :mod:`jigsaw.planning.planner`). The builder supplies those, turns JSON options into
 config objects (:mod:`jigsaw.policies.options`) and wraps the policy in quotas when there are
 any.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jigsaw.catalog import ModelCatalog
 from jigsaw.oracle import Oracle
-from jigsaw.planner import Planner
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import Policy, registration
 from jigsaw.policies.options import policy_options
 from jigsaw.policies.quota import QuotaPolicy, Quotas

@@ -7,18 +7,18 @@ Every worker gets a GPU of its own; plans are resolved from the
 job's own spec (``auto`` means full backprop here: FIFO is not SPB-aware).
 
 ``ranking="gavel"`` (Gavel's semantics, chosen for Gavel traces) runs FIFO as Gavel's own
-simulator does instead, round by round (:mod:`jigsaw.policies.gavel_fifo`).
+simulator does instead, round by round (:mod:`jigsaw.policies.shared.gavel_fifo`).
 """
 
 from __future__ import annotations
 
-from jigsaw.decisions import Decision, Start
-from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.planner import Planner
+from jigsaw.model.decisions import Decision, Start
+from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.gavel_fifo import gavel_fifo_allocation, gavel_fifo_round
-from jigsaw.policies.gavel_share import GavelPriorities
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.gavel_fifo import gavel_fifo_allocation, gavel_fifo_round
+from jigsaw.policies.shared.gavel_share import GavelPriorities
+from jigsaw.policies.shared.placement import compact_placement, group_by_node, take
 
 
 class FifoPolicy(PolicyBase):

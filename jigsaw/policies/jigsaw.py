@@ -7,7 +7,8 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
 2. the *fair set*: walking the ranking, jobs whose whole gang fits in the cluster's GPU count
    (fresh gangs younger than ``min_run_s`` first: they have not paid back their restart);
 3. book every running gang's predicted load and memory in a :class:`GpuLedger`;
-4. place waiting jobs in rank order (:mod:`jigsaw.policies.placing`): on free GPUs with their
+4. place waiting jobs in rank order (:mod:`jigsaw.policies.jigsaw_parts.placing`): on free GPUs
+with their
    best exclusive plan; else packed with an SPB plan into other gangs' slack if its goodput
    is worth it; else, for a fair job only, preempt the lowest-ranked unprotected gangs
    outside the fair set until it fits; the
@@ -15,13 +16,14 @@ One round, read top to bottom (docs/SCHEDULER.md has the why):
    only pack, so free GPUs accumulate for it (no starvation behind small jobs);
    a one-worker job that still waits may run in the slack a running ``spb: auto`` gang opens
    by switching to an SPB plan in place, when the cluster's normalised goodput rises by
-   ``pack_gain`` (:mod:`jigsaw.policies.slack`; the GPU is then time-sliced);
+   ``pack_gain`` (:mod:`jigsaw.policies.jigsaw_parts.slack`; the GPU is then time-sliced);
 5. re-plan in place a running SPB gang whose GPUs now have room for a better plan (back to
    full backprop as soon as its guests are gone); no gang gives up goodput for slack twice
    within ``min_plan_hold_s``;
 6. elastic jobs grow into GPUs nobody waits for and shrink to ``min_workers`` for waiting
    jobs, when the time it saves pays the resize's measured cost
-   (:mod:`jigsaw.policies.elastic_rule`, priced by :mod:`jigsaw.policies.resize_pricing`).
+   (:mod:`jigsaw.policies.jigsaw_parts.elastic_rule`, priced by
+   :mod:`jigsaw.policies.jigsaw_parts.resize_pricing`).
 
 Apart from the time-sliced slack of step 4, a GPU's summed load never exceeds
 ``load_threshold``; its memory is never over-booked.
@@ -32,26 +34,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from jigsaw.catalog import ModelCatalog
-from jigsaw.decisions import Decision, Replan, Start
-from jigsaw.domain import Job
-from jigsaw.hardware import DEFAULT_GPU_TYPE, preset
+from jigsaw.model.decisions import Decision, Replan, Start
+from jigsaw.model.domain import Job
+from jigsaw.model.hardware import DEFAULT_GPU_TYPE, preset
+from jigsaw.model.plan import Plan, SPBPlan
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import Plan, SPBPlan
-from jigsaw.planner import Planner
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.elastic_rule import elastic_resizes
-from jigsaw.policies.fairness import LasConfig, fair_shares, maxmin_order
-from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, is_protected
+from jigsaw.policies.jigsaw_parts.elastic_rule import elastic_resizes
+from jigsaw.policies.jigsaw_parts.placing import Placer, Round
+from jigsaw.policies.jigsaw_parts.resize_cost import ResizeCostPrior, ResizeCosts
+from jigsaw.policies.jigsaw_parts.resize_pricing import PricingTerms, ResizePricing
+from jigsaw.policies.jigsaw_parts.slack import SlackMarket, SlackOptions
 from jigsaw.policies.las import stable_ranking_until
-from jigsaw.policies.packing import GpuLedger
-from jigsaw.policies.placing import Placer, Round
-from jigsaw.policies.plans import EtaOf, Footprint, PlanCatalog, PlanOption
-from jigsaw.policies.resize_cost import ResizeCostPrior, ResizeCosts
-from jigsaw.policies.resize_pricing import PricingTerms, ResizePricing
-from jigsaw.policies.round_memory import RecordCache, RoundMemory
-from jigsaw.policies.slack import SlackMarket, SlackOptions
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.fairness import LasConfig, fair_shares, maxmin_order
+from jigsaw.policies.shared.gang import DEFAULT_MIN_RUN_S, is_protected
+from jigsaw.policies.shared.packing import GpuLedger
+from jigsaw.policies.shared.plans import EtaOf, Footprint, PlanCatalog, PlanOption
+from jigsaw.policies.speed.round_memory import RecordCache, RoundMemory
 
 BASES = ("las", "maxmin")
 
@@ -63,17 +65,20 @@ class JigsawConfig:
     packing: bool = True
     """Pack partial workers of different jobs onto shared GPUs (off: an ablation)."""
     resize: bool = True
-    """Grow and shrink elastic jobs by the simple rule (:mod:`~jigsaw.policies.elastic_rule`;
+    """Grow and shrink elastic jobs by the simple rule
+    (:mod:`~jigsaw.policies.jigsaw_parts.elastic_rule`;
     off: an ablation, elastic jobs keep their initial size)."""
     resize_priced: bool = True
-    """The rule prices each resize (:mod:`~jigsaw.policies.resize_pricing`; off: every resize
+    """The rule prices each resize (:mod:`~jigsaw.policies.jigsaw_parts.resize_pricing`; off: every
+    resize
     is free, the unpriced rule, an ablation)."""
     resize_margin: float = 1.0
     """A resize must save ``1 + resize_margin`` times its cost."""
     resize_hold: float = 4.0
     """No resize of a job within this many times its cost after its last one."""
     resize_floor_s: float = 14.8
-    """The resize-cost prior's gang start (:class:`~jigsaw.policies.resize_cost.ResizeCostPrior`,
+    """The resize-cost prior's gang start
+    (:class:`~jigsaw.policies.jigsaw_parts.resize_cost.ResizeCostPrior`,
     fitted on local Ray; the simulator sets it to the restart it charges)."""
     resize_s_per_gb: float = 103.0
     """The prior's seconds per GB of checkpoint (weights and optimizer state)."""
@@ -162,7 +167,8 @@ class JigsawPolicy(PolicyBase):
             self.sizes_elastic_jobs = False
         self.pricing = _resize_pricing(self.oracle, self.config)
         self.memory = RoundMemory(incremental=incremental)
-        """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""
+        """What makes a round cheap without changing it
+        (:mod:`~jigsaw.policies.speed.round_memory`)."""
         self._better: RecordCache[tuple[PlanOption, ...]] = self.memory.record_cache()
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:

@@ -9,13 +9,13 @@ ranking into starts and preemptions; each preemption names its preemptor.
 
 from __future__ import annotations
 
-from jigsaw.decisions import Decision
-from jigsaw.planner import Planner
+from jigsaw.model.decisions import Decision
+from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.fairness import LasConfig
-from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round, protection_ends
-from jigsaw.policies.round_memory import RoundMemory
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.fairness import LasConfig
+from jigsaw.policies.shared.gang import DEFAULT_MIN_RUN_S, gang_round, protection_ends
+from jigsaw.policies.speed.round_memory import RoundMemory
 
 
 class LasPolicy(PolicyBase):
@@ -37,7 +37,8 @@ class LasPolicy(PolicyBase):
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: free backfill, as Tiresias)."""
         self.memory = RoundMemory(incremental=incremental)
-        """What makes a round cheap without changing it (:mod:`~jigsaw.policies.round_memory`)."""
+        """What makes a round cheap without changing it
+        (:mod:`~jigsaw.policies.speed.round_memory`)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         if not snapshot.waiting:

@@ -10,19 +10,23 @@ rounds are shorter, or time-slicing would spend most of the time checkpointing.
 
 ``ranking="gavel"`` (Gavel's semantics, chosen for Gavel traces) ranks as Gavel's own
 simulator does instead: an allocation held between allocation resets and a priority from
-each job's run time since the last reset (:mod:`jigsaw.policies.gavel_share`). That ranking
+each job's run time since the last reset (:mod:`jigsaw.policies.shared.gavel_share`). That ranking
 keeps state between rounds, so one policy instance serves one cluster.
 """
 
 from __future__ import annotations
 
-from jigsaw.decisions import Decision
-from jigsaw.planner import Planner
+from jigsaw.model.decisions import Decision
+from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.fairness import fair_shares, maxmin_order
-from jigsaw.policies.gang import DEFAULT_MIN_RUN_S, gang_round
-from jigsaw.policies.gavel_share import GAVEL_HEAD_START_S, GAVEL_RESET_INTERVAL_S, GavelPriorities
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.fairness import fair_shares, maxmin_order
+from jigsaw.policies.shared.gang import DEFAULT_MIN_RUN_S, gang_round
+from jigsaw.policies.shared.gavel_share import (
+    GAVEL_HEAD_START_S,
+    GAVEL_RESET_INTERVAL_S,
+    GavelPriorities,
+)
 
 
 class MaxMinPolicy(PolicyBase):
@@ -43,7 +47,7 @@ class MaxMinPolicy(PolicyBase):
             raise ValueError(f"ranking must be 'deficit' or 'gavel', got {ranking!r}")
         self.ranking = ranking
         """``deficit``: most owed since arrival first; ``gavel``: Gavel's priority
-        (:mod:`jigsaw.policies.gavel_share`)."""
+        (:mod:`jigsaw.policies.shared.gavel_share`)."""
         self._gavel: GavelPriorities | None = None
         """Gavel's allocation and time counters, kept between its allocation resets."""
         if ranking == "gavel":

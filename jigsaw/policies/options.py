@@ -13,10 +13,10 @@ import dataclasses
 import inspect
 from typing import Any
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from jigsaw.policies.base import SUPPLIED, policy_factory
-from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
+from jigsaw.policies.shared.fairness import LasConfig
 from jigsaw.policies.timeslice import TimesliceConfig
 
 _CONFIG_CLASSES: dict[str, type[Any]] = {

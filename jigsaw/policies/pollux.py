@@ -16,9 +16,9 @@ meaning (docs/SCHEDULER.md, "pollux"). Each 60 s round:
    speedup / GPUs per node, 0 for a job left out, each term guarded by
    ``+ 1e-3``: leaving a job out costs far more than slowing one down, so every job runs
    while GPUs last, and the rest go where they speed jobs up most.
-   (:func:`~jigsaw.policies.pollux_allocation.choose_sizes`, exact where Pollux searches.)
+   (:func:`~jigsaw.policies.shared.pollux_allocation.choose_sizes`, exact where Pollux searches.)
 4. **Placement** and decisions: kept sizes keep their GPUs; the rest are packed
-   (:func:`~jigsaw.policies.pollux_allocation.pack`) and become Start, Resize (with the
+   (:func:`~jigsaw.policies.shared.pollux_allocation.pack`) and become Start, Resize (with the
    batch of step 1) or Preempt decisions.
 
 Jobs that are not elastic, or that the source knows nothing of, keep the size they asked
@@ -34,18 +34,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jigsaw.cluster import Placement
-from jigsaw.decisions import Decision, Preempt, Resize, Start
-from jigsaw.domain import Job
-from jigsaw.errors import InvalidSpecError
 from jigsaw.goodput.model import compact_nodes
 from jigsaw.goodput.source import GoodputSource, JobGoodput
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import Plan
-from jigsaw.planner import Planner
+from jigsaw.model.cluster import Placement
+from jigsaw.model.decisions import Decision, Preempt, Resize, Start
+from jigsaw.model.domain import Job
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import Plan
+from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
 
 RESTART_S = 30.0
 """What Pollux charges a reallocation, in the speedup it discounts and in the simulator."""

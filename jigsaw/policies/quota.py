@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from jigsaw.decisions import Decision, Preempt, Start
-from jigsaw.domain import Job, JobSpec
+from jigsaw.model.decisions import Decision, Preempt, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.base import Policy, PolicyBase
-from jigsaw.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

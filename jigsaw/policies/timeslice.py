@@ -10,7 +10,7 @@ time-slicing:
 - gangs are ranked, kept in the fair set, placed and preempted as jigsaw does them
   (:mod:`jigsaw.policies.jigsaw`, steps 1-4);
 - a one-GPU job that finds no free GPU may take turns on a GPU that holds a single worker of
-  a running gang of any size (:class:`~jigsaw.policies.slack.SlackMarket` with
+  a running gang of any size (:class:`~jigsaw.policies.jigsaw_parts.slack.SlackMarket` with
   ``share_full_backprop``). The turns are priced by the co-location model through the
   oracle's timings, and jigsaw's gain rule decides: the normalised goodput summed over the
   jobs concerned must not fall (rise by ``pack_gain``, 0 by default), the host keeps
@@ -34,10 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from jigsaw.oracle import Oracle
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import register
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
-from jigsaw.policies.plans import EtaOf
+from jigsaw.policies.shared.plans import EtaOf
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,14 +20,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from jigsaw.cluster import GpuId, Placement
-from jigsaw.domain import Job
-from jigsaw.efficiency.curves import CurveEta
 from jigsaw.efficiency.model import DEFAULT_MIN_OBSERVATIONS
-from jigsaw.efficiency.statistics import BlockNoise
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.cluster import GpuId, Placement
+from jigsaw.model.domain import Job
+from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle import ColocationModel, GangTiming
-from jigsaw.plan import Plan, SPBPlan
-from jigsaw.rate_executor import TimeSlicedRates
+from jigsaw.simulator.eta_curves import CurveEta
+from jigsaw.simulator.rate_executor import TimeSlicedRates
 from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.traces import TraceJob
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from jigsaw.decisions import Decision, Preempt, Replan, Resize, Start
+from jigsaw.model.decisions import Decision, Preempt, Replan, Resize, Start
 
 
 def describe(at: float, decision: Decision) -> str:

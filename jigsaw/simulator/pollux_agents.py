@@ -17,13 +17,14 @@ meaning). :class:`PolluxAgents` plays those agents for a replay:
 
 from __future__ import annotations
 
-from jigsaw.domain import Job
 from jigsaw.goodput.model import BatchLimits, GoodputModel
 from jigsaw.goodput.noise import GradientNoise
 from jigsaw.goodput.source import JobGoodput
 from jigsaw.goodput.step_time import StepObservation, StepTimeModel, fit_step_times
-from jigsaw.lifecycle import JobState
-from jigsaw.simulator.pollux_rate import PolluxRate, per_node_counts
+from jigsaw.model.cluster import per_node_counts
+from jigsaw.model.domain import Job
+from jigsaw.model.lifecycle import JobState
+from jigsaw.simulator.pollux_rate import PolluxRate
 
 Shape = tuple[int, int, int]
 """(nodes, replicas, micro-batch samples): one entry of a job's profile."""

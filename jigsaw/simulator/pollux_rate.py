@@ -18,7 +18,7 @@ model on the oracle's timings of their zoo models (:mod:`jigsaw.oracle.colocatio
 ones the policy priced the packing with, and each keeps the fraction ``T_alone / T_shared``
 of its measured speed, as :class:`~jigsaw.simulator.rates.GavelRate` does with Gavel's.
 Built without an oracle, or for a model the oracle cannot price, it keeps the rule of
-Pollux's own simulator (:class:`jigsaw.rate_executor.ConstantRate`: divide by the most
+Pollux's own simulator (:class:`jigsaw.simulator.rate_executor.ConstantRate`: divide by the most
 loaded GPU's ``1 + others' load``); neither changes a replay without packing (Pollux's
 fidelity runs).
 """
@@ -26,18 +26,16 @@ fidelity runs).
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from jigsaw.cluster import GpuId, Placement
-from jigsaw.domain import Job
-from jigsaw.errors import InvalidSpecError
 from jigsaw.goodput.model import CANDIDATE_BATCHES
-from jigsaw.goodput.source import GoodputSource
+from jigsaw.model.cluster import GpuId, Placement, per_node_counts
+from jigsaw.model.domain import Job
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import Plan
 from jigsaw.oracle import GangTiming, Oracle
-from jigsaw.plan import Plan
 from jigsaw.traces.pollux_apps import PolluxApp
 from jigsaw.traces.pollux_progress import JobWork
 
@@ -199,13 +197,6 @@ class PolluxRate:
         del job
         return 0.0
 
-    def goodput_source(self) -> GoodputSource:
-        """What each job's Pollux agent tells a goodput policy (a fresh one per replay: it
-        remembers what each job has measured)."""
-        from jigsaw.simulator.pollux_agents import PolluxAgents  # it builds on this module
-
-        return PolluxAgents(self)
-
     def reference_rate(self, job: Job) -> float:
         """Alone on the fewest nodes (``gpus_per_node`` per node)."""
         workers, per_node = job.spec.workers, self.gpus_per_node
@@ -213,9 +204,3 @@ class PolluxRate:
             (workers % per_node,) if workers % per_node else ()
         )
         return self.iterations_per_second(job, compact)
-
-
-def per_node_counts(placement: Placement) -> tuple[int, ...]:
-    """GPUs per node of a placement, in node order (``((0,0),(0,1),(3,0))`` -> ``(2, 1)``)."""
-    counts = Counter(gpu[0] for gpu in set(placement))
-    return tuple(counts[node] for node in sorted(counts))

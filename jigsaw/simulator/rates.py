@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from jigsaw.cluster import GpuId, Placement
-from jigsaw.domain import Job
 from jigsaw.efficiency.table import EfficiencyTable, EtaEstimate
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.cluster import GpuId, Placement
+from jigsaw.model.domain import Job
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle import GangTiming, Oracle
-from jigsaw.plan import Plan, SPBPlan
-from jigsaw.rate_executor import RateModel
+from jigsaw.simulator.rate_executor import RateModel
 from jigsaw.traces import GavelThroughputs
 
 

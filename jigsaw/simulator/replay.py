@@ -25,15 +25,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.decisions import Decision, Preempt, Start
-from jigsaw.domain import Job, submitted_event
-from jigsaw.executor_events import Finished, Started
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Decision, Preempt, Start
+from jigsaw.model.domain import Job, submitted_event
+from jigsaw.model.executor_events import Finished, Started
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies.base import Policy
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
 from jigsaw.simulator.allocation_resets import AllocationResets, FollowsAllocationResets
 from jigsaw.simulator.decisionlog import DecisionLog
 from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds

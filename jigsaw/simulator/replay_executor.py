@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from jigsaw.cluster import GpuId, Placement
-from jigsaw.domain import Job
-from jigsaw.executor_events import ExecutorEvent, Progressed
-from jigsaw.lease_outcome import LeaseOutcome
-from jigsaw.plan import Plan
-from jigsaw.rate_executor import RateDrivenExecutor, RateModel
-from jigsaw.seams import Clock
+from jigsaw.model.cluster import GpuId, Placement
+from jigsaw.model.domain import Job
+from jigsaw.model.executor_events import ExecutorEvent, Progressed
+from jigsaw.model.lease_outcome import LeaseOutcome
+from jigsaw.model.plan import Plan
+from jigsaw.scheduling.seams import Clock
+from jigsaw.simulator.rate_executor import RateDrivenExecutor, RateModel
 from jigsaw.simulator.rates import OverheadModel
 
 
@@ -25,7 +25,8 @@ class _StartupByKind:
         self.kind = "launch"
         self.rate = inner.rate
         self.load = inner.load
-        # Time-slicing on shared GPUs (jigsaw.rate_executor.TimeSlicedRates), when offered.
+        # Time-slicing on shared GPUs (jigsaw.simulator.rate_executor.TimeSlicedRates), when
+        # offered.
         self.timing = getattr(inner, "timing", None)
         self.rate_at = getattr(inner, "rate_at", None)
         # The co-location model the policy prices packing with, when offered.

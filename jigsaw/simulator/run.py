@@ -8,17 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import jigsaw.policies  # noqa: F401  (registers every policy)
-from jigsaw.cluster import Cluster
-from jigsaw.efficiency.curves import APPS, RATIOS_FILE, CurveEta
 from jigsaw.efficiency.table import EfficiencyTable
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import DEFAULT_GPU_TYPE, preset
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import DEFAULT_GPU_TYPE, preset
+from jigsaw.model.plan import SPBPlan
 from jigsaw.oracle import Oracle, SharingSettings
-from jigsaw.plan import SPBPlan
 from jigsaw.policies.base import Policy, policy_factory
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.options import merged_options
 from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app, with_curve_eta
+from jigsaw.simulator.eta_curves import APPS, RATIOS_FILE, CurveEta
+from jigsaw.simulator.pollux_agents import PolluxAgents
 from jigsaw.simulator.pollux_rate import PolluxRate
 from jigsaw.simulator.rates import (
     GavelRate,
@@ -254,11 +255,10 @@ def job_reports_for(policy_name: str, rates: ReferenceRate) -> dict[str, Any]:
     """What a policy that sizes jobs from their reports (``goodput``) is given: the rate
     model's simulated job agents, fresh for each replay (under Pollux semantics,
     :class:`~jigsaw.simulator.pollux_agents.PolluxAgents`); nothing for other policies."""
-    source = getattr(rates, "goodput_source", None)
-    if not callable(source):
+    if not isinstance(rates, PolluxRate):
         return {}
     accepted = inspect.signature(policy_factory(policy_name)).parameters
-    return {"goodput": source()} if "goodput" in accepted else {}
+    return {"goodput": PolluxAgents(rates)} if "goodput" in accepted else {}
 
 
 def describe_sources(oracle: Oracle, arrivals: list[Arrival]) -> dict[str, Any]:

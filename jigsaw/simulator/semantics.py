@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
+from jigsaw.policies.shared.fairness import LasConfig
 from jigsaw.policies.timeslice import TimesliceConfig
 from jigsaw.simulator.rates import OverheadModel
 
@@ -62,7 +62,7 @@ class Semantics:
 def resize_priced_as_charged(overheads: OverheadModel) -> dict[str, Any]:
     """The jigsaw policy's resize-cost prior equal to what the replay charges a resize (its
     ``restart_s``, whatever the checkpoint), so the simulated rule prices the seconds it pays
-    before it has measured any (:mod:`jigsaw.policies.resize_cost`)."""
+    before it has measured any (:mod:`jigsaw.policies.jigsaw_parts.resize_cost`)."""
     return {
         "resize_floor_s": overheads.restart_s,
         "resize_s_per_gb": 0.0,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from jigsaw.oracle import Oracle
 from jigsaw.policies import policy_names
 from jigsaw.policies.options import merged_options, policy_options

@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jigsaw.domain import JobSpec
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.spec_checks import MAX_ITERATIONS, NAME_MAX_LENGTH
 from jigsaw.oracle import Oracle
-from jigsaw.spec_checks import MAX_ITERATIONS, NAME_MAX_LENGTH
 from jigsaw.traces import TraceJob, load_trace
 
 PHILLY_HEADER = "timestamp,duration,num_gpus"
@@ -63,7 +63,7 @@ def read_workload(
 
 def priority_from_weight(weight: float) -> int:
     """Trace priority weights (1 = normal) to JobSpec priorities (0 = normal); inverse of
-    :func:`jigsaw.policies.fairness.priority_weight`."""
+    :func:`jigsaw.policies.shared.fairness.priority_weight`."""
     if weight >= 1.0:
         return min(round(weight - 1.0), 1000)
     return -min(round(1.0 / max(weight, 1e-3) - 1.0), 1000)

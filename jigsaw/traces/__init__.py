@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jigsaw.errors import TraceFormatError
+from jigsaw.model.errors import TraceFormatError
 from jigsaw.traces.gavel import GavelThroughputs, read_gavel
 from jigsaw.traces.joblist import read_joblist
 from jigsaw.traces.philly import read_philly

@@ -3,7 +3,7 @@
 A trace line is ``job_type, command, working_directory, num_steps_arg, needs_data_dir,
 total_steps, scale_factor, priority_weight, SLO, arrival_time`` (tab separated). The job type
 (``"ResNet-50 (batch size 64)"``) maps to a zoo model and batch via
-``jigsaw.profiles.canonical_name``; Gavel's batch sizes are per worker.
+``jigsaw.model.profiles.canonical_name``; Gavel's batch sizes are per worker.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from jigsaw.environment import SHARING_MODES
-from jigsaw.errors import InvalidSpecError, TraceFormatError
-from jigsaw.profiles import analytic_profile, canonical_name
+from jigsaw.model.environment import SHARING_MODES
+from jigsaw.model.errors import InvalidSpecError, TraceFormatError
+from jigsaw.model.profiles import analytic_profile, canonical_name
 from jigsaw.traces.record import TraceJob, parse_non_negative_float, parse_positive_int
 
 NUM_FIELDS = 10
@@ -75,7 +75,7 @@ class GavelThroughputs:
     top level how its pairs shared the GPU: ``"sharing": "concurrent"`` (Gavel's measurements,
     the default when absent) or ``"timeslice"``. Every rate must be a finite number >= 0 (0:
     the job cannot run there, or the pair cannot share); every job type must map to a zoo
-    model (``jigsaw.profiles.canonical_name``), and a pair must name a job with its own entry
+    model (``jigsaw.model.profiles.canonical_name``), and a pair must name a job with its own entry
     on the same worker type. A bad entry raises :class:`TraceFormatError` naming the file, the
     line of the entry, its keys and what is wrong.
     """

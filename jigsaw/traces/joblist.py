@@ -24,10 +24,10 @@ from typing import Any
 
 import yaml
 
-from jigsaw.errors import InvalidSpecError, TraceFormatError
-from jigsaw.parallelism import PARALLELISM_CHOICES
-from jigsaw.plan import PlanRequest
-from jigsaw.profiles import analytic_profile, canonical_name
+from jigsaw.model.errors import InvalidSpecError, TraceFormatError
+from jigsaw.model.parallelism import PARALLELISM_CHOICES
+from jigsaw.model.plan import PlanRequest
+from jigsaw.model.profiles import analytic_profile, canonical_name
 from jigsaw.traces.record import TraceJob
 
 KNOWN_FIELDS = frozenset(

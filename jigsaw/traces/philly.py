@@ -12,9 +12,9 @@ import csv
 import datetime as dt
 from pathlib import Path
 
-from jigsaw.errors import TraceFormatError
+from jigsaw.model.errors import TraceFormatError
+from jigsaw.model.profiles import analytic_profile
 from jigsaw.oracle import Oracle
-from jigsaw.profiles import analytic_profile
 from jigsaw.traces.model_mix import assign_model
 from jigsaw.traces.record import TraceJob, parse_non_negative_float, parse_positive_int
 

@@ -22,8 +22,8 @@ import csv
 import math
 from pathlib import Path
 
-from jigsaw.errors import TraceFormatError
-from jigsaw.profiles import POLLUX_APPS
+from jigsaw.model.errors import TraceFormatError
+from jigsaw.model.profiles import POLLUX_APPS
 from jigsaw.traces.pollux_apps import PolluxApp, app_has_data, find_apps_dir, load_pollux_app
 from jigsaw.traces.record import TraceJob, parse_non_negative_float, parse_positive_int
 

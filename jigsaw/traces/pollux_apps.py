@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from jigsaw.errors import TraceFormatError
+from jigsaw.model.errors import TraceFormatError
 from jigsaw.oracle.calibration import Measurement, load_app
 from jigsaw.traces.pollux_curves import AppCurves, has_curves, load_app_curves
 from jigsaw.traces.record import Elasticity

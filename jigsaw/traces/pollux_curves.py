@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jigsaw.errors import TraceFormatError
+from jigsaw.model.errors import TraceFormatError
 
 COLUMNS = ("progress", "iteration", "metric", "grad_sqr", "grad_var")
 _FILE = re.compile(r"^validation-(?P<batch>\d+)\.csv$")

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from jigsaw.errors import TraceFormatError
+from jigsaw.model.errors import TraceFormatError
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,15 +19,15 @@ from api.queue_reasons import ClusterNow, waiting_reason
 from api.scheduler.recorder import RoundRecorder
 from api.scheduler.service import build_policy
 from api.store import SqlStore
-from jigsaw.clock import WallClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.domain import Job, JobSpec
 from jigsaw.efficiency.pipeline import model_pipeline_eta
-from jigsaw.lifecycle import JobState
-from jigsaw.parallelism import PipelinePlan
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.parallelism import PipelinePlan
 from jigsaw.policies.quota import Quotas
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.scheduling.clock import WallClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.api.conftest import ApiClient, make_api
 
 CLUSTER = Cluster.uniform(4, 4)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.plan import SPBPlan
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.plan import SPBPlan
 from tests.api.conftest import ApiClient
 
 

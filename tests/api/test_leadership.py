@@ -24,15 +24,15 @@ from api.scheduler.leader import (
 from api.scheduler.service import SchedulerService
 from api.settings import Settings
 from api.store import SqlStore, StaleEpochError
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.domain import Job, JobSpec, submitted_event, transition
-from jigsaw.hardware import preset
-from jigsaw.lifecycle import JobState
-from jigsaw.planner import Planner
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import JobState
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.conftest import REPO, ServerProcess, _libpq
 
 

@@ -15,7 +15,7 @@ from api.db import make_engine
 from api.migrate import current_revision, downgrade_to, head_revision, is_at_head, upgrade_to_head
 from api.models import Base
 from api.store.sql_store import SqlStore
-from jigsaw.lifecycle import JobState
+from jigsaw.model.lifecycle import JobState
 from tests.conftest import PostgresDatabases
 
 

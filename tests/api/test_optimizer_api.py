@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from jigsaw.domain import JobSpec
+from jigsaw.model.domain import JobSpec
 from jigsaw.oracle.plan_choice import GIB
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 from tests.api.conftest import ApiClient, make_api
 
 MLP: dict[str, Any] = {"name": "o", "model": "mlp", "workers": 2, "iterations": 10}

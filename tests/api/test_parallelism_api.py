@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from jigsaw.domain import JobSpec
-from jigsaw.hardware import preset
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.hardware import preset
 from jigsaw.oracle.plan_choice import GIB
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 from tests.api.conftest import ApiClient, make_api
 
 VGG: dict[str, Any] = {"name": "big", "model": "vgg16_32_fc", "workers": 2, "iterations": 10}

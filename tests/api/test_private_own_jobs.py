@@ -17,10 +17,10 @@ import pytest
 from api.scheduler.recorder import RoundRecorder
 from api.scheduler.service import build_policy
 from api.store import SqlStore
-from jigsaw.clock import WallClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.model.cluster import Cluster
+from jigsaw.scheduling.clock import WallClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.api.conftest import ApiClient, make_api
 
 CLUSTER = Cluster.uniform(4, 4)

@@ -9,13 +9,13 @@ import time
 import httpx
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.decisions import Start
-from jigsaw.domain import Job, JobSpec
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies import create_policy
 from jigsaw.policies.quota import QuotaPolicy, Quotas
-from jigsaw.snapshot import Snapshot
 from tests.api.conftest import make_api
 from tests.conftest import StartServer
 

@@ -12,7 +12,7 @@ from typing import get_args
 import pytest
 
 from api.settings import Settings, read_settings
-from jigsaw.environment import SHARING_MODES, InvalidSettingError
+from jigsaw.model.environment import SHARING_MODES, InvalidSettingError
 from jigsaw.oracle import SharingSettings
 from worker.runtime.settings import RuntimeSettings
 

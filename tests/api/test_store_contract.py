@@ -11,13 +11,13 @@ from sqlalchemy.exc import IntegrityError
 
 from api.db import make_engine
 from api.store import SqlStore, StaleEpochError
-from jigsaw.domain import Job, JobSpec, submitted_event, transition
-from jigsaw.errors import ConflictError, JobNotFoundError
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, SPBPlan
-from jigsaw.seams import Store
+from jigsaw.model.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.model.errors import ConflictError, JobNotFoundError
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import Plan, SPBPlan
+from jigsaw.scheduling.memstore import InMemoryStore
+from jigsaw.scheduling.seams import Store
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

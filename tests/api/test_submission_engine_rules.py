@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jigsaw.environment import GIB
-from jigsaw.sizes import human_bytes
+from jigsaw.model.environment import GIB
+from jigsaw.model.sizes import human_bytes
 from tests.api.conftest import ApiClient, make_api
 
 

@@ -15,12 +15,12 @@ import pytest
 from api.jobs_service import INVENTORY_MAX_AGE_S
 from api.scheduler.recorder import RoundRecorder
 from api.store import SqlStore
-from jigsaw.clock import WallClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies import create_policy
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.scheduling.clock import WallClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.api.conftest import ApiClient, make_api
 
 

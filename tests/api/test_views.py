@@ -9,16 +9,16 @@ from api.queue_estimate import estimate_queue
 from api.scheduler.recorder import ProgressRecorder, RoundRecorder
 from api.store import SqlStore
 from api.store.telemetry import ProgressSample, Telemetry
-from jigsaw.clock import WallClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.executor_events import Finished, Progressed
-from jigsaw.lease_outcome import LeaseOutcome
-from jigsaw.lifecycle import JobState
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.executor_events import Finished, Progressed
+from jigsaw.model.lease_outcome import LeaseOutcome
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies import create_policy
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.scheduling.clock import WallClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.api.conftest import ApiClient, make_api
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.domain import JobSpec
-from jigsaw.hardware import preset
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.hardware import preset
 from jigsaw.oracle.plan_choice import GIB
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 from tests.cli.conftest import (
     Cli,
     ServerProcess,

@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster, Placement
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.decisions import Decision
-from jigsaw.domain import Job, JobSpec, submitted_event
-from jigsaw.memstore import InMemoryStore
+from jigsaw.model.cluster import Cluster, Placement
+from jigsaw.model.decisions import Decision
+from jigsaw.model.domain import Job, JobSpec, submitted_event
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
 from jigsaw.policies.base import PolicyBase
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
 from jigsaw.simulator import SimulationSetup, make_oracle
-from jigsaw.snapshot import Snapshot
 
 TWO: Placement = ((0, 0), (0, 1))
 FOUR: Placement = ((0, 0), (0, 1), (0, 2), (0, 3))

@@ -3,15 +3,15 @@ executor and virtual clock."""
 
 from __future__ import annotations
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster, Placement
-from jigsaw.cycle import RetryPolicy, SchedulingCycle
-from jigsaw.domain import Job, JobSpec, submitted_event, transition
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
-from jigsaw.plan import Plan
+from jigsaw.model.cluster import Cluster, Placement
+from jigsaw.model.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import Plan
 from jigsaw.policies import create_policy
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 
 
 def setup(num_gpus: int = 4, per_node: int = 2, rate: float = 10.0, startup: float = 0.0):

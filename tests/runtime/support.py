@@ -7,19 +7,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jigsaw.clock import WallClock
-from jigsaw.cluster import Cluster, Node
-from jigsaw.cycle import RetryPolicy, SchedulingCycle
-from jigsaw.decisions import Decision, Preempt, Resize, Start
-from jigsaw.domain import Job, JobSpec, submitted_event
-from jigsaw.executor_events import ExecutorEvent
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
-from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.plan import full_backprop, resolve_plan
+from jigsaw.model.cluster import Cluster, Node
+from jigsaw.model.decisions import Decision, Preempt, Resize, Start
+from jigsaw.model.domain import Job, JobSpec, submitted_event
+from jigsaw.model.executor_events import ExecutorEvent
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop, resolve_plan
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy, PolicyBase
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.placement import compact_placement, group_by_node, take
+from jigsaw.scheduling.clock import WallClock
+from jigsaw.scheduling.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
 from worker.ray_executor import RayExecutor
 from worker.runtime.settings import RuntimeSettings
 
@@ -160,7 +160,7 @@ class Harness:
         return all(j.state.is_terminal for j in self.store.all_jobs())
 
     def progress_of(self, job_id: str) -> list[tuple[int | None, float]]:
-        from jigsaw.executor_events import Progressed
+        from jigsaw.model.executor_events import Progressed
 
         return [
             (e.attempt, e.iterations_done)

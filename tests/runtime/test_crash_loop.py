@@ -1,17 +1,18 @@
-"""The cycle's retry rules the runtime relies on (jigsaw/cycle.py RetryPolicy): a crash loop is
+"""The cycle's retry rules the runtime relies on (jigsaw/scheduling/cycle.py RetryPolicy): a crash
+loop is
 N failures within a time window, and a gang that fails before it started backs off too."""
 
 from __future__ import annotations
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import RetryPolicy, SchedulingCycle
-from jigsaw.domain import Job, JobSpec, submitted_event
-from jigsaw.executor_events import Failed
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import Job, JobSpec, submitted_event
+from jigsaw.model.executor_events import Failed
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies import create_policy
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 
 
 def make_cycle(retry: RetryPolicy) -> tuple[InMemoryStore, VirtualClock, SchedulingCycle]:

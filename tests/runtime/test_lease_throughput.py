@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jigsaw.parallelism import PipelinePlan
-from jigsaw.plan import Plan, SPBPlan
+from jigsaw.model.parallelism import PipelinePlan
+from jigsaw.model.plan import Plan, SPBPlan
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.messages import GangConfig, LeaseReport
 from worker.runtime.summary import summarize

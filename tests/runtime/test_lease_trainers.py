@@ -10,13 +10,13 @@ import pytest
 import torch
 from torch import nn
 
-from jigsaw.hardware import preset
+from jigsaw.model.hardware import preset
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle.memory import WorkerMemory
 from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_predictions import predict_data_parallel, predict_plan, replica_batch
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, SPBPlan
-from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.oracle.profile_catalog import ProfileCatalog
 from tests.worker.gang_configs import gang_config
 from tests.worker.pipeline_support import collect_weights, max_difference, reference_weights
 from worker.pipeline import PipelineConfig

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.domain import transition
-from jigsaw.executor_events import Finished, Progressed
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan
-from jigsaw.retention import sweep_checkpoints
+from jigsaw.model.domain import transition
+from jigsaw.model.executor_events import Finished, Progressed
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan
+from jigsaw.scheduling.retention import sweep_checkpoints
 from tests.runtime.support import PriorityPreemptingPolicy, make_harness
 from worker.runtime.checkpoints import CheckpointStore
 

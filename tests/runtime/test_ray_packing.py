@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.executor_events import Finished, Started
-from jigsaw.hardware import preset
-from jigsaw.lifecycle import JobState
+from jigsaw.model.executor_events import Finished, Started
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from tests.runtime.support import make_harness
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.decisions import Decision, Replan, Start
-from jigsaw.domain import Job, JobSpec
-from jigsaw.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
-from jigsaw.lifecycle import JobState
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.placement import compact_placement, group_by_node, take
-from jigsaw.plan import SPBPlan
+from jigsaw.model.decisions import Decision, Replan, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.executor_events import ExecutorEvent, Failed, Finished, Progressed, Started
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import SPBPlan
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.base import PolicyBase
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.placement import compact_placement, group_by_node, take
 from tests.runtime.support import make_harness
 from worker.ray_executor import RayExecutor
 from worker.runtime.checkpoints import CheckpointStore

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from jigsaw.executor_events import Progressed
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import full_backprop
-from jigsaw.reasons import ReasonCode
+from jigsaw.model.executor_events import Progressed
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop
+from jigsaw.model.reasons import ReasonCode
 from tests.runtime.support import ScriptedResizePolicy, make_harness
 from worker.runtime.checkpoints import CheckpointStore
 from worker.spb import SPBTrainer, TrainerConfig

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.lease_outcome import InvalidLeaseOutcomeError, LeaseOutcome
-from jigsaw.plan import PlanRequest, SPBPlan, full_backprop
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.model.lease_outcome import InvalidLeaseOutcomeError, LeaseOutcome
+from jigsaw.model.plan import PlanRequest, SPBPlan, full_backprop
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.control import ControlChannel, is_control_point
 from worker.runtime.failures import classify

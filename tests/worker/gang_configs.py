@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jigsaw.plan import Plan
+from jigsaw.model.plan import Plan
 from worker.runtime.messages import GangConfig
 
 

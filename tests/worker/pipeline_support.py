@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from jigsaw.parallelism import PipelinePlan
+from jigsaw.model.parallelism import PipelinePlan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.pipeline.checkpoint import load_pipeline, save_pipeline
 from worker.spb.collectives import Collectives

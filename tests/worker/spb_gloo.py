@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jigsaw.plan import SPBPlan, full_backprop, staircase, uniform
+from jigsaw.model.plan import SPBPlan, full_backprop, staircase, uniform
 from worker.spb.launch import spawn_local
 from worker.spb.scenarios import Scenario, load_results, run_scenarios
 from worker.spb.trainer_setup import TrainerConfig

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, SPBPlan
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import Plan, SPBPlan
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.memory_limit import GIB, WorkerMemoryExceeded, check_worker_memory
 from worker.runtime.messages import GangConfig

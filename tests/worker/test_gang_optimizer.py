@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import torch
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import full_backprop
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import full_backprop
 from tests.worker.gang_configs import gang_config
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.messages import GangConfig

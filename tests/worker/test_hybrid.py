@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.parallelism import HybridPlan, ShardedBlock
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.parallelism import HybridPlan, ShardedBlock
 from worker.hybrid import HybridConfig, HybridTrainer
 from worker.hybrid.checkpoint import load_hybrid, save_hybrid
 from worker.hybrid.evaluate import evaluate_hybrid

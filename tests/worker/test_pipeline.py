@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.parallelism import PipelinePlan
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.parallelism import PipelinePlan
 from tests.worker.pipeline_support import (
     collect_weights,
     gloo_body,

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import Tensor
 
-from jigsaw.efficiency.statistics import parse_block_noise, two_batch_estimate
-from jigsaw.plan import resolve_plan
+from jigsaw.model.block_noise import parse_block_noise, two_batch_estimate
+from jigsaw.model.plan import resolve_plan
 from tests.worker.lease_reports import lease_report
 from worker.runtime.summary import summarize
 from worker.spb.collectives import Collectives

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from jigsaw.plan import SPBPlan, resolve_plan
+from jigsaw.model.plan import SPBPlan, resolve_plan
 from tests.worker.spb_gloo import STAIRCASE, STAIRCASE_STEPS, WORLD
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.trainer_setup import TrainerConfig

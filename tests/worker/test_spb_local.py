@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.plan import SPBPlan, full_backprop, staircase
+from jigsaw.model.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.model.plan import SPBPlan, full_backprop, staircase
 from worker.spb.checkpoint import CheckpointError
 from worker.spb.collectives import ring_all_reduce_bytes
 from worker.spb.model_plans import model_plan

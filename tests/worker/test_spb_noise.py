@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import torch
 
-from jigsaw.efficiency.statistics import BlockNoise, two_batch_estimate
-from jigsaw.plan import full_backprop, resolve_plan
+from jigsaw.model.block_noise import BlockNoise, two_batch_estimate
+from jigsaw.model.plan import full_backprop, resolve_plan
 from tests.worker.lease_reports import lease_report
 from worker.runtime.summary import summarize
 from worker.spb.collectives import Collectives

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from jigsaw.plan import SPBPlan, resolve_plan
+from jigsaw.model.plan import SPBPlan, resolve_plan
 from worker.spb.schedule import CommSchedule
 
 

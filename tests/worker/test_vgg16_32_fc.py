@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from jigsaw.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from worker.hybrid import HybridConfig, HybridTrainer
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.spb.thread_collectives import run_threads

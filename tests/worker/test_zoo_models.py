@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.plan import full_backprop
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import full_backprop
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import ThreadGroup
 from worker.spb.trainer import SPBTrainer

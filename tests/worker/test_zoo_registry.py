@@ -105,7 +105,7 @@ def test_declared_block_count_is_what_the_builder_builds(model: ZooModel) -> Non
 def test_the_profile_records_the_training_split_the_workers_build(model: ZooModel) -> None:
     """The planner refuses a global batch larger than the profile's ``train_samples`` at
     submit; the samplers refuse it at launch. The two numbers must be the same."""
-    from jigsaw.catalog import default_catalog
+    from jigsaw.planning.catalog import default_catalog
 
     profile = default_catalog().lookup(model.name).profile
     assert profile is not None
@@ -121,7 +121,7 @@ def test_a_name_listed_twice_is_refused() -> None:
 def test_the_catalog_knows_every_zoo_model_with_the_block_count_the_workers_build() -> None:
     """The control plane resolves plans against the catalog's K; the workers train the zoo's
     model. The two must agree for every model, or a resolved plan would not fit."""
-    from jigsaw.catalog import ModelKind, default_catalog
+    from jigsaw.planning.catalog import ModelKind, default_catalog
 
     catalog = default_catalog()
     for model in ZOO_MODELS:
@@ -131,7 +131,7 @@ def test_the_catalog_knows_every_zoo_model_with_the_block_count_the_workers_buil
 
 
 def test_a_worker_refuses_a_zoo_model_whose_k_disagrees_with_the_catalog() -> None:
-    from jigsaw.errors import InvalidSpecError
+    from jigsaw.model.errors import InvalidSpecError
     from worker.runtime.gang_worker import check_against_catalog
 
     check_against_catalog("digits_cnn", 4)

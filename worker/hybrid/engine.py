@@ -23,8 +23,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.parallelism import HybridPlan
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.parallelism import HybridPlan
 from worker.hybrid.sharded_linear import (
     ColumnLinear,
     RowLinear,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from worker.hybrid.engine import HybridTrainer
 from worker.hybrid.sharded_linear import gather_rows
 

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from worker.spb.collectives import Collectives
 
 

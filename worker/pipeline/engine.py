@@ -17,8 +17,8 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.parallelism import PipelinePlan
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.parallelism import PipelinePlan
 from worker.pipeline.schedule import stage_schedule
 from worker.pipeline.versions import MomentumSGD, WeightVersions
 from worker.saved_bytes import SavedBytes

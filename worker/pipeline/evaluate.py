@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from worker.pipeline.engine import PipelineTrainer
 
 EVAL_BATCH = 256

@@ -14,7 +14,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from worker.runtime.memory_limit import WorkerMemoryExceeded
 from worker.spb import CheckpointError
 

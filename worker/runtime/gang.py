@@ -26,7 +26,7 @@ from typing import Any
 import ray
 from ray.util.placement_group import PlacementGroup
 
-from jigsaw.executor_events import (
+from jigsaw.model.executor_events import (
     ExecutorEvent,
     Failed,
     Finished,
@@ -34,8 +34,8 @@ from jigsaw.executor_events import (
     ResizeReverted,
     Started,
 )
-from jigsaw.lease_outcome import LeaseOutcome
-from jigsaw.plan import Plan
+from jigsaw.model.lease_outcome import LeaseOutcome
+from jigsaw.model.plan import Plan
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.failures import GangFailure, PlacementTimeout, diagnose
 from worker.runtime.gang_launcher import GangLauncher, GangRequest, release

@@ -17,8 +17,8 @@ import ray
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from jigsaw.cluster import Placement
-from jigsaw.plan import Plan, PlanRequest
+from jigsaw.model.cluster import Placement
+from jigsaw.model.plan import Plan, PlanRequest
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.failures import GangFailure, PlacementTimeout, diagnose
 from worker.runtime.gang_worker import RemoteGangWorker
@@ -48,7 +48,7 @@ class GangRequest:
     base_global_batch: int | None = None
     """``batch_policy: adaptive``: the global batch the learning rate was tuned for."""
     optimizer: str = "sgd"
-    """The job's optimizer (:attr:`jigsaw.domain.JobSpec.optimizer`)."""
+    """The job's optimizer (:attr:`jigsaw.model.domain.JobSpec.optimizer`)."""
 
 
 class GangLauncher:

@@ -21,8 +21,8 @@ import ray
 import torch
 import torch.distributed as dist
 
-from jigsaw.catalog import default_catalog
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.planning.catalog import default_catalog
 from worker.runtime.checkpoints import CheckpointStore
 from worker.runtime.control import ControlChannel, is_control_point
 from worker.runtime.hybrid_lease import HybridLease

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jigsaw.model.parallelism import HybridPlan
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
-from jigsaw.parallelism import HybridPlan
 from worker.hybrid import HybridConfig, HybridStepMetrics, HybridTrainer
 from worker.hybrid.checkpoint import load_hybrid, save_hybrid
 from worker.hybrid.evaluate import evaluate_hybrid

@@ -1,4 +1,4 @@
-"""Connect to Ray and present its nodes to the scheduler as a :class:`jigsaw.cluster.Cluster`.
+"""Connect to Ray and present its nodes to the scheduler as a :class:`jigsaw.model.cluster.Cluster`.
 
 Node indexes are stable for the life of the process: a node keeps its index when it dies (it
 is reported with ``alive=False``, which is how the scheduling cycle learns that gangs placed on
@@ -15,8 +15,8 @@ from typing import Any
 
 import ray
 
-from jigsaw.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Node
-from jigsaw.hardware import DEFAULT_GPU_TYPE
+from jigsaw.model.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Node
+from jigsaw.model.hardware import DEFAULT_GPU_TYPE
 from worker.runtime.settings import RuntimeSettings
 
 

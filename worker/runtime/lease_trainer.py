@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 import torch
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.errors import JigsawError
-from jigsaw.plan import Plan
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.errors import JigsawError
+from jigsaw.model.plan import Plan
 
 OnIteration = Callable[[int], None]
 """Called with the completed iteration count whenever the engine has made progress."""

@@ -10,7 +10,7 @@ and the failure is not retried: the same model under the same plan needs the sam
 
 from __future__ import annotations
 
-from jigsaw.errors import JigsawError
+from jigsaw.model.errors import JigsawError
 
 GIB = 1024**3
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.plan import Plan, PlanRequest
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.plan import Plan, PlanRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ class GangConfig:
     """The per-worker memory limit (:mod:`worker.runtime.memory_limit`); None: no limit."""
     base_global_batch: int | None = None
     """``batch_policy: adaptive``: the global batch ``learning_rate`` was tuned for; at any
-    other the rate follows :func:`jigsaw.lr_scaling.scaled_learning_rate`. None: kept."""
+    other the rate follows :func:`jigsaw.efficiency.lr_scaling.scaled_learning_rate`. None: kept."""
     optimizer: str = "sgd"
     """The job's optimizer (``sgd`` or ``adamw``); the data-parallel engine builds it, and
     the adaptive batch's learning-rate rule follows it. Pipeline and hybrid gangs train with

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jigsaw.model.parallelism import PipelinePlan
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
-from jigsaw.parallelism import PipelinePlan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.pipeline.checkpoint import load_pipeline, save_pipeline
 from worker.pipeline.evaluate import evaluate_pipeline

@@ -2,8 +2,9 @@
 
 The variables the service reads too (``JIGSAW_DATA_DIR``, ``JIGSAW_GPUS``, ``JIGSAW_GPU_TYPE``,
 ``JIGSAW_LEASE_ITERATIONS``) take their meaning, default and range from
-:mod:`jigsaw.environment`; the rest are runtime knobs with defaults that suit both a laptop and
-a cluster. A rejected value raises :class:`~jigsaw.environment.InvalidSettingError` naming the
+:mod:`jigsaw.model.environment`; the rest are runtime knobs with defaults that suit both a laptop
+and
+a cluster. A rejected value raises :class:`~jigsaw.model.environment.InvalidSettingError` naming the
 variable, what is wrong and what it accepts.
 """
 
@@ -16,7 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
-from jigsaw.environment import (
+from jigsaw.model.environment import (
     ENV_PREFIX,
     GPUS_DEFAULT,
     GPUS_MAX,
@@ -29,7 +30,7 @@ from jigsaw.environment import (
     expand_user,
     rejected,
 )
-from jigsaw.hardware import DEFAULT_GPU_TYPE
+from jigsaw.model.hardware import DEFAULT_GPU_TYPE
 
 
 class RuntimeSettings(BaseSettings):
@@ -76,9 +77,9 @@ class RuntimeSettings(BaseSettings):
     gpu_type: str = DEFAULT_GPU_TYPE
     """Reported for nodes whose Ray resources name no ``accelerator_type``."""
     sharing: Literal["timeslice", "concurrent"] = SHARING_DEFAULT
-    """``JIGSAW_SHARING``: how the hardware shares a GPU (jigsaw.environment)."""
+    """``JIGSAW_SHARING``: how the hardware shares a GPU (jigsaw.model.environment)."""
     interference: float = Field(default=0.0, ge=0, le=INTERFERENCE_MAX, allow_inf_nan=False)
-    """``JIGSAW_INTERFERENCE``: penalty on shared rates, 0 to 0.9 (jigsaw.environment)."""
+    """``JIGSAW_INTERFERENCE``: penalty on shared rates, 0 to 0.9 (jigsaw.model.environment)."""
     startup_timeout_s: float = Field(default=180.0, gt=0)
     """Reserve + launch + rendezvous + restore must finish within this or the start fails."""
     resize_placement_timeout_s: float = Field(default=60.0, gt=0)

@@ -7,12 +7,12 @@ from typing import Literal
 
 import torch
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.errors import InvalidSpecError
-from jigsaw.lr_scaling import scaled_learning_rate
+from jigsaw.efficiency.lr_scaling import scaled_learning_rate
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import Plan, PlanRequest, SPBPlan
+from jigsaw.model.spec_checks import OPTIMIZERS
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
-from jigsaw.plan import Plan, PlanRequest, SPBPlan
-from jigsaw.spec_checks import OPTIMIZERS
 from worker.runtime.lease_trainer import OnIteration, PlanChangeRefused, RunOutcome
 from worker.runtime.messages import GangConfig
 from worker.saved_bytes import tensor_bytes

@@ -1,5 +1,6 @@
 """Turn one lease's per-rank reports into the typed outcome of a ``Progressed`` event
-(:class:`jigsaw.lease_outcome.LeaseOutcome`): ``loss`` (mean over the lease's iterations and all
+(:class:`jigsaw.model.lease_outcome.LeaseOutcome`): ``loss`` (mean over the lease's iterations and
+all
 ranks), ``throughput`` (samples per second over the whole gang), ``plan`` (in force at the end of
 the lease); the rest describe where time, memory and traffic went.
 """
@@ -10,8 +11,8 @@ import logging
 from collections.abc import Sequence
 from statistics import fmean
 
-from jigsaw.lease_outcome import LeaseOutcome, LeaseTimings, RankCosts
-from jigsaw.plan import SPBPlan
+from jigsaw.model.lease_outcome import LeaseOutcome, LeaseTimings, RankCosts
+from jigsaw.model.plan import SPBPlan
 from worker.runtime.messages import LeaseReport
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from jigsaw.errors import JigsawError
+from jigsaw.model.errors import JigsawError
 
 FORMAT_VERSION = 1
 SHARED_FILE = "shared.pt"

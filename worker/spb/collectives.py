@@ -25,7 +25,7 @@ from typing import Protocol
 
 import torch
 
-from jigsaw.errors import JigsawError
+from jigsaw.model.errors import JigsawError
 
 
 class CollectiveError(JigsawError):

@@ -1,6 +1,6 @@
 """Plans named in words, resolved against a zoo model: for standalone tools (tests, benchmarks).
 
-The trainer takes a resolved :class:`~jigsaw.plan.SPBPlan` only. The Ray runtime resolves a
+The trainer takes a resolved :class:`~jigsaw.model.plan.SPBPlan` only. The Ray runtime resolves a
 job's plan once, against the model its workers built (:mod:`worker.runtime.spb_lease`); a tool
 that names a plan (``"staircase"``, ``"0,1,1,3"``) resolves it here, against the same model.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jigsaw.plan import PlanRequest, SPBPlan, resolve_plan
+from jigsaw.model.plan import PlanRequest, SPBPlan, resolve_plan
 from worker.zoo import load_workload
 
 

@@ -5,7 +5,7 @@ of its own flattened gradient to the buffer it all-reduces, so after the reduce 
 delivery, which sends the same buffer) every rank holds ``local_sqr`` (mean over contributors
 of ``|g_r|^2``) and can compute ``total_sqr = |mean|^2`` itself. That costs 4 bytes per block
 and one dot product per block on each side; no extra collective. The unbiased two-batch
-estimator (:func:`jigsaw.efficiency.statistics.two_batch_estimate`) turns the pair into
+estimator (:func:`jigsaw.model.block_noise.two_batch_estimate`) turns the pair into
 ``(grad_sqr, grad_var)``; blocks with a single contributor give nothing (see the probe
 iterations in :class:`~worker.spb.trainer.SPBTrainer`). For Adam and AdamW both squared norms
 are taken in Adam's preconditioned space (:mod:`worker.spb.preconditioner`); this tracker does
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from jigsaw.efficiency.statistics import BlockNoise, two_batch_estimate
+from jigsaw.model.block_noise import BlockNoise, two_batch_estimate
 
 DEFAULT_DECAY = 0.95
 

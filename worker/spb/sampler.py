@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 
 
 @dataclass

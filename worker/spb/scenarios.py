@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from jigsaw.plan import SPBPlan
+from jigsaw.model.plan import SPBPlan
 from worker.spb.collectives import Collectives
 from worker.spb.sampler import GlobalBatchSampler
 from worker.spb.trainer import SPBTrainer

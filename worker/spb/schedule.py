@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jigsaw.plan import SPBPlan
+from jigsaw.model.plan import SPBPlan
 
 
 @dataclass(frozen=True, slots=True)

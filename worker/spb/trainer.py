@@ -22,10 +22,10 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.errors import InvalidSpecError, JigsawError
+from jigsaw.model.block_noise import BlockNoise
+from jigsaw.model.errors import InvalidSpecError, JigsawError
+from jigsaw.model.plan import SPBPlan, full_backprop
 from jigsaw.oracle.memory import optimizer_state_copies, worker_memory
-from jigsaw.plan import SPBPlan, full_backprop
 from worker.spb import checkpoint as ckpt
 from worker.spb.collectives import Collectives
 from worker.spb.gradient_sync import BufferAverager, GradientSynchronizer

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.plan import SPBPlan
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import SPBPlan
 from worker.spb.noise import DEFAULT_DECAY
 from worker.zoo.workload import GLOBAL_RNG_LOCK
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from worker.zoo.gpt import build_gpt_small
 from worker.zoo.resnet import (
     build_resnet18_32,

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 import torch
 from torch import Tensor, nn
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 
 Metric = Literal["accuracy", "loss"]
 LossFn = Callable[[Tensor, Tensor], Tensor]

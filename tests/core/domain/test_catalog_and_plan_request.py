@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.catalog import ModelCatalog, ModelKind, is_entrypoint
-from jigsaw.cycle import learned_model_facts
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.hardware import preset
-from jigsaw.lease_outcome import LeaseOutcome
-from jigsaw.lifecycle import JobState
-from jigsaw.oracle import Oracle
-from jigsaw.plan import (
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.model.hardware import preset
+from jigsaw.model.lease_outcome import LeaseOutcome
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import (
     PlanRequest,
     RequestKind,
     SPBPlan,
@@ -24,12 +21,15 @@ from jigsaw.plan import (
     plan_from_json,
     plan_to_json,
 )
-from jigsaw.planner import Planner
+from jigsaw.model.profiles import ZOO_MODELS
+from jigsaw.model.reasons import ReasonCode
+from jigsaw.oracle import Oracle
+from jigsaw.planning.catalog import ModelCatalog, ModelKind, is_entrypoint
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import policy_names
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.quota import QuotaPolicy, Quotas
-from jigsaw.profiles import ZOO_MODELS
-from jigsaw.reasons import ReasonCode
+from jigsaw.scheduling.cycle import learned_model_facts
 
 CATALOG = ModelCatalog()
 
@@ -152,14 +152,14 @@ def test_docs_list_every_zoo_model_a_submission_may_name() -> None:
     """docs/API.md ("Checks a submission passes") names the zoo models the catalog takes."""
     text = (Path(__file__).resolve().parents[3] / "docs" / "API.md").read_text()
     check = text.split("### Checks a submission passes")[1].split("4. **`spb` fits")[0]
-    listed = check.split("(`jigsaw/catalog.py`:")[1].split(")")[0]
+    listed = check.split("(`jigsaw/planning/catalog.py`:")[1].split(")")[0]
     assert set(re.findall(r"`(\w+)`", listed)) == set(ZOO_MODELS)
 
 
 def test_docs_list_every_reason_code_and_no_other() -> None:
     """docs/API.md ("Job events") lists the codes programs may match on: all of them."""
     text = (Path(__file__).resolve().parents[3] / "docs" / "API.md").read_text()
-    listed = text.split("(`jigsaw/reasons.py`):")[1].split("Match on codes")[0]
+    listed = text.split("(`jigsaw/model/reasons.py`):")[1].split("Match on codes")[0]
     documented = set(re.findall(r"`([A-Z][a-z]+/[A-Za-z]+)`", listed))
     assert documented == {str(code) for code in ReasonCode}
 

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.domain import transition
-from jigsaw.executor_events import Failed
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import transition
+from jigsaw.model.executor_events import Failed
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies import create_policy
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from tests.core.support import run_until_idle, setup, submit
 
 

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.domain import Job, JobSpec, submitted_event, transition
-from jigsaw.errors import ConflictError, IllegalTransitionError
-from jigsaw.hardware import preset
-from jigsaw.lifecycle import TRANSITIONS, JobState
-from jigsaw.memstore import InMemoryStore
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import Job, JobSpec, submitted_event, transition
+from jigsaw.model.errors import ConflictError, IllegalTransitionError
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import TRANSITIONS, JobState
+from jigsaw.model.plan import SPBPlan
 from jigsaw.oracle import GangTiming, Oracle, timesliced_iteration_times
-from jigsaw.plan import SPBPlan
-from jigsaw.rate_executor import RateDrivenExecutor
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
+from jigsaw.simulator.rate_executor import RateDrivenExecutor
 from jigsaw.simulator.rates import OracleRate
 from jigsaw.simulator.run import make_policy
 

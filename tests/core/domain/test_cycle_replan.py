@@ -8,15 +8,15 @@ import logging
 
 import pytest
 
-from jigsaw.decisions import Decision, Replan, Resize
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan, full_backprop
+from jigsaw.model.decisions import Decision, Replan, Resize
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan, full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.base import PolicyBase
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
-from jigsaw.seams import ReplanRefused
+from jigsaw.scheduling.seams import ReplanRefused
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from jigsaw.simulator.rates import OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
-from jigsaw.snapshot import Snapshot
 from tests.core.support import setup, submit
 
 NEW_PLAN = SPBPlan((0, 3), 4)
@@ -74,7 +74,7 @@ def test_a_replan_of_a_gang_that_is_gone_is_not_recorded(
     before = store.get("a")
     cycle.policy = ReplanEveryRunningJob(lose_gangs=executor)
     clock.advance_to(5.0)
-    with caplog.at_level(logging.WARNING, logger="jigsaw.cycle"):
+    with caplog.at_level(logging.WARNING, logger="jigsaw.scheduling.cycle"):
         report = cycle.run_once()
     assert (report.applied, report.skipped) == (0, 1)
     assert decided == []
@@ -130,7 +130,7 @@ def test_a_resize_the_executor_refuses_is_not_recorded(
     executor.__class__ = RefusingResizes  # the same gangs, an executor that refuses resizes
     cycle.policy = ResizeEveryRunningJobToOne()
     clock.advance_to(5.0)
-    with caplog.at_level(logging.WARNING, logger="jigsaw.cycle"):
+    with caplog.at_level(logging.WARNING, logger="jigsaw.scheduling.cycle"):
         report = cycle.run_once()
     assert (report.applied, report.skipped) == (0, 1)
     assert decided == []

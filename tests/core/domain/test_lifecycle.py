@@ -4,9 +4,15 @@ import itertools
 
 import pytest
 
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.errors import IllegalTransitionError
-from jigsaw.lifecycle import TRANSITIONS, JobState, can_transition, cancellable_states, sources_of
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.errors import IllegalTransitionError
+from jigsaw.model.lifecycle import (
+    TRANSITIONS,
+    JobState,
+    can_transition,
+    cancellable_states,
+    sources_of,
+)
 
 
 def make_job(state: JobState = JobState.PENDING) -> Job:

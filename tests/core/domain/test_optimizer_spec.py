@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from jigsaw.domain import JobSpec
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.errors import InvalidSpecError
 from jigsaw.oracle.plan_predictions import predict_data_parallel
-from jigsaw.planner import Planner
-from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.oracle.profile_catalog import ProfileCatalog
+from jigsaw.planning.planner import Planner
 
 MLP: dict[str, Any] = {"name": "o", "model": "mlp", "workers": 2, "iterations": 10}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.parallelism import HybridPlan, PipelinePlan, ShardedBlock
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan, ShardedBlock
 
 
 def refused(field: str, build) -> str:  # type: ignore[no-untyped-def]

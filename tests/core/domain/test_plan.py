@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.errors import InvalidPlanError
-from jigsaw.plan import PlanRequest, SPBPlan, resolve_plan, staircase
+from jigsaw.model.errors import InvalidPlanError
+from jigsaw.model.plan import PlanRequest, SPBPlan, resolve_plan, staircase
 
 
 def test_staircase_four_by_four() -> None:
@@ -72,7 +72,7 @@ def test_check_plan_spec_accepts_names_and_rejects_garbage() -> None:
 def test_job_spec_rejects_explicit_plans_that_cannot_work(
     spec: str, workers: int, message: str
 ) -> None:
-    from jigsaw.domain import JobSpec
+    from jigsaw.model.domain import JobSpec
 
     with pytest.raises(InvalidPlanError, match=message):
         JobSpec(name="x", model="mlp", workers=workers, iterations=1, spb=spec)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.domain import Job, JobSpec
-from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.hardware import preset
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.model.hardware import preset
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import Plan, SPBPlan, plan_from_json, plan_to_json
 from jigsaw.oracle import Oracle
 from jigsaw.oracle.parallel_profile import parallel_profile_of
 from jigsaw.oracle.plan_predictions import predict_plan
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import Plan, SPBPlan, plan_from_json, plan_to_json
-from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.oracle.profile_catalog import ProfileCatalog
 from jigsaw.simulator.rates import OracleRate
 
 PLANS: list[Plan] = [

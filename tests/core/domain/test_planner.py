@@ -1,4 +1,4 @@
-"""The plan's one owner (:class:`jigsaw.planner.Planner`): built from the hardware, the
+"""The plan's one owner (:class:`jigsaw.planning.planner.Planner`): built from the hardware, the
 memory limit and the catalog, handed to every policy by the builder, no process-wide state;
 its engine rules (a hybrid's shard widths) and its memory messages."""
 
@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.catalog import ModelCatalog
-from jigsaw.decisions import Resize
-from jigsaw.domain import Job, JobSpec
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import DEFAULT_GPU_TYPE, preset
+from jigsaw.model.decisions import Resize
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import DEFAULT_GPU_TYPE, preset
+from jigsaw.model.parallelism import HybridPlan, ShardedBlock
+from jigsaw.model.plan import SPBPlan
+from jigsaw.model.sizes import human_bytes
 from jigsaw.oracle import Oracle
-from jigsaw.parallelism import HybridPlan, ShardedBlock
-from jigsaw.plan import SPBPlan
-from jigsaw.planner import Planner
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import policy_names
 from jigsaw.policies.builder import build_policy
-from jigsaw.sizes import human_bytes
 
 VGG = JobSpec(name="big", model="vgg16_32_fc", workers=2, iterations=5)
 

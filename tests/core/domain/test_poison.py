@@ -6,12 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from jigsaw.cycle import MAX_POISON_PER_ROUND
-from jigsaw.decisions import Decision
-from jigsaw.lifecycle import JobState
+from jigsaw.model.decisions import Decision
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import PolicyBase
-from jigsaw.snapshot import Snapshot
+from jigsaw.scheduling.cycle import MAX_POISON_PER_ROUND
 from tests.core.support import run_until_idle, setup, submit
 
 

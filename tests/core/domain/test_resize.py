@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import GpuId, Placement
-from jigsaw.decisions import Resize, Start
-from jigsaw.domain import Job, JobSpec
-from jigsaw.errors import InvalidSpecError
-from jigsaw.executor_events import Progressed
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
-from jigsaw.plan import Plan, full_backprop
-from jigsaw.rate_executor import ConstantRate, RateDrivenExecutor
-from jigsaw.reasons import ReasonCode
+from jigsaw.model.cluster import GpuId, Placement
+from jigsaw.model.decisions import Resize, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.executor_events import Progressed
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import Plan, full_backprop
+from jigsaw.model.reasons import ReasonCode
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.memstore import InMemoryStore
 from jigsaw.simulator.decisionlog import describe
+from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
 from jigsaw.simulator.rates import OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
 from tests.core.elastic_support import ELASTIC, FOUR, TWO, elastic_job, scripted_cycle

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from jigsaw.efficiency.model import batch_size_efficiency
-from jigsaw.efficiency.statistics import BlockNoise
 from jigsaw.goodput import (
     BatchLimits,
     GoodputModel,
@@ -19,6 +18,7 @@ from jigsaw.goodput import (
     fit_step_times,
 )
 from jigsaw.goodput.calibration import calibrate, errors, held_out_errors, observations_of
+from jigsaw.model.block_noise import BlockNoise
 from jigsaw.oracle.calibration import load_app
 
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"

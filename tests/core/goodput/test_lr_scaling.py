@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from jigsaw.efficiency.statistics import BlockNoise
-from jigsaw.lr_scaling import adascale_gain, scaled_learning_rate
+from jigsaw.efficiency.lr_scaling import adascale_gain, scaled_learning_rate
+from jigsaw.model.block_noise import BlockNoise
 
 
 def noise(grad_sqr: float, grad_var: float, batch: int = 16) -> BlockNoise:

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import preset
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import preset
+from jigsaw.model.plan import full_backprop
+from jigsaw.model.profiles import canonical_name
 from jigsaw.oracle import ColocationModel, GangTiming, Oracle, SharingSettings
 from jigsaw.oracle.colocation_concurrent import (
     FEATURES,
@@ -24,8 +26,6 @@ from jigsaw.oracle.colocation_concurrent import (
     load_fit,
 )
 from jigsaw.oracle.timeslicing import timesliced_iteration_times
-from jigsaw.plan import full_backprop
-from jigsaw.profiles import canonical_name
 from jigsaw.traces import GavelThroughputs
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -221,7 +221,7 @@ def test_the_shipped_fit_is_what_the_fit_bench_makes_from_gavels_file() -> None:
 _REFIT = f"""
 import json
 from colocation_fit import fitted, job_profiles, measured_rows
-from jigsaw.hardware import preset
+from jigsaw.model.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.traces import GavelThroughputs
 table = GavelThroughputs.load({str(SHARED_GAVEL)!r})

@@ -12,8 +12,8 @@ from jigsaw.efficiency.table import (
     MEASURED_SHAPE,
     EfficiencyTable,
 )
-from jigsaw.errors import InvalidSpecError
-from jigsaw.plan import SPBPlan, full_backprop, staircase
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import SPBPlan, full_backprop, staircase
 
 
 def _write(tmp_path: Path, measurements: list[dict[str, object]]) -> Path:

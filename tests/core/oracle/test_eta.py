@@ -18,15 +18,15 @@ from jigsaw.efficiency.model import (
     eta_for_plan,
     prior_from_table,
 )
-from jigsaw.efficiency.statistics import (
+from jigsaw.efficiency.table import EfficiencyMeasurement, EfficiencyTable
+from jigsaw.model.block_noise import (
     BlockNoise,
     InvalidNoiseStatisticsError,
     parse_block_noise,
     two_batch_estimate,
     validate_block_noise,
 )
-from jigsaw.efficiency.table import EfficiencyMeasurement, EfficiencyTable
-from jigsaw.plan import SPBPlan, full_backprop, resolve_plan
+from jigsaw.model.plan import SPBPlan, full_backprop, resolve_plan
 
 
 def _noise(sqr_var: list[tuple[float, float]], batch: int = 8) -> tuple[BlockNoise, ...]:

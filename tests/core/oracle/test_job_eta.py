@@ -10,11 +10,11 @@ import pytest
 
 from jigsaw.efficiency.model import eta_for_plan
 from jigsaw.efficiency.online import candidate_etas, job_eta, merge_block_noise
-from jigsaw.efficiency.statistics import BlockNoise, InvalidNoiseStatisticsError
-from jigsaw.executor_events import Progressed
-from jigsaw.lease_outcome import LeaseOutcome
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import SPBPlan, full_backprop, staircase
+from jigsaw.model.block_noise import BlockNoise, InvalidNoiseStatisticsError
+from jigsaw.model.executor_events import Progressed
+from jigsaw.model.lease_outcome import LeaseOutcome
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan, full_backprop, staircase
 from tests.core.support import setup, submit
 
 
@@ -97,9 +97,9 @@ def test_eta_is_online_once_every_block_is_measured_and_names_its_source() -> No
 def test_the_jigsaw_policy_prices_plans_with_the_jobs_online_eta() -> None:
     """Policies read eta through the snapshot's jobs: once a job's gradient noise covers every
     block, the plan catalog prices its SPB plans with it instead of the model's figure."""
-    from jigsaw.hardware import preset
+    from jigsaw.model.hardware import preset
     from jigsaw.oracle import Oracle
-    from jigsaw.policies.plans import PlanCatalog
+    from jigsaw.policies.shared.plans import PlanCatalog
 
     store, *_ = setup()
     job = submit(store, "a", workers=4, iterations=1000, at=0.0)

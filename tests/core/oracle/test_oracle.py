@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from jigsaw.efficiency.table import EfficiencyTable
-from jigsaw.errors import InvalidPlanError, InvalidSpecError
-from jigsaw.hardware import preset, with_overrides
+from jigsaw.model.errors import InvalidPlanError, InvalidSpecError
+from jigsaw.model.hardware import preset, with_overrides
+from jigsaw.model.plan import SPBPlan, full_backprop, staircase
+from jigsaw.model.profiles import ANALYTIC, MEASURED
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan, full_backprop, staircase
-from jigsaw.profile_catalog import ProfileCatalog
-from jigsaw.profiles import ANALYTIC, MEASURED
+from jigsaw.oracle.profile_catalog import ProfileCatalog
 
 SINGLE_NODE = ((0, 0), (0, 1), (0, 2), (0, 3))
 ONE_PER_NODE = ((0, 0), (1, 0), (2, 0), (3, 0))

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.errors import TraceFormatError
-from jigsaw.hardware import load_calibration, preset
+from jigsaw.model.errors import TraceFormatError
+from jigsaw.model.hardware import load_calibration, preset
 from jigsaw.oracle.calibration import fit_app, load_app, predict
 from jigsaw.oracle.calibration_eval import (
     fold_of_each_row,

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.domain import JobSpec
 from jigsaw.efficiency.pipeline import (
     DEFAULT_DELAY_CURVATURE,
     DELAY_CURVATURE,
@@ -20,10 +19,11 @@ from jigsaw.efficiency.pipeline import (
     pipeline_eta,
     spectral_radius,
 )
-from jigsaw.hardware import preset, with_overrides
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.hardware import preset, with_overrides
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from jigsaw.oracle.plan_choice import choose_plan, plan_efficiency
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 from tests.core.oracle.toy_parallel_profile import HW, toy
 
 RESULTS = Path(__file__).parents[3] / "bench" / "results" / "pipeline_efficiency.json"

@@ -5,24 +5,24 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster
-from jigsaw.cycle import SchedulingCycle
-from jigsaw.decisions import Start
-from jigsaw.domain import Job, JobSpec, submitted_event
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import preset, with_overrides
-from jigsaw.lifecycle import JobState
-from jigsaw.memstore import InMemoryStore
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Start
+from jigsaw.model.domain import Job, JobSpec, submitted_event
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import preset, with_overrides
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.plan import SPBPlan
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
 from jigsaw.oracle.plan_choice import NoPlanFitsError, choose_plan
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.plan import SPBPlan
-from jigsaw.planner import Planner
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
-from jigsaw.rate_executor import RateDrivenExecutor
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.scheduling.memstore import InMemoryStore
+from jigsaw.simulator.rate_executor import RateDrivenExecutor
 from jigsaw.simulator.rates import OracleRate
-from jigsaw.snapshot import Snapshot
 from tests.core.oracle.toy_parallel_profile import HW, MB, toy
 
 FAST = with_overrides(HW, intra_node_bandwidth=1e15, intra_node_latency_s=1e-9)

@@ -6,8 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from jigsaw.errors import InvalidSpecError
-from jigsaw.hardware import preset, with_overrides
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.hardware import preset, with_overrides
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.profiles import MEASURED, BlockProfile, ModelProfile
 from jigsaw.oracle.parallel_profile import LinearLayer, ParallelProfile
 from jigsaw.oracle.plan_partitions import balanced_stages, partition_pipeline
 from jigsaw.oracle.plan_predictions import (
@@ -16,9 +18,7 @@ from jigsaw.oracle.plan_predictions import (
     predict_pipeline,
     predict_plan,
 )
-from jigsaw.parallelism import HybridPlan, PipelinePlan
-from jigsaw.profile_catalog import ProfileCatalog
-from jigsaw.profiles import MEASURED, BlockProfile, ModelProfile
+from jigsaw.oracle.profile_catalog import ProfileCatalog
 
 HW = with_overrides(preset("cpu"), gpus_per_node=8, iteration_overhead_s=0.0)
 PARAMS = (4000, 4000, 4000, 400_000)

@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from jigsaw.cluster import Placement
-from jigsaw.domain import Job, JobSpec
-from jigsaw.hardware import preset
+from jigsaw.model.cluster import Placement
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.hardware import preset
+from jigsaw.model.plan import full_backprop, staircase
 from jigsaw.oracle import GangTiming, Oracle, timesliced_iteration_times
 from jigsaw.oracle.timeslicing import turn_cycle
-from jigsaw.plan import full_backprop, staircase
-from jigsaw.rate_executor import RateDrivenExecutor
+from jigsaw.simulator.rate_executor import RateDrivenExecutor
 from jigsaw.simulator.rates import OracleRate
 
 G0, G1 = (0, 0), (0, 1)

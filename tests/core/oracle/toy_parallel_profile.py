@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from jigsaw.hardware import preset, with_overrides
+from jigsaw.model.hardware import preset, with_overrides
+from jigsaw.model.profiles import MEASURED, BlockProfile, ModelProfile
 from jigsaw.oracle.parallel_profile import LinearLayer, ParallelProfile
-from jigsaw.profiles import MEASURED, BlockProfile, ModelProfile
 
 HW = with_overrides(preset("cpu"), gpus_per_node=8, iteration_overhead_s=0.0)
 MB = 1_000_000

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.decisions import Resize, Start
-from jigsaw.domain import Job, JobSpec
-from jigsaw.hardware import preset
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Resize, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan, full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan, full_backprop
 from jigsaw.policies import create_policy
 from jigsaw.policies.builder import build_policy
-from jigsaw.policies.elastic_rule import elastic_resizes, worker_batch
+from jigsaw.policies.jigsaw_parts.elastic_rule import elastic_resizes, worker_batch
 from jigsaw.simulator import load_jobs, make_rates, replay
-from jigsaw.snapshot import Snapshot
 from tests.core.elastic_support import two_elastic_pollux_jobs
 
 FIXED = {"min_workers": 1, "max_workers": 4, "batch_size": 24}  # global batch 48 at 2

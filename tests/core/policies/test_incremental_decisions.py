@@ -16,21 +16,21 @@ from typing import Any
 
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.decisions import Decision, Preempt, Start
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.hardware import preset
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Decision, Preempt, Start
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import full_backprop
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy
-from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
+from jigsaw.policies.jigsaw_parts.placing import Round
 from jigsaw.policies.las import LasPolicy
-from jigsaw.policies.placing import Round
+from jigsaw.policies.shared.fairness import LasConfig
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
-from jigsaw.snapshot import Snapshot
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ORACLE = Oracle(preset("v100"))
@@ -161,7 +161,7 @@ def test_kept_ledger_books_only_what_changed() -> None:
 
 def test_a_round_that_raises_leaves_no_half_kept_state() -> None:
     """The cycle fails a job that makes the policy raise and asks again without it
-    (jigsaw.poison); state fixed up halfway before the raise must not survive."""
+    (jigsaw.scheduling.poison); state fixed up halfway before the raise must not survive."""
     cluster = Cluster.uniform(8, 4)
     a = _running(_waiting("a", 4, 0.0), [(0, g) for g in range(4)], 0.0)
     d = _running(_waiting("d", 4, 0.5), [(1, g) for g in range(4)], 0.0)

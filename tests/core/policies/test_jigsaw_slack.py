@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.decisions import Preempt, Replan, Start
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.errors import InvalidSpecError
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Preempt, Replan, Start
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan, full_backprop, uniform
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan, full_backprop, uniform
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.options import policy_options
 from jigsaw.simulator import SimulationSetup, make_oracle
 from jigsaw.simulator.rates import OracleRate
 from jigsaw.simulator.replay import Replay, ReplayOptions, ReplayResult
 from jigsaw.simulator.workload import Arrival
-from jigsaw.snapshot import Snapshot
 from jigsaw.traces import TraceJob
 
 MIB = 2**20

@@ -13,11 +13,11 @@ from dataclasses import replace
 
 import pytest
 
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.lifecycle import JobState
-from jigsaw.plan import full_backprop
-from jigsaw.policies.fairness import LasConfig, las_order, las_stable_until
-from jigsaw.policies.las_ranking import LasRanking
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop
+from jigsaw.policies.shared.fairness import LasConfig, las_order, las_stable_until
+from jigsaw.policies.speed.las_ranking import LasRanking
 
 TIGHT = LasConfig(thresholds=(600.0, 6_000.0), promote_knob=2.0, promote_floor_s=900.0)
 

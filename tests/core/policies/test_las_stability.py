@@ -12,9 +12,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.lifecycle import JobState
-from jigsaw.policies.fairness import LasConfig, las_key, las_order, las_stable_until
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.lifecycle import JobState
+from jigsaw.policies.shared.fairness import LasConfig, las_key, las_order, las_stable_until
 
 CONFIGS = st.builds(
     LasConfig,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from jigsaw.cluster import Cluster
-from jigsaw.policies.packing import GpuLedger
+from jigsaw.model.cluster import Cluster
+from jigsaw.policies.shared.packing import GpuLedger
 
 GIB = 2**30
 

@@ -6,18 +6,18 @@ from collections import defaultdict
 
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.decisions import Decision, Preempt, Replan, Start
-from jigsaw.domain import Job, JobSpec, transition
-from jigsaw.hardware import preset
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Decision, Preempt, Replan, Start
+from jigsaw.model.domain import Job, JobSpec, transition
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import full_backprop
 from jigsaw.policies import create_policy, policy_names
-from jigsaw.policies.fairness import LasConfig, fair_shares, las_order, priority_weight
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
-from jigsaw.policies.packing import GpuLedger
-from jigsaw.snapshot import Snapshot
+from jigsaw.policies.shared.fairness import LasConfig, fair_shares, las_order, priority_weight
+from jigsaw.policies.shared.packing import GpuLedger
 
 ORACLE = Oracle(preset("v100"))
 
@@ -237,7 +237,7 @@ def test_ledgers_of_one_cluster_do_not_share_bookings() -> None:
 def test_jigsaw_does_not_let_a_gang_larger_than_the_cluster_block_the_queue() -> None:
     """A node was lost: the 8-worker gang can never start on the 4 GPUs left. It must not
     hold free GPUs for itself, or the small job behind it would wait forever."""
-    from jigsaw.cluster import Node
+    from jigsaw.model.cluster import Node
 
     cluster = Cluster((Node(0, "a", 4), Node(1, "b", 4, alive=False)))
     jobs = [waiting("huge", 8, at=0.0), waiting("small", 2, at=1.0)]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.errors import InvalidSpecError
 from jigsaw.policies import create_policy
-from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
 from jigsaw.policies.options import merged_options, policy_options
+from jigsaw.policies.shared.fairness import LasConfig
 from jigsaw.simulator.semantics import POLLUX, TIRESIAS
 
 

@@ -1,7 +1,7 @@
 """Policies change nothing: the time a gang last changed plan lives on the job, set by the cycle
 when it applies a re-plan, and jigsaw's plan hold reads it from there.
 
-Poison bisection (jigsaw.poison) asks the policy again about parts of a snapshot, and the
+Poison bisection (jigsaw.scheduling.poison) asks the policy again about parts of a snapshot, and the
 simulator may ask twice about one world: an answer must depend on the snapshot alone.
 """
 
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jigsaw.cluster import Cluster
-from jigsaw.decisions import Decision, Replan, Start
-from jigsaw.domain import Job, JobSpec
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Decision, Replan, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import full_backprop
 from jigsaw.policies.base import PolicyBase
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.timeslice import TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
-from jigsaw.snapshot import Snapshot
 from tests.core.support import run_until_idle, running_job, setup, submit
 
 NOW = 3_600.0

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.policies.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
+from jigsaw.model.cluster import Cluster
+from jigsaw.policies.shared.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.replay import ReplayResult
 from jigsaw.simulator.semantics import POLLUX

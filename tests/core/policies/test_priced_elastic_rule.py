@@ -9,23 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Cluster
-from jigsaw.decisions import Resize, Start
-from jigsaw.domain import Job, JobSpec
-from jigsaw.hardware import preset
-from jigsaw.lease_facts import measured_resize
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Resize, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.hardware import preset
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import full_backprop
-from jigsaw.policies.elastic_rule import elastic_resizes
-from jigsaw.policies.resize_cost import ResizeCostPrior, ResizeCosts
-from jigsaw.policies.resize_pricing import PricingTerms, ResizePricing
-from jigsaw.rate_executor import ConstantRate
+from jigsaw.policies.jigsaw_parts.elastic_rule import elastic_resizes
+from jigsaw.policies.jigsaw_parts.resize_cost import ResizeCostPrior, ResizeCosts
+from jigsaw.policies.jigsaw_parts.resize_pricing import PricingTerms, ResizePricing
+from jigsaw.scheduling.clock import VirtualClock
+from jigsaw.scheduling.lease_facts import measured_resize
 from jigsaw.simulator import load_jobs, make_rates, replay
+from jigsaw.simulator.rate_executor import ConstantRate
 from jigsaw.simulator.rates import OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
-from jigsaw.snapshot import Snapshot
 from tests.core.elastic_support import (
     FOUR,
     TWO,

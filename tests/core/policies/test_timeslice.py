@@ -7,18 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from jigsaw.cluster import Cluster, GpuId
-from jigsaw.decisions import Decision, Replan, Start
-from jigsaw.domain import Job, JobSpec
-from jigsaw.errors import InvalidSpecError
+from jigsaw.model.cluster import Cluster, GpuId
+from jigsaw.model.decisions import Decision, Replan, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.plan import SPBPlan, full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
-from jigsaw.plan import SPBPlan, full_backprop
 from jigsaw.policies import policy_names
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.options import policy_options
 from jigsaw.policies.timeslice import TimesliceConfig, TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
-from jigsaw.snapshot import Snapshot
 from tests.core.support import running_job
 
 NOW = 3_600.0

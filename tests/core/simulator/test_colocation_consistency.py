@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.clock import VirtualClock
-from jigsaw.cluster import Placement
-from jigsaw.domain import Job, JobSpec
-from jigsaw.hardware import preset
+from jigsaw.model.cluster import Placement
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.hardware import preset
+from jigsaw.model.plan import Plan, full_backprop, uniform
 from jigsaw.oracle import Oracle, SharingSettings
-from jigsaw.plan import Plan, full_backprop, uniform
-from jigsaw.policies.plans import PlanCatalog
-from jigsaw.rate_executor import RateDrivenExecutor, RateModel
-from jigsaw.service_rates import ColocatedConstantRate
+from jigsaw.policies.shared.plans import PlanCatalog
+from jigsaw.scheduling.clock import VirtualClock
 from jigsaw.simulator.pollux_rate import PolluxRate
+from jigsaw.simulator.rate_executor import RateDrivenExecutor, RateModel
 from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
+from jigsaw.simulator.service_rates import ColocatedConstantRate
 from jigsaw.traces import GavelThroughputs
 from jigsaw.traces.pollux_apps import load_pollux_app
 

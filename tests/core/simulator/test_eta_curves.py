@@ -1,4 +1,4 @@
-"""eta over training from Pollux's validation curves (jigsaw/efficiency/curves.py) and its
+"""eta over training from Pollux's validation curves (jigsaw/simulator/eta_curves.py) and its
 use in the simulator (jigsaw/simulator/curve_rates.py)."""
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.domain import Job
-from jigsaw.efficiency.curves import (
+from jigsaw.efficiency.online import job_eta
+from jigsaw.model.domain import Job
+from jigsaw.model.errors import TraceFormatError
+from jigsaw.model.plan import SPBPlan
+from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
+from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app
+from jigsaw.simulator.eta_curves import (
     APPS,
     RATIOS_FILE,
     BlockShares,
     CurveEta,
     read_block_shares,
 )
-from jigsaw.efficiency.online import job_eta
-from jigsaw.errors import TraceFormatError
-from jigsaw.plan import SPBPlan
-from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
-from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app
 from jigsaw.traces import TraceJob
 from jigsaw.traces.pollux_curves import load_app_curves
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jigsaw.errors import TraceFormatError
+from jigsaw.model.errors import TraceFormatError
 from jigsaw.traces import GavelThroughputs
 
 EXCERPT = Path(__file__).resolve().parents[2] / "data" / "gavel_throughputs_excerpt.json"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.domain import Job
-from jigsaw.plan import full_backprop
-from jigsaw.rate_executor import RateDrivenExecutor
+from jigsaw.model.domain import Job
+from jigsaw.model.plan import full_backprop
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates
 from jigsaw.simulator.pollux_rate import PolluxRate
+from jigsaw.simulator.rate_executor import RateDrivenExecutor
 from jigsaw.traces.pollux_curves import AppCurves, CurvePoint, ValidationCurve
 from jigsaw.traces.pollux_progress import JobWork
 

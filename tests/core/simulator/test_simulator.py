@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.cluster import Cluster
-from jigsaw.domain import JobSpec
-from jigsaw.errors import InvalidSpecError
-from jigsaw.lifecycle import JobState
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.domain import JobSpec
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.lifecycle import JobState
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.quota import QuotaPolicy, Quotas
 from jigsaw.simulator import (

@@ -76,7 +76,7 @@ class WholeQueueFifo(PolicyBase):
 
 
 def test_fifo_prefix_feeding_decides_exactly_as_the_whole_queue() -> None:
-    from jigsaw.cluster import Cluster
+    from jigsaw.model.cluster import Cluster
     from jigsaw.policies.fifo import FifoPolicy
     from jigsaw.simulator import Replay, ReplayOptions
 

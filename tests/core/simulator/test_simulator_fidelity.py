@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw.domain import Job, JobSpec
-from jigsaw.errors import InvalidSpecError, TraceFormatError
-from jigsaw.policies.gavel_fifo import gavel_fifo_allocation
-from jigsaw.policies.gavel_share import GavelPriorities, gavel_allocation
+from jigsaw.model.cluster import per_node_counts
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.errors import InvalidSpecError, TraceFormatError
 from jigsaw.policies.maxmin import MaxMinPolicy
+from jigsaw.policies.shared.gavel_fifo import gavel_fifo_allocation
+from jigsaw.policies.shared.gavel_share import GavelPriorities, gavel_allocation
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
-from jigsaw.simulator.pollux_rate import PolluxRate, per_node_counts
+from jigsaw.simulator.pollux_rate import PolluxRate
 from jigsaw.simulator.replay import ReplayResult
 from jigsaw.simulator.semantics import GAVEL, JIGSAW, POLLUX, semantics_for
 from jigsaw.traces import load_trace

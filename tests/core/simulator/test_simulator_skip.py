@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from jigsaw.policies.fairness import LasConfig
 from jigsaw.policies.jigsaw import JigsawConfig
+from jigsaw.policies.shared.fairness import LasConfig
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from jigsaw.efficiency.table import EfficiencyTable
-from jigsaw.errors import TraceFormatError
-from jigsaw.hardware import preset
+from jigsaw.model.errors import TraceFormatError
+from jigsaw.model.hardware import preset
 from jigsaw.oracle import Oracle
-from jigsaw.profile_catalog import ProfileCatalog
+from jigsaw.oracle.profile_catalog import ProfileCatalog
 from jigsaw.traces import GavelThroughputs, load_trace, read_philly
 from jigsaw.traces.model_mix import assign_model
 from jigsaw.traces.pollux_curves import load_app_curves

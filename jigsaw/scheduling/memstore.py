@@ -1,0 +1,87 @@
+"""An in-memory Store for the simulator and unit tests. Same contract as the SQL store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from jigsaw.model.domain import Job, JobEvent
+from jigsaw.model.errors import ConflictError, JobNotFoundError
+from jigsaw.model.lifecycle import JobState, sources_of
+
+
+class InMemoryStore:
+    def __init__(self, *, keep_events: bool = True) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._active: dict[str, Job] = {}
+        self._events: dict[str, list[JobEvent]] = {}
+        self._keep_events = keep_events
+
+    def add(self, job: Job, event: JobEvent) -> Job:
+        if job.id in self._jobs:
+            raise ConflictError(f"job {job.id} already exists")
+        self._jobs[job.id] = job
+        if not job.state.is_terminal:
+            self._active[job.id] = job
+        self._record(event)
+        return job
+
+    def get(self, job_id: str) -> Job:
+        try:
+            return self._jobs[job_id]
+        except KeyError:
+            raise JobNotFoundError(job_id) from None
+
+    def active_jobs(self) -> list[Job]:
+        return list(self._active.values())
+
+    def all_jobs(self) -> list[Job]:
+        return list(self._jobs.values())
+
+    def list_jobs(
+        self,
+        *,
+        states: Iterable[JobState] | None = None,
+        user: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Job]:
+        wanted = set(states) if states is not None else None
+        jobs = [
+            job
+            for job in sorted(self._jobs.values(), key=lambda j: (j.submitted_at, j.id))
+            if (wanted is None or job.state in wanted)
+            and (user is None or job.spec.user == user)
+            and (queue is None or job.spec.queue == queue)
+        ]
+        return jobs[offset : offset + limit]
+
+    def save(self, job: Job, *, expected_version: int, event: JobEvent | None = None) -> Job:
+        current = self.get(job.id)
+        if current.version != expected_version:
+            raise ConflictError(
+                f"job {job.id} changed meanwhile (version {current.version}, "
+                f"expected {expected_version})"
+            )
+        if event is not None and current.state not in sources_of(event.to_state):
+            raise ConflictError(
+                f"job {job.id} is {current.state}, not a source of {event.to_state}"
+            )
+        saved = replace(job, version=current.version + 1)
+        self._jobs[job.id] = saved
+        if saved.state.is_terminal:
+            self._active.pop(job.id, None)
+        else:
+            self._active[job.id] = saved
+        if event is not None:
+            self._record(event)
+        return saved
+
+    def events(self, job_id: str) -> list[JobEvent]:
+        self.get(job_id)
+        return list(self._events.get(job_id, ()))
+
+    def _record(self, event: JobEvent) -> None:
+        if self._keep_events:
+            self._events.setdefault(event.job_id, []).append(event)
