@@ -58,6 +58,8 @@ def _typed_state(job: Job) -> dict[str, Any]:
     for name in ("resized_at", "resize_s"):
         if getattr(job, name) is not None:
             state[name] = getattr(job, name)
+    if job.resizes:
+        state["resizes"] = job.resizes
     return state
 
 
@@ -112,6 +114,7 @@ def _typed_fields(state: Mapping[str, Any]) -> dict[str, Any]:
         if state.get("block_noise")
         else (),
         **{name: float(state[name]) for name in ("resized_at", "resize_s") if name in state},
+        "resizes": int(state.get("resizes", 0)),
     }
 
 

@@ -215,6 +215,9 @@ class Job:
     resize_s: float | None = None
     """Seconds the last resize took, from the cycle applying it to the new gang's ``Started``
     report; ``None`` until one is measured, and while a resize is under way."""
+    resizes: int = 0
+    """Resizes the cycle has applied to this job (Pollux's restart discount counts them; a
+    policy reads it, never keeps its own count)."""
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds received so far, counting the current run up to ``now``."""

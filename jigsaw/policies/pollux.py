@@ -98,14 +98,11 @@ class PolluxPolicy(PolicyBase):
         """Without job reports nothing is resized: rounds are needed only when jobs wait."""
         self.restart_s = restart_s
         self.fairness_power = fairness_power
-        self._resizes: dict[str, int] = {}
-        """Resizes this policy decided per job (Pollux discounts a job's restarts)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         jobs = [*snapshot.running, *snapshot.waiting]
         if not jobs:
             return []
-        self._resizes = {job.id: self._resizes.get(job.id, 0) for job in jobs}
         cluster = snapshot.cluster
         capacity = cluster.num_gpus
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
@@ -180,7 +177,7 @@ class PolluxPolicy(PolicyBase):
 
     def _restart_discount(self, job: Job, now: float) -> float:
         """Pollux's ``max(age - restarts x delay, 0) / (age + delay)``."""
-        restarts = max(job.attempt - 1, 0) + self._resizes.get(job.id, 0)
+        restarts = max(job.attempt - 1, 0) + job.resizes
         age = max(now - job.submitted_at, 0.0)
         return max(age - restarts * self.restart_s, 0.0) / (age + self.restart_s)
 
@@ -205,7 +202,6 @@ class PolluxPolicy(PolicyBase):
                     f"batch {batch * len(placement)}"
                 )
                 plan: Plan = self.planner.resized_plan(job, len(placement))
-                self._resizes[job.id] += 1
                 resizes.append(
                     (
                         len(placement) - len(view.current),

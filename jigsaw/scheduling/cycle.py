@@ -352,6 +352,7 @@ class SchedulingCycle:
                     worker_batch=batch,
                     resized_at=now,
                     resize_s=None,
+                    resizes=job.resizes + 1,
                 )
 
     def _move(
