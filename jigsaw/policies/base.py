@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from jigsaw.model.decisions import Decision
 from jigsaw.model.errors import InvalidSpecError
@@ -35,6 +35,19 @@ class Policy(Protocol):
         same world (no arrival, finish or other state change) could get a different answer, or
         ``None`` when the policy cannot say. The simulator skips the rounds before it; the
         result is the same as asking every round (tests/core/simulator/test_simulator_skip.py)."""
+        ...
+
+
+@runtime_checkable
+class KeepsRoundState(Protocol):
+    """A policy that carries state from one round to the next (Gavel's allocation, held
+    between its resets). ``decide`` only reads that state, so asking twice, or about part of
+    a snapshot (poison bisection), changes nothing; the scheduling cycle calls
+    :meth:`end_round` once per round, after it applied the decisions."""
+
+    def end_round(self, snapshot: Snapshot) -> None:
+        """Keep the state the round decided from ``snapshot`` leaves (the snapshot the
+        decisions came from: poison jobs already taken out)."""
         ...
 
 

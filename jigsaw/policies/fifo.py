@@ -27,10 +27,10 @@ class FifoPolicy(PolicyBase):
     """Decides from the oldest waiting jobs only, never more of them than there are free
     GPUs plus one: the simulator may hold the rest of the queue back (same decisions)."""
 
-    def __init__(self, planner: Planner | None = None, *, ranking: str = "arrival") -> None:
+    def __init__(self, planner: Planner, *, ranking: str = "arrival") -> None:
         if ranking not in ("arrival", "gavel"):
             raise ValueError(f"ranking must be 'arrival' or 'gavel', got {ranking!r}")
-        self.planner = planner if planner is not None else Planner()
+        self.planner = planner
         self._gavel: GavelPriorities | None = None
         if ranking == "gavel":
             self._gavel = GavelPriorities(allocate=gavel_fifo_allocation)
@@ -41,6 +41,12 @@ class FifoPolicy(PolicyBase):
         """The replay's signal under Gavel's semantics (jigsaw/simulator/allocation_resets.py)."""
         if self._gavel is not None:
             self._gavel.restart_reset_clock()
+
+    def end_round(self, snapshot: Snapshot) -> None:
+        """Keep Gavel's allocation and counters as the round left them (a reset, if due)."""
+        if self._gavel is not None:
+            jobs = snapshot.running + snapshot.waiting
+            self._gavel.end_round(jobs, snapshot.now, len(snapshot.cluster.gpu_ids()))
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         if self._gavel is not None:

@@ -24,14 +24,14 @@ class LasPolicy(PolicyBase):
 
     def __init__(
         self,
-        planner: Planner | None = None,
+        planner: Planner,
         *,
         config: LasConfig | None = None,
         min_run_s: float = DEFAULT_MIN_RUN_S,
         reserve: bool = True,
         incremental: bool = True,
     ) -> None:
-        self.planner = planner if planner is not None else Planner()
+        self.planner = planner
         self.config = config if config is not None else LasConfig()
         self.min_run_s = min_run_s
         self.reserve = reserve

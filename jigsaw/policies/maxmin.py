@@ -11,7 +11,8 @@ rounds are shorter, or time-slicing would spend most of the time checkpointing.
 ``ranking="gavel"`` (Gavel's semantics, chosen for Gavel traces) ranks as Gavel's own
 simulator does instead: an allocation held between allocation resets and a priority from
 each job's run time since the last reset (:mod:`jigsaw.policies.shared.gavel_share`). That ranking
-keeps state between rounds, so one policy instance serves one cluster.
+keeps state between rounds, so one policy instance serves one cluster; ``decide`` only reads
+it, and the cycle's ``end_round`` step keeps it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class MaxMinPolicy(PolicyBase):
 
     def __init__(
         self,
-        planner: Planner | None = None,
+        planner: Planner,
         *,
         min_run_s: float = DEFAULT_MIN_RUN_S,
         reserve: bool = True,
@@ -54,7 +55,7 @@ class MaxMinPolicy(PolicyBase):
             self._gavel = GavelPriorities(
                 reset_interval_s=reset_interval_s, head_start_s=head_start_s
             )
-        self.planner = planner if planner is not None else Planner()
+        self.planner = planner
         self.min_run_s = min_run_s
         self.reserve = reserve
         """Hold GPUs for the best-ranked blocked gang (off: greedy fill, as Gavel)."""
@@ -64,17 +65,20 @@ class MaxMinPolicy(PolicyBase):
         if self._gavel is not None:
             self._gavel.restart_reset_clock()
 
+    def end_round(self, snapshot: Snapshot) -> None:
+        """Keep Gavel's allocation and counters as the round left them (a reset, if due)."""
+        if self._gavel is not None:
+            jobs = snapshot.running + snapshot.waiting
+            self._gavel.end_round(jobs, snapshot.now, len(snapshot.cluster.gpu_ids()))
+
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         jobs = snapshot.running + snapshot.waiting
         capacity = len(snapshot.cluster.gpu_ids())
+        if not snapshot.waiting:
+            return []  # Gavel's resets in such rounds too are end_round's
         if self._gavel is not None:
-            # Ranked even when nobody waits: Gavel's resets happen in such rounds too.
             ranked = self._gavel.order(jobs, snapshot.now, capacity)
-            if not snapshot.waiting:
-                return []
         else:
-            if not snapshot.waiting:
-                return []
             ranked = maxmin_order(jobs, snapshot.now, fair_shares(jobs, capacity))
         return gang_round(
             snapshot,

@@ -75,7 +75,7 @@ class PolluxPolicy(PolicyBase):
 
     def __init__(
         self,
-        planner: Planner | None = None,
+        planner: Planner,
         *,
         goodput: GoodputSource | None = None,
         restart_s: float = RESTART_S,
@@ -92,7 +92,7 @@ class PolluxPolicy(PolicyBase):
                 f"fairness_power must be negative (Pollux uses -1), got {fairness_power}",
                 field="policy_options",
             )
-        self.planner = planner if planner is not None else Planner()
+        self.planner = planner
         self._source = goodput
         self.resizes_running_jobs = goodput is not None
         """Without job reports nothing is resized: rounds are needed only when jobs wait."""

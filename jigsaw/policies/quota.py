@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from jigsaw.model.decisions import Decision, Preempt, Start
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.snapshot import Snapshot
-from jigsaw.policies.base import Policy, PolicyBase
+from jigsaw.policies.base import KeepsRoundState, Policy, PolicyBase
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +66,13 @@ class QuotaPolicy(PolicyBase):
         self.resizes_running_jobs = inner.resizes_running_jobs
         self.sizes_elastic_jobs = inner.sizes_elastic_jobs
 
-    def decide(self, snapshot: Snapshot) -> list[Decision]:
-        usage = _Usage(snapshot.running)
+    def end_round(self, snapshot: Snapshot) -> None:
+        """The inner policy's, with the snapshot it decided from."""
+        if isinstance(self.inner, KeepsRoundState):
+            self.inner.end_round(self._admissible(snapshot, _Usage(snapshot.running)))
+
+    def _admissible(self, snapshot: Snapshot, usage: _Usage) -> Snapshot:
+        """``snapshot`` without the waiting jobs their quota does not let start."""
         admissible = tuple(
             job
             for job in snapshot.waiting
@@ -76,7 +81,11 @@ class QuotaPolicy(PolicyBase):
             )
             is None
         )
-        decisions = self.inner.decide(replace(snapshot, waiting=admissible))
+        return replace(snapshot, waiting=admissible)
+
+    def decide(self, snapshot: Snapshot) -> list[Decision]:
+        usage = _Usage(snapshot.running)
+        decisions = self.inner.decide(self._admissible(snapshot, usage))
         by_id = {job.id: job for job in snapshot.running + snapshot.waiting}
         for decision in decisions:
             if isinstance(decision, Preempt) and decision.job_id in by_id:

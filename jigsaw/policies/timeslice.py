@@ -55,10 +55,10 @@ class TimeslicePolicy(JigsawPolicy):
         self,
         oracle: Oracle | None = None,
         *,
+        planner: Planner,
         config: TimesliceConfig | None = None,
         eta_of: EtaOf | None = None,
         incremental: bool = True,
-        planner: Planner | None = None,
     ) -> None:
         chosen = config if config is not None else TimesliceConfig()
         super().__init__(

@@ -8,7 +8,9 @@
 4. decide    - ask the policy, which returns decisions and changes nothing; a job with which
                the policy always raises is failed (``jigsaw.scheduling.poison``), not the whole
                round;
-5. apply     - record each decision as a transition in the store, then tell the executor.
+5. apply     - record each decision as a transition in the store, then tell the executor;
+6. end round - a policy that carries state between rounds (Gavel's allocation) keeps what
+               the round left it (``KeepsRoundState.end_round``): deciding itself wrote nothing.
 
 The same cycle runs the service (SQL store, Ray executor, wall clock) and the simulator
 (in-memory store, simulated executor, virtual clock).
@@ -37,7 +39,7 @@ from jigsaw.model.executor_events import (
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.reasons import ReasonCode
 from jigsaw.model.snapshot import Snapshot
-from jigsaw.policies.base import Policy
+from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.scheduling.lease_facts import learned_model_facts, measured_noise, measured_resize
 from jigsaw.scheduling.poison import find_poison, without
 from jigsaw.scheduling.seams import Clock, Executor, ReplanRefused, Store
@@ -105,6 +107,8 @@ class SchedulingCycle:
         jobs = self._reconcile(jobs, cluster, now)
         snapshot, decisions = self._decide(Snapshot.build(now, cluster, jobs), now)
         applied = sum(self._apply(decision, now) for decision in decisions)
+        if isinstance(self.policy, KeepsRoundState):
+            self.policy.end_round(snapshot)
         return CycleReport(
             now,
             tuple(decisions),

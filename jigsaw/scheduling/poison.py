@@ -5,8 +5,11 @@ job (a spec the oracle chokes on, a corner case in a policy) would stop all sche
 cycle asks :func:`find_poison` which single job makes ``decide`` raise, fails that job with
 the error as its reason, and decides again without it.
 
-Policies change nothing when they decide (``jigsaw.scheduling.cycle``), so asking them about smaller
-snapshots is safe: only whether they raise is used, never what they decide.
+Policies change nothing when they decide (``jigsaw.scheduling.cycle``; state a policy carries
+between rounds is kept by the cycle's ``end_round`` step, and
+tests/core/policies/test_every_policy_is_pure.py holds every registered policy to it), so
+asking them about smaller snapshots is safe: only whether they raise is used, never what
+they decide.
 """
 
 from __future__ import annotations

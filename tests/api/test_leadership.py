@@ -190,7 +190,7 @@ def test_a_stale_leaders_rounds_change_nothing(
         old = SchedulingCycle(
             SqlStore(engine, epoch=1),
             RateDrivenExecutor(ConstantRate(10.0), report_progress=True),
-            create_policy("fifo"),
+            create_policy("fifo", planner=Planner()),
             clock,
             lambda: Cluster.uniform(4, 4),
         )

@@ -14,6 +14,7 @@ from jigsaw.model.decisions import Start
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.policies.quota import QuotaPolicy, Quotas
 from tests.api.conftest import make_api
@@ -31,19 +32,19 @@ def started(policy: QuotaPolicy, jobs: list[Job]) -> list[str]:
 
 
 def test_a_queue_at_its_quota_waits_while_other_queues_start() -> None:
-    policy = QuotaPolicy(create_policy("fifo"), Quotas({"q": 3}, {}))
+    policy = QuotaPolicy(create_policy("fifo", planner=Planner()), Quotas({"q": 3}, {}))
     running = job("r", 2, queue="q", state=JobState.RUNNING, placement=((0, 0), (0, 1)))
     assert started(policy, [running, job("qq", 2, queue="q"), job("ddd", 2)]) == ["ddd"]
 
 
 def test_starts_of_one_round_count_together() -> None:
-    policy = QuotaPolicy(create_policy("fifo"), Quotas({}, {"alice": 2}))
+    policy = QuotaPolicy(create_policy("fifo", planner=Planner()), Quotas({}, {"alice": 2}))
     jobs = [job("a", 2, user="alice"), job("bb", 2, user="alice"), job("ccc", 2, user="bob")]
     assert started(policy, jobs) == ["a", "ccc"]
 
 
 def test_without_quotas_the_policy_is_unchanged() -> None:
-    policy = QuotaPolicy(create_policy("fifo"), Quotas({}, {}))
+    policy = QuotaPolicy(create_policy("fifo", planner=Planner()), Quotas({}, {}))
     assert started(policy, [job("a", 2), job("bb", 2)]) == ["a", "bb"]
 
 

@@ -7,6 +7,9 @@ from jigsaw.model.cluster import Cluster, Placement
 from jigsaw.model.domain import Job, JobSpec, submitted_event, transition
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import Plan
+from jigsaw.oracle import Oracle
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.scheduling.clock import VirtualClock
 from jigsaw.scheduling.cycle import RetryPolicy, SchedulingCycle
@@ -22,7 +25,7 @@ def setup(num_gpus: int = 4, per_node: int = 2, rate: float = 10.0, startup: flo
     cycle = SchedulingCycle(
         store,
         executor,
-        create_policy("fifo"),
+        create_policy("fifo", planner=Planner()),
         clock,
         lambda: cluster,
         retry=RetryPolicy(max_failures=2, base_backoff_s=5.0),
@@ -62,3 +65,8 @@ def running_job(spec: JobSpec, placement: Placement, plan: Plan, started_at: flo
     )
     running, _ = transition(job, JobState.RUNNING, reason="t", at=started_at, actor="t")
     return running
+
+
+def planner_for(oracle: Oracle) -> Planner:
+    """The planner :func:`jigsaw.policies.builder.build_policy` gives a policy of ``oracle``."""
+    return Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))

@@ -14,6 +14,7 @@ from jigsaw.model.executor_events import ExecutorEvent
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import full_backprop, resolve_plan
 from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy, PolicyBase
 from jigsaw.policies.shared.placement import compact_placement, group_by_node, take
@@ -193,7 +194,7 @@ def make_harness(
     harness.cycle = SchedulingCycle(
         store,
         executor,
-        policy or create_policy("fifo"),
+        policy or create_policy("fifo", planner=Planner()),
         WallClock(),
         lambda: cluster,
         retry=retry or RetryPolicy(max_failures=3, base_backoff_s=1.0),

@@ -8,6 +8,7 @@ from jigsaw.model.cluster import Cluster
 from jigsaw.model.domain import Job, JobSpec, submitted_event
 from jigsaw.model.executor_events import Failed
 from jigsaw.model.lifecycle import JobState
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.scheduling.clock import VirtualClock
 from jigsaw.scheduling.cycle import RetryPolicy, SchedulingCycle
@@ -20,7 +21,12 @@ def make_cycle(retry: RetryPolicy) -> tuple[InMemoryStore, VirtualClock, Schedul
     cluster = Cluster.uniform(2, 2)
     executor = RateDrivenExecutor(ConstantRate(1.0))
     cycle = SchedulingCycle(
-        store, executor, create_policy("fifo"), clock, lambda: cluster, retry=retry
+        store,
+        executor,
+        create_policy("fifo", planner=Planner()),
+        clock,
+        lambda: cluster,
+        retry=retry,
     )
     job = Job(
         id="a", spec=JobSpec(name="a", model="mlp", workers=2, iterations=10**6), submitted_at=0

@@ -48,7 +48,7 @@ def elastic_resizes(
     touched = {decision.job_id for decision in decided}
     resizable = [job for job in snapshot.running if job.id not in touched and _resizable(job)]
     if pricing is not None:
-        pricing.costs.observe(snapshot.running)
+        pricing = pricing.seeing(snapshot)
         resizable = [job for job in resizable if not pricing.held(job, snapshot.now)]
     if not resizable:
         return []

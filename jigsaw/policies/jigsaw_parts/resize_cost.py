@@ -6,8 +6,9 @@ The estimate for a job is, first found:
 1. the job's own last measured resize (``Job.resize_s``: from the cycle applying it to the new
    gang's ``Started`` report, on Ray as in the simulator's replay, which charges its
    ``OverheadModel.restart_s``);
-2. the last one measured on a job of the same model (a gang start costs about the same for
-   every job of a model);
+2. the last one measured on another job of the same model in the snapshot the round decides
+   from (a gang start costs about the same for every job of a model; read from the jobs'
+   ``Job.resize_s`` each round, so the estimate is a function of the snapshot);
 3. a prior from the model's checkpoint, fitted to the measured table on local Ray
    (docs/BENCHMARKS.md, "Elastic resize on local Ray"; ``bench/resize_cost_fit.py``): a gang
    start's floor, plus the checkpoint written and read back, plus up to one control interval
@@ -16,8 +17,9 @@ The estimate for a job is, first found:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
@@ -49,18 +51,25 @@ class ResizeCostPrior:
 
 
 class ResizeCosts:
-    """Per-job and per-model resize-cost estimates, learned from the jobs' measured resizes."""
+    """Per-job and per-model resize-cost estimates, read from the jobs' measured resizes.
 
-    def __init__(self, oracle: Oracle, prior: ResizeCostPrior) -> None:
+    A value: :meth:`seeing` gives the estimates for one snapshot's jobs, and nothing is
+    learned or kept while a policy decides."""
+
+    def __init__(
+        self,
+        oracle: Oracle,
+        prior: ResizeCostPrior,
+        measured_by_model: Mapping[str, float] | None = None,
+    ) -> None:
         self.oracle = oracle
         self.prior = prior
-        self._by_model: dict[str, float] = {}
+        self._by_model: Mapping[str, float] = MappingProxyType(dict(measured_by_model or {}))
 
-    def observe(self, jobs: Iterable[Job]) -> None:
-        """Remember every measured resize among ``jobs`` by model (the latest one wins)."""
-        for job in jobs:
-            if job.resize_s is not None:
-                self._by_model[job.spec.model] = job.resize_s
+    def seeing(self, jobs: Iterable[Job]) -> ResizeCosts:
+        """These estimates with ``jobs``' measured resizes as each model's (the one measured
+        last wins; a new object, this one is unchanged)."""
+        return ResizeCosts(self.oracle, self.prior, measured_by_model(jobs))
 
     def estimate_s(self, job: Job, iteration_s: float) -> float:
         """Seconds a resize of ``job`` is expected to cost (``iteration_s``: its current
@@ -80,3 +89,17 @@ class ResizeCosts:
         except InvalidSpecError:
             return 0.0
         return float(params * (1 + optimizer_state_copies()))
+
+
+def measured_by_model(jobs: Iterable[Job]) -> dict[str, float]:
+    """Per model, the resize measured last (when it ended: ``resized_at + resize_s``) among
+    ``jobs``, ties to the later job in their order."""
+    latest: dict[str, tuple[float, float]] = {}
+    for job in jobs:
+        if job.resize_s is None:
+            continue
+        ended = (job.resized_at or 0.0) + job.resize_s
+        kept = latest.get(job.spec.model)
+        if kept is None or ended >= kept[0]:
+            latest[job.spec.model] = (ended, job.resize_s)
+    return {model: seconds for model, (_, seconds) in latest.items()}

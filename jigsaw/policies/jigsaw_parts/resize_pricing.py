@@ -29,6 +29,7 @@ from jigsaw.model.cluster import Placement
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.plan import full_backprop
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
 from jigsaw.policies.jigsaw_parts.resize_cost import ResizeCosts
 
@@ -51,6 +52,12 @@ class ResizePricing:
         self.oracle = oracle
         self.costs = costs
         self.terms = terms
+
+    def seeing(self, snapshot: Snapshot) -> ResizePricing:
+        """This pricing with the resize costs measured on ``snapshot``'s jobs (a new object:
+        the round prices with it, and nothing is kept)."""
+        jobs = (*snapshot.running, *snapshot.waiting)
+        return ResizePricing(self.oracle, self.costs.seeing(jobs), self.terms)
 
     def rate(self, job: Job, batch: int, placement: Placement) -> float | None:
         """Iterations per second at full backprop on ``placement``, ``batch`` per worker."""

@@ -57,12 +57,14 @@ def gavel_fifo_allocation(
 def gavel_fifo_round(
     snapshot: Snapshot, priorities: GavelPriorities, planner: Planner
 ) -> list[Decision]:
-    jobs = snapshot.running + snapshot.waiting
-    # Ranked every round, nobody waiting included: Gavel's resets happen in such rounds too.
-    ranked = priorities.order(jobs, snapshot.now, len(snapshot.cluster.gpu_ids()))
+    """The round's decisions; ``priorities`` are only read (the policy's ``end_round`` keeps
+    the round's state, resets in rounds nobody waits in included)."""
     if not snapshot.waiting:
         return []
-    allocated = [job for job in ranked if priorities.allocation.get(job.id, 0.0) > 0.0]
+    jobs = snapshot.running + snapshot.waiting
+    state = priorities.round_state(jobs, snapshot.now, len(snapshot.cluster.gpu_ids()))
+    ranked = priorities.ranked(jobs, snapshot.now, state)
+    allocated = [job for job in ranked if state.allocation.get(job.id, 0.0) > 0.0]
     return gang_round(
         snapshot, allocated, planner=planner, min_run_s=0.0, label="fifo", reserve=False
     )

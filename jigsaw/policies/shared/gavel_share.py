@@ -21,12 +21,16 @@ Read from stanford-futuredata/gavel (``scheduler/policies/max_min_fairness.py``,
   starting each reset with a head start of half a round. Jobs with no allocation come last.
   Equal priorities go to the larger *deficit* (``x_j`` times the interval minus the time
   run, summed over past intervals), then the larger ``x_j``, then arrival.
+- **Where the state lives.** The allocation and the counters are a value
+  (:class:`GavelState`). A round ranks with the state it would leave and changes nothing; the
+  policy keeps that state in ``end_round``, the step the scheduling cycle runs after it
+  applied the round's decisions (:class:`jigsaw.policies.base.KeepsRoundState`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jigsaw.model.domain import Job
 from jigsaw.policies.shared.fairness import priority_weight
@@ -115,63 +119,97 @@ def maxmin_allocate(
     return gavel_allocation(jobs, capacity)
 
 
+@dataclass(frozen=True, slots=True)
+class GavelState:
+    """What Gavel keeps between rounds: the allocation of the last reset and the counters its
+    priorities and deficits start from. A value: a round computes the next one and the
+    cycle keeps it (:meth:`GavelPriorities.end_round`), so deciding changes nothing."""
+
+    allocation: Mapping[str, float] = field(default_factory=dict)
+    """``x_j`` of the jobs active at the last reset."""
+    last_reset: float = 0.0
+    changed: bool = False
+    """A job finished since the last reset."""
+    served_at_reset: Mapping[str, float] = field(default_factory=dict)
+    """Each job's job-seconds run at the last reset: its time since is the difference."""
+    deficits: Mapping[str, float] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class GavelPriorities:
-    """Gavel's per-round priorities and the state they keep between allocation resets."""
+    """Gavel's per-round priorities, and the state they carry from one round to the next.
+
+    ``decide`` reads the state only (:meth:`round_state`, :meth:`order`); the policy's
+    ``end_round``, which the scheduling cycle calls once a round's decisions are applied,
+    keeps the state that round worked with (:meth:`end_round`). Asking twice about one
+    world, or about part of it (poison bisection), therefore resets nothing."""
 
     reset_interval_s: float = GAVEL_RESET_INTERVAL_S
     head_start_s: float = GAVEL_HEAD_START_S
     allocate: Allocate = maxmin_allocate
     """The policy's allocation, recomputed at each reset (max-min's LP, FIFO's queue)."""
-    allocation: dict[str, float] = field(default_factory=dict)
-    """``x_j`` of the jobs active at the last reset."""
-    last_reset: float = 0.0
-    changed: bool = False
-    """A job finished since the last reset."""
-    served_at_reset: dict[str, float] = field(default_factory=dict)
-    """Each job's job-seconds run at the last reset: its time since is the difference."""
-    deficits: dict[str, float] = field(default_factory=dict)
+    state: GavelState = field(default_factory=GavelState)
+    """As the last round left it."""
+
+    def round_state(self, jobs: Sequence[Job], now: float, capacity: int) -> GavelState:
+        """The state a round of ``jobs`` at ``now`` ranks with: the kept one, reset first
+        when a reset is due. Changes nothing."""
+        state = self.state
+        active = {job.id for job in jobs}
+        changed = state.changed or any(job_id not in active for job_id in state.allocation)
+        newcomer = any(job.id not in state.deficits for job in jobs)
+        interval_over = state.last_reset == 0.0 or now - state.last_reset >= self.reset_interval_s
+        # A newcomer is visible only from a reset on: the replay releases arrivals there.
+        if newcomer or (changed and interval_over):
+            return self._reset(state, jobs, now, capacity)
+        return state if changed == state.changed else replace(state, changed=changed)
 
     def order(self, jobs: Sequence[Job], now: float, capacity: int) -> list[Job]:
-        """Every job, highest priority first; resets the allocation first when one is due."""
-        active = {job.id for job in jobs}
-        self.changed = self.changed or any(job_id not in active for job_id in self.allocation)
-        newcomer = any(job.id not in self.deficits for job in jobs)
-        interval_over = self.last_reset == 0.0 or now - self.last_reset >= self.reset_interval_s
-        # A newcomer is visible only from a reset on: the replay releases arrivals there.
-        if newcomer or (self.changed and interval_over):
-            self._reset(jobs, now, capacity)
+        """Every job, highest priority first, in the round's state (:meth:`round_state`)."""
+        return self.ranked(jobs, now, self.round_state(jobs, now, capacity))
+
+    def ranked(self, jobs: Sequence[Job], now: float, state: GavelState) -> list[Job]:
+        """Every job, highest priority first, by ``state``'s allocation and counters."""
 
         def key(job: Job) -> tuple[float, float, float, float, str]:
-            share = self.allocation.get(job.id, 0.0)
+            share = state.allocation.get(job.id, 0.0)
             priority = 0.0
             if share > 0.0:
-                run = _job_seconds(job, now) - self.served_at_reset.get(job.id, 0.0)
+                run = _job_seconds(job, now) - state.served_at_reset.get(job.id, 0.0)
                 priority = share / (self.head_start_s + run)
-            deficit = self.deficits.get(job.id, 0.0)
+            deficit = state.deficits.get(job.id, 0.0)
             return (-priority, -deficit, -share, job.submitted_at, job.id)
 
         return sorted(jobs, key=key)
 
+    def end_round(self, jobs: Sequence[Job], now: float, capacity: int) -> None:
+        """Keep the state the round of ``jobs`` at ``now`` ranked with (a reset, if it was
+        due, now happened): the step after the cycle applied that round's decisions."""
+        self.state = self.round_state(jobs, now, capacity)
+
     def restart_reset_clock(self) -> None:
         """Gavel's simulator does this when nothing runs and every job has arrived: the next
         round resets if anything changed, however recent the last reset."""
-        self.last_reset = 0.0
+        self.state = replace(self.state, last_reset=0.0)
 
-    def _reset(self, jobs: Sequence[Job], now: float, capacity: int) -> None:
+    def _reset(
+        self, state: GavelState, jobs: Sequence[Job], now: float, capacity: int
+    ) -> GavelState:
         # As in Gavel, a reset clock at 0 (the first interval, or restarted) counts from 0.
-        elapsed = now - self.last_reset
+        elapsed = now - state.last_reset
         served = {job.id: _job_seconds(job, now) for job in jobs}
         deficits = {}
         for job in jobs:
-            owed = self.allocation.get(job.id, 0.0) * elapsed
-            run = served[job.id] - self.served_at_reset.get(job.id, served[job.id])
-            deficits[job.id] = self.deficits.get(job.id, 0.0) + owed - run
-        self.deficits = deficits
-        self.served_at_reset = served
-        self.allocation = self.allocate(jobs, capacity, self.allocation)
-        self.last_reset = now
-        self.changed = False
+            owed = state.allocation.get(job.id, 0.0) * elapsed
+            run = served[job.id] - state.served_at_reset.get(job.id, served[job.id])
+            deficits[job.id] = state.deficits.get(job.id, 0.0) + owed - run
+        return GavelState(
+            allocation=self.allocate(jobs, capacity, state.allocation),
+            last_reset=now,
+            changed=False,
+            served_at_reset=served,
+            deficits=deficits,
+        )
 
 
 def _job_seconds(job: Job, now: float) -> float:

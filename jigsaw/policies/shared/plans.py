@@ -22,7 +22,6 @@ from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.plan import Plan, SPBPlan, full_backprop
 from jigsaw.oracle import GangTiming, Oracle
-from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
 
 Footprint = tuple[tuple[GpuId, float, int], ...]
@@ -58,14 +57,10 @@ class PlanCatalog:
         spb: bool = True,
         eta_of: EtaOf | None = None,
         opaque_load: float = 1.0,
-        planner: Planner | None = None,
+        planner: Planner,
     ) -> None:
         self.oracle = oracle
-        self.planner = (
-            planner
-            if planner is not None
-            else Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))
-        )
+        self.planner = planner
         self.spb = spb
         self._eta_of: EtaOf = eta_of if eta_of is not None else oracle.eta
         self._opaque_load = opaque_load

@@ -10,6 +10,7 @@ from jigsaw.model.cluster import Cluster
 from jigsaw.model.domain import transition
 from jigsaw.model.executor_events import Failed
 from jigsaw.model.lifecycle import JobState
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.scheduling.cycle import SchedulingCycle
 from jigsaw.scheduling.memstore import InMemoryStore
@@ -123,7 +124,9 @@ def test_control_plane_restart_requeues_without_charging_retries() -> None:
     cycle.run_once()
     cycle.run_once()
     fresh = RateDrivenExecutor(ConstantRate(10.0))
-    restarted = SchedulingCycle(store, fresh, create_policy("fifo"), clock, cycle.cluster)
+    restarted = SchedulingCycle(
+        store, fresh, create_policy("fifo", planner=Planner()), clock, cycle.cluster
+    )
     restarted.run_once()
     job = store.get("a")
     assert job.failures == 0

@@ -9,6 +9,7 @@ import pytest
 from jigsaw.model.decisions import Decision
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import PolicyBase
 from jigsaw.scheduling.cycle import MAX_POISON_PER_ROUND
@@ -22,7 +23,7 @@ class RaisesWhen(PolicyBase):
     name = "fifo"
 
     def __init__(self, trigger: Callable[[set[str]], bool]) -> None:
-        self._fifo = create_policy("fifo")
+        self._fifo = create_policy("fifo", planner=Planner())
         self._trigger = trigger
         self.calls = 0
 

@@ -15,7 +15,7 @@ from jigsaw.model.executor_events import Progressed
 from jigsaw.model.lease_outcome import LeaseOutcome
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import SPBPlan, full_backprop, staircase
-from tests.core.support import setup, submit
+from tests.core.support import planner_for, setup, submit
 
 
 def noise(block: int, sqr: float, var: float, *, at: int = 10, obs: int = 20) -> BlockNoise:
@@ -104,7 +104,12 @@ def test_the_jigsaw_policy_prices_plans_with_the_jobs_online_eta() -> None:
     store, *_ = setup()
     job = submit(store, "a", workers=4, iterations=1000, at=0.0)
     job = replace(job, spec=replace(job.spec, model="resnet18_32"))
-    catalog = PlanCatalog(Oracle(preset("v100")), eta_of=lambda model, plan: 0.99)
+    oracle = Oracle(preset("v100"))
+    catalog = PlanCatalog(
+        oracle,
+        eta_of=lambda model, plan: 0.99,
+        planner=planner_for(oracle),
+    )
     plan = staircase(4, 4)
     assert catalog.eta(job, plan) == 0.99  # no measurement yet: the model's figure
     noisy = tuple(

@@ -17,6 +17,7 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import SPBPlan, full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.jigsaw_parts.elastic_rule import elastic_resizes, worker_batch
@@ -98,7 +99,7 @@ def test_an_adaptive_batch_stays_within_its_bounds() -> None:
 
 @pytest.mark.parametrize("policy", ["fifo", "las", "maxmin", "timeslice"])
 def test_other_policies_run_elastic_jobs_at_their_initial_size(policy: str) -> None:
-    decisions = create_policy(policy).decide(snapshot(running("e", 2, **FIXED)))
+    decisions = create_policy(policy, planner=Planner()).decide(snapshot(running("e", 2, **FIXED)))
     assert not any(isinstance(d, Resize) for d in decisions)
 
 

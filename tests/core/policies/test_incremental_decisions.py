@@ -24,6 +24,8 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
@@ -34,6 +36,7 @@ from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ORACLE = Oracle(preset("v100"))
+PLANNER = Planner(ORACLE.hardware, catalog=ModelCatalog(ORACLE.profiles))
 TIGHT_LAS = LasConfig(thresholds=(600.0, 6_000.0), promote_knob=2.0, promote_floor_s=900.0)
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "las": ("las", {}),
@@ -96,13 +99,17 @@ def _running(job: Job, gpus: list[tuple[int, int]], since: float) -> Job:
 def _policies(name: str) -> tuple[Policy, Policy]:
     if name == "jigsaw":
         return JigsawPolicy(ORACLE), JigsawPolicy(ORACLE, incremental=False)
-    return LasPolicy(), LasPolicy(incremental=False)
+    return LasPolicy(PLANNER), LasPolicy(PLANNER, incremental=False)
 
 
 def _both(kept: Policy, name: str, snapshot: Snapshot) -> list[Decision]:
     """The kept policy's decisions, checked against a fresh policy's on the same snapshot."""
     decisions = kept.decide(snapshot)
-    fresh = create_policy(name, oracle=ORACLE) if name == "jigsaw" else create_policy(name)
+    fresh = (
+        create_policy(name, oracle=ORACLE, planner=PLANNER)
+        if name == "jigsaw"
+        else create_policy(name, planner=PLANNER)
+    )
     assert decisions == fresh.decide(snapshot)
     return decisions
 

@@ -14,6 +14,7 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy, policy_names
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.shared.fairness import LasConfig, fair_shares, las_order, priority_weight
@@ -53,6 +54,7 @@ def running(job: Job, placement, *, since: float = 0.0, attained: float = 0.0) -
 def decide(policy_name: str, now: float, cluster: Cluster, jobs: list[Job], **options):
     if policy_name == "jigsaw":
         options.setdefault("oracle", ORACLE)
+    options.setdefault("planner", Planner())
     policy = create_policy(policy_name, **options)
     return policy.decide(Snapshot.build(now, cluster, jobs))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jigsaw.model.errors import InvalidSpecError
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import create_policy
 from jigsaw.policies.jigsaw import JigsawConfig
 from jigsaw.policies.options import merged_options, policy_options
@@ -17,7 +18,7 @@ def test_las_config_from_json() -> None:
         "las", {"min_run_s": 60, "config": {"thresholds": [600, 6000], "promote_knob": 2}}
     )
     assert options["config"] == LasConfig(thresholds=(600.0, 6000.0), promote_knob=2)
-    policy = create_policy("las", **options)
+    policy = create_policy("las", planner=Planner(), **options)
     assert policy.config.thresholds == (600.0, 6000.0)  # type: ignore[attr-defined]
     assert policy.min_run_s == 60  # type: ignore[attr-defined]
 

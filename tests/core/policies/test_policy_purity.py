@@ -8,6 +8,7 @@ simulator may ask twice about one world: an answer must depend on the snapshot a
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.decisions import Decision, Replan, Start
@@ -20,9 +21,13 @@ from jigsaw.policies.base import PolicyBase
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.timeslice import TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
-from tests.core.support import run_until_idle, running_job, setup, submit
+from tests.core.support import planner_for, run_until_idle, running_job, setup, submit
 
 NOW = 3_600.0
+
+
+def _timeslice(oracle: Oracle, **options: Any) -> TimeslicePolicy:
+    return TimeslicePolicy(oracle, planner=planner_for(oracle), **options)
 
 
 def _host_and_guests(oracle: Oracle, *, plan_changed_at: float | None = None) -> Snapshot:
@@ -62,13 +67,13 @@ def test_timeslice_asked_twice_about_one_snapshot_gives_the_same_answer() -> Non
     """Its guests take turns on the full-backprop gang's GPUs; had deciding booked them for
     good, the second answer would find the GPUs shared and start nobody."""
     oracle = make_oracle(SimulationSetup())
-    policy = TimeslicePolicy(oracle)
+    policy = _timeslice(oracle)
     snapshot = _host_and_guests(oracle)
     first = policy.decide(snapshot)
     assert _replans(first) == []
     assert sum(isinstance(d, Start) for d in first) == 3
     assert policy.decide(snapshot) == first
-    assert policy.stable_until(snapshot) == TimeslicePolicy(oracle).stable_until(snapshot)
+    assert policy.stable_until(snapshot) == _timeslice(oracle).stable_until(snapshot)
 
 
 def test_the_plan_hold_is_read_from_the_job() -> None:

@@ -87,10 +87,14 @@ def test_the_prior_prices_the_checkpoint_and_a_control_interval_above_the_floor(
     assert costs.estimate_s(job, 0.5) == pytest.approx(10.0 + 100.0 * 2 * params / 1e9 + 2.5)
     assert costs.checkpoint_bytes("no-such-model") == 0.0  # the floor alone prices it
     # The job's own measured resize first, else the last one measured on its model.
-    other = replace(running("o", 2, 10_000), resize_s=70.0)
-    costs.observe([other])
-    assert costs.estimate_s(job, 0.5) == 70.0
-    assert costs.estimate_s(replace(job, resize_s=25.0), 0.5) == 25.0
+    other = replace(running("o", 2, 10_000), resize_s=70.0, resized_at=100.0)
+    seen = costs.seeing([other])
+    assert seen.estimate_s(job, 0.5) == 70.0
+    assert seen.estimate_s(replace(job, resize_s=25.0), 0.5) == 25.0
+    assert costs.estimate_s(job, 0.5) != 70.0  # seeing jobs changes no estimate in place
+    # Of two measured on the model, the one that ended last.
+    later = replace(running("l", 2, 10_000), resize_s=40.0, resized_at=200.0)
+    assert costs.seeing([later, other]).estimate_s(job, 0.5) == 40.0
 
 
 def test_a_job_grows_when_the_time_it_saves_pays_for_the_resize() -> None:

@@ -4,6 +4,7 @@ gang that runs full backprop; nobody switches plan. When it packs and when it do
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -19,9 +20,13 @@ from jigsaw.policies.builder import build_policy
 from jigsaw.policies.options import policy_options
 from jigsaw.policies.timeslice import TimesliceConfig, TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
-from tests.core.support import running_job
+from tests.core.support import planner_for, running_job
 
 NOW = 3_600.0
+
+
+def _timeslice(oracle: Oracle, **options: Any) -> TimeslicePolicy:
+    return TimeslicePolicy(oracle, planner=planner_for(oracle), **options)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +64,7 @@ def _starts(decisions: list[Decision]) -> list[Start]:
 def test_a_waiting_one_gpu_job_takes_turns_with_a_full_backprop_gang(oracle: Oracle) -> None:
     host = _two_node_gang(oracle)
     snapshot = Snapshot(NOW, _cluster(oracle), (_guest(),), (host,))
-    decisions = TimeslicePolicy(oracle).decide(snapshot)
+    decisions = _timeslice(oracle).decide(snapshot)
     assert not [d for d in decisions if isinstance(d, Replan)]  # the host keeps its plan
     (start,) = _starts(decisions)
     assert start.job_id == "guest"
@@ -71,7 +76,7 @@ def test_a_waiting_one_gpu_job_takes_turns_with_a_full_backprop_gang(oracle: Ora
 def test_a_free_gpu_comes_first(oracle: Oracle) -> None:
     host = _running(oracle, "host", "resnet50_32", ((0, 0), (0, 1), (0, 2), (0, 3)), 1_000_000)
     snapshot = Snapshot(NOW, _cluster(oracle), (_guest(),), (host,))
-    (start,) = _starts(TimeslicePolicy(oracle).decide(snapshot))
+    (start,) = _starts(_timeslice(oracle).decide(snapshot))
     assert start.placement[0][0] == 1  # the empty node, not the gang's
     assert "exclusive" in start.reason
 
@@ -81,7 +86,7 @@ def test_jigsaw_bar_stops_a_turn_that_gains_less(oracle: Oracle) -> None:
     below jigsaw's (0.25)."""
     host = _two_node_gang(oracle)
     snapshot = Snapshot(NOW, _cluster(oracle), (_guest(),), (host,))
-    assert TimeslicePolicy(oracle, config=TimesliceConfig(pack_gain=0.25)).decide(snapshot) == []
+    assert _timeslice(oracle, config=TimesliceConfig(pack_gain=0.25)).decide(snapshot) == []
 
 
 def test_a_guest_longer_than_its_host_has_left_waits(oracle: Oracle) -> None:
@@ -90,22 +95,22 @@ def test_a_guest_longer_than_its_host_has_left_waits(oracle: Oracle) -> None:
     host = _running(oracle, "host", "resnet18_32", ((0, 0),), 200_000)
     cluster = _cluster(oracle, gpus=1)
     short = Snapshot(NOW, cluster, (_guest(work=2_000),), (host,))
-    assert [s.job_id for s in _starts(TimeslicePolicy(oracle).decide(short))] == ["guest"]
+    assert [s.job_id for s in _starts(_timeslice(oracle).decide(short))] == ["guest"]
     long = Snapshot(NOW, cluster, (_guest(work=2_000_000),), (host,))
-    assert TimeslicePolicy(oracle).decide(long) == []
-    unguarded = TimeslicePolicy(oracle, config=TimesliceConfig(completion_guard=False))
+    assert _timeslice(oracle).decide(long) == []
+    unguarded = _timeslice(oracle, config=TimesliceConfig(completion_guard=False))
     assert [s.job_id for s in _starts(unguarded.decide(long))] == ["guest"]
 
 
 def test_no_turns_where_memory_does_not_fit(oracle: Oracle) -> None:
     host = _two_node_gang(oracle)
-    probe = TimeslicePolicy(oracle)
+    probe = _timeslice(oracle)
     host_memory = probe.catalog.footprint(host, host.plan, host.placement)[0][2]
     guest_memory = probe.catalog.default_option(_guest()).memories[0]
     tight = _cluster(oracle, memory=host_memory + guest_memory - 1)
-    assert TimeslicePolicy(oracle).decide(Snapshot(NOW, tight, (_guest(),), (host,))) == []
+    assert _timeslice(oracle).decide(Snapshot(NOW, tight, (_guest(),), (host,))) == []
     roomy = _cluster(oracle, memory=host_memory + guest_memory)
-    assert _starts(TimeslicePolicy(oracle).decide(Snapshot(NOW, roomy, (_guest(),), (host,))))
+    assert _starts(_timeslice(oracle).decide(Snapshot(NOW, roomy, (_guest(),), (host,))))
 
 
 def test_one_guest_per_gpu(oracle: Oracle) -> None:
@@ -113,9 +118,7 @@ def test_one_guest_per_gpu(oracle: Oracle) -> None:
     guests = tuple(
         replace(_guest(), id=f"g{i}", spec=replace(_guest().spec, name=f"g{i}")) for i in range(10)
     )
-    starts = _starts(
-        TimeslicePolicy(oracle).decide(Snapshot(NOW, _cluster(oracle), guests, (host,)))
-    )
+    starts = _starts(_timeslice(oracle).decide(Snapshot(NOW, _cluster(oracle), guests, (host,))))
     gpus = [s.placement[0] for s in starts]
     assert len(gpus) == len(set(gpus)) >= 2
     assert set(gpus) <= set(host.placement)
@@ -125,7 +128,7 @@ def test_no_spb_plan_is_ever_chosen(oracle: Oracle) -> None:
     """On an empty cluster jigsaw gives a 4-worker auto gang its best plan; timeslice only
     ever offers full backprop."""
     spec = JobSpec("gang", "resnet50_32", 4, 10_000, batch_size=32)
-    policy = TimeslicePolicy(oracle)
+    policy = _timeslice(oracle)
     assert all(
         o.is_full_backprop for o in policy.catalog.options(Job("gang", spec, submitted_at=0))
     )

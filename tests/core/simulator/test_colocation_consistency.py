@@ -30,6 +30,7 @@ from jigsaw.simulator.replay_executor import ReplayExecutor
 from jigsaw.simulator.service_rates import ColocatedConstantRate
 from jigsaw.traces import GavelThroughputs
 from jigsaw.traces.pollux_apps import load_pollux_app
+from tests.core.support import planner_for
 
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
 SETTINGS = {
@@ -83,7 +84,7 @@ def _rates(semantics: str, oracle: Oracle, jobs: list[Job]) -> RateModel:
 def _predicted_fractions(
     oracle: Oracle, packing: list[tuple[Job, Plan, Placement]]
 ) -> dict[str, float]:
-    catalog = PlanCatalog(oracle)
+    catalog = PlanCatalog(oracle, planner=planner_for(oracle))
     timings = {}
     for job, plan, placement in packing:
         timing = catalog.timing(job, plan, placement)

@@ -67,9 +67,10 @@ class WholeQueueFifo(PolicyBase):
     name = "fifo"
 
     def __init__(self) -> None:
+        from jigsaw.planning.planner import Planner
         from jigsaw.policies.fifo import FifoPolicy
 
-        self.inner = FifoPolicy()
+        self.inner = FifoPolicy(Planner())
 
     def decide(self, snapshot):  # type: ignore[no-untyped-def]
         return self.inner.decide(snapshot)
@@ -77,6 +78,7 @@ class WholeQueueFifo(PolicyBase):
 
 def test_fifo_prefix_feeding_decides_exactly_as_the_whole_queue() -> None:
     from jigsaw.model.cluster import Cluster
+    from jigsaw.planning.planner import Planner
     from jigsaw.policies.fifo import FifoPolicy
     from jigsaw.simulator import Replay, ReplayOptions
 
@@ -84,7 +86,7 @@ def test_fifo_prefix_feeding_decides_exactly_as_the_whole_queue() -> None:
     oracle = make_oracle(setup)
     rates, arrivals = make_rates(load_jobs(TRACE, setup, oracle), setup, oracle)
     logs = []
-    for policy in (FifoPolicy(), WholeQueueFifo()):
+    for policy in (FifoPolicy(Planner()), WholeQueueFifo()):
         result = Replay(
             arrivals, policy, rates, Cluster.uniform(6, 2), ReplayOptions(keep_log=True)
         ).run()

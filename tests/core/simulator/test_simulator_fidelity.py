@@ -18,6 +18,7 @@ import pytest
 from jigsaw.model.cluster import per_node_counts
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.errors import InvalidSpecError, TraceFormatError
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.maxmin import MaxMinPolicy
 from jigsaw.policies.shared.gavel_fifo import gavel_fifo_allocation
 from jigsaw.policies.shared.gavel_share import GavelPriorities, gavel_allocation
@@ -453,16 +454,25 @@ def test_gavel_priorities_restart_at_a_reset_and_break_ties_by_deficit() -> None
     reset). At a reset (here: a newcomer) every count restarts; the job owed most over the
     last interval (x times the interval minus what it ran) goes first, not the newcomer."""
     priorities = GavelPriorities()
+
+    def round_of(jobs: list[Job], now: float) -> list[str]:
+        ranked = _ids(priorities.order(jobs, now, capacity=1))
+        priorities.end_round(jobs, now, capacity=1)  # the cycle's step after apply
+        return ranked
+
     a, b = _job("a", 1), _job("b", 1)
-    assert _ids(priorities.order([a, b], 0.0, capacity=1)) == ["a", "b"]
+    assert round_of([a, b], 0.0) == ["a", "b"]
     a = replace(a, attained_gpu_seconds=360.0)
-    assert _ids(priorities.order([a, b], 360.0, capacity=1)) == ["b", "a"]
+    assert round_of([a, b], 360.0) == ["b", "a"]
     # Until 2,000 s a ran 1,080 s and b 720 s; each was owed half of the 2,000 s.
     a = replace(a, attained_gpu_seconds=1080.0)
     b = replace(b, attained_gpu_seconds=720.0)
     c = _job("c", 1, at=1900.0)
+    kept = priorities.state
     assert _ids(priorities.order([a, b, c], 2000.0, capacity=1)) == ["b", "c", "a"]
-    assert priorities.deficits == pytest.approx({"a": -80.0, "b": 280.0, "c": 0.0})
+    assert priorities.state is kept  # ranking resets nothing: end_round does
+    assert round_of([a, b, c], 2000.0) == ["b", "c", "a"]
+    assert priorities.state.deficits == pytest.approx({"a": -80.0, "b": 280.0, "c": 0.0})
 
 
 def test_gavel_maxmin_shares_job_time_not_gpu_time(tmp_path: Path) -> None:
@@ -505,4 +515,4 @@ def test_gavel_jobs_arriving_together_keep_the_trace_order(tmp_path: Path) -> No
 
 def test_maxmin_refuses_an_unknown_ranking() -> None:
     with pytest.raises(ValueError, match="ranking"):
-        MaxMinPolicy(ranking="random")
+        MaxMinPolicy(Planner(), ranking="random")
