@@ -15,6 +15,7 @@
               scheduler records nothing, and must stop it (checkpoint) and start it again.
 - ``resize``  checkpoint, then a gang of the new size and per-worker batch restores it (the
               same attempt); one that cannot be placed in time goes back to the last size.
+              A job without a gang raises ``ReplanRefused``, as ``replan`` does.
 - ``poll``    hands over what the gang threads reported since the last poll, de-duplicated by
               the (job, attempt, iteration) ledger.
 
@@ -23,7 +24,6 @@ See docs/RUNTIME.md.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -40,8 +40,6 @@ from worker.runtime.gang_launcher import GangRequest
 from worker.runtime.inventory import RayInventory, connect
 from worker.runtime.ledger import ProgressLedger
 from worker.runtime.settings import RuntimeSettings
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -168,14 +166,14 @@ class RayExecutor:
         ranks take the rest of the epoch between them (nothing skipped or seen twice), and
         the optimizer state is restored whole. If the new gang cannot be placed within
         ``resize_placement_timeout_s``, it restarts at the last size from the same checkpoint
-        and reports :class:`~jigsaw.model.executor_events.ResizeReverted`."""
+        and reports :class:`~jigsaw.model.executor_events.ResizeReverted`. Raises
+        :class:`ReplanRefused`, having changed nothing, when the job has no gang."""
         with self._lock:
             gang = self._gangs.pop(job_id, None)
             if gang is None:
-                # Nothing to resize (the gang ended meanwhile): reconcile sees the lost gang
-                # and restarts the job from its checkpoint.
-                log.warning("resize of %s: no gang to resize", job_id)
-                return
+                # The gang ended meanwhile: refused, so the cycle records no resize, and
+                # reconcile sees the lost gang and restarts the job from its checkpoint.
+                raise ReplanRefused(f"job {job_id} has no gang to resize (it ended or was stopped)")
             self._retiring.append(gang)
             fallback = replace(gang.request, plan=gang.plan, plan_request=None)
             request = replace(

@@ -1,4 +1,8 @@
-"""What a policy may decide. Policies return these and change nothing themselves."""
+"""What a policy may decide. Policies return these and change nothing themselves.
+
+A decision that places a gang (:class:`Start`, :class:`Replan`, :class:`Resize`) carries no
+worker count of its own: it is the plan's, one rank per entry of the placement, and each
+checks the two agree when it is built."""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ class Start:
     """Samples each worker takes per iteration; ``None``: the spec's ``batch_size`` (every
     policy that does not choose batches)."""
 
+    def __post_init__(self) -> None:
+        _one_rank_per_gpu("start", self.job_id, self.plan, self.placement)
+
 
 @dataclass(frozen=True, slots=True)
 class Preempt:
@@ -38,6 +45,9 @@ class Replan:
     plan: Plan
     placement: Placement
     reason: str
+
+    def __post_init__(self) -> None:
+        _one_rank_per_gpu("re-plan", self.job_id, self.plan, self.placement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +72,18 @@ class Resize:
     reason: str
 
     def __post_init__(self) -> None:
-        if self.plan.num_workers != len(self.placement):
-            raise ValueError(
-                f"resize of {self.job_id}: the plan has {self.plan.num_workers} workers but the "
-                f"placement {len(self.placement)} GPUs"
-            )
+        _one_rank_per_gpu("resize", self.job_id, self.plan, self.placement)
         if self.worker_batch < 1:
             raise ValueError(f"resize of {self.job_id}: worker_batch must be >= 1")
 
 
 Decision = Start | Preempt | Replan | Resize
+
+
+def _one_rank_per_gpu(what: str, job_id: str, plan: Plan, placement: Placement) -> None:
+    """A decision's worker count is its plan's: one rank per entry of its placement."""
+    if plan.num_workers != len(placement):
+        raise ValueError(
+            f"{what} of {job_id}: the plan has {plan.num_workers} workers but the "
+            f"placement {len(placement)} GPUs"
+        )

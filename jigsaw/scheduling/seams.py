@@ -51,7 +51,8 @@ class Store(Protocol):
 
 
 class ReplanRefused(JigsawError):
-    """The executor did not apply a re-plan; the message says why (the job keeps its plan)."""
+    """The executor did not apply a re-plan or a resize; the message says why (the job keeps
+    its plan and size)."""
 
 
 class Executor(Protocol):
@@ -72,7 +73,11 @@ class Executor(Protocol):
     def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
         """Checkpoint the running gang and restart it on ``placement`` with ``plan`` (its
         worker count is the new size), each worker taking ``worker_batch`` samples per
-        iteration. Unlike :meth:`replan` it costs a restart."""
+        iteration. Unlike :meth:`replan` it costs a restart.
+
+        Raises :class:`ReplanRefused`, having changed nothing, when the job has no gang (it
+        ended or was stopped meanwhile): every executor answers so, and the cycle, which asks
+        before it records the resize, then records nothing (no new size, batch or count)."""
         ...
 
     def poll(self, now: float) -> Sequence[ExecutorEvent]: ...

@@ -227,8 +227,11 @@ class RateDrivenExecutor:
 
     def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
         """Checkpoint where the gang is and restart it at the new size and batch; the restart
-        costs ``startup_s`` again (the rate model sees the job's new ``worker_batch``)."""
-        gang = self._gangs[job_id]
+        costs ``startup_s`` again (the rate model sees the job's new ``worker_batch``).
+        Raises :class:`ReplanRefused`, having changed nothing, when the job has no gang."""
+        gang = self._gangs.get(job_id)
+        if gang is None:
+            raise ReplanRefused(f"job {job_id} has no gang to resize (it ended or was stopped)")
         self.stop(job_id, checkpoint=True)
         self._settle(gang)
         resumed = replace(gang.job, iterations_done=gang.done, worker_batch=worker_batch)

@@ -120,7 +120,8 @@ class ReplayExecutor(RateDrivenExecutor):
             super().resize(job_id, placement, plan, worker_batch)
         finally:
             self._replanning = None
-            self.checkpoints.pop(job_id, None)
+        # Only once the new gang runs: a refused resize keeps a stopped job's checkpoint.
+        self.checkpoints.pop(job_id, None)
         self._resize_checkpoints[job_id] = self._gangs[job_id].done
         # The new gang reports ``Started`` once its restart is charged, as a Ray gang does:
         # the cycle measures the resize's seconds from it, the cost the policy then prices.

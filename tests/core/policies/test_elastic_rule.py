@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jigsaw.model.cluster import Cluster
-from jigsaw.model.decisions import Resize, Start
+from jigsaw.model.decisions import Preempt, Resize, Start
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.hardware import preset
 from jigsaw.model.lifecycle import JobState
@@ -76,8 +76,8 @@ def test_only_running_elastic_full_backprop_jobs_undecided_this_round_are_resize
     hosting = replace(running("h", 2, **FIXED), plan=SPBPlan((0, 1), 4))
     assert elastic_resizes(snapshot(rigid, admitted, hosting), []) == []
     elastic = running("e", 2, **FIXED)
-    replan = Start("x", (), full_backprop(1, 4), "")  # any decision about it this round
-    assert elastic_resizes(snapshot(elastic), [replace(replan, job_id="e")]) == []
+    decided = Preempt("e", "")  # any decision about it this round
+    assert elastic_resizes(snapshot(elastic), [decided]) == []
 
 
 def test_free_gpus_go_to_elastic_jobs_in_arrival_order() -> None:

@@ -200,7 +200,12 @@ def test_jigsaw_auto_plans_run_full_backprop_on_free_gpus() -> None:
     cluster = Cluster.uniform(8, 8)
     decisions = decide("jigsaw", 0.0, cluster, [waiting("a", 4, model="resnet50_224")])
     assert decisions == [
-        Start("a", tuple((0, g) for g in range(4)), (0, 0, 0, 0), "jigsaw: exclusive, plan none")
+        Start(
+            "a",
+            tuple((0, g) for g in range(4)),
+            full_backprop(4, ORACLE.num_blocks("resnet50_224")),
+            "jigsaw: exclusive, plan none",
+        )
     ]
 
 
