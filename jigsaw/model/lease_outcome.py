@@ -26,7 +26,8 @@ from jigsaw.model.block_noise import (
     validate_block_noise,
 )
 from jigsaw.model.errors import JigsawError
-from jigsaw.model.plan import SPBPlan
+from jigsaw.model.parallelism import PlanKind
+from jigsaw.model.plan import Plan, SPBPlan
 
 
 class InvalidLeaseOutcomeError(JigsawError, ValueError):
@@ -73,11 +74,10 @@ class LeaseOutcome:
     attempt: int | None = None
     iterations: int = 0
     """Iterations this lease ran."""
-    plan: SPBPlan | None = None
-    """The SPB plan in force at the end of the lease, over the K the workers built; None for
-    pipeline and hybrid gangs (their plan is ``plan_text``)."""
-    plan_kind: str = "spb"
-    plan_text: str = ""
+    plan: Plan | None = None
+    """The plan in force at the end of the lease, as the workers report it: an SPB plan over
+    the K they built, or the pipeline or hybrid plan they run (None: a report that carries
+    no plan, such as the simulator's gradient statistics)."""
     plan_version: int | None = None
     num_blocks: int | None = None
     """The model's block count K as the workers built it (how the control plane learns it)."""
@@ -106,7 +106,7 @@ class LeaseOutcome:
             raise InvalidLeaseOutcomeError(
                 f"lease report: num_blocks is {self.num_blocks}, a model has at least one block"
             )
-        if self.plan is not None and self.num_blocks not in (None, self.plan.num_blocks):
+        if isinstance(self.plan, SPBPlan) and self.num_blocks not in (None, self.plan.num_blocks):
             raise InvalidLeaseOutcomeError(
                 f"lease report: the plan {self.plan.describe()} is for {self.plan.num_blocks} "
                 f"blocks but the workers built {self.num_blocks}"
@@ -116,6 +116,11 @@ class LeaseOutcome:
                 self.block_noise, self.num_blocks, origin="lease report"
             )
             object.__setattr__(self, "block_noise", accepted)
+
+    @property
+    def plan_kind(self) -> PlanKind | None:
+        """``spb``, ``pipeline`` or ``hybrid``: the reported plan's kind."""
+        return self.plan.kind if self.plan is not None else None
 
     def with_reported_noise(self, stats: Sequence[BlockNoise]) -> LeaseOutcome:
         """This outcome with the statistics the workers reported, or, when they are not finite
@@ -155,9 +160,9 @@ class LeaseOutcome:
             "lease": self.lease,
             "attempt": self.attempt,
             "lease_iterations": self.iterations,
-            "plan": list(self.plan.depths) if self.plan is not None else [],
+            "plan": list(self.plan.depths) if isinstance(self.plan, SPBPlan) else [],
             "plan_kind": self.plan_kind,
-            "plan_text": self.plan_text,
+            "plan_text": self.plan.describe() if self.plan is not None else "",
             "num_blocks": self.num_blocks,
             "plan_version": self.plan_version,
             "loss": self.loss,

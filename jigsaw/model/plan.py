@@ -65,9 +65,9 @@ publishes it in its OpenAPI schema); a list must hold a 0 (block 1 must be train
 class SPBPlan:
     """Stop depths per worker for a model of ``num_blocks`` blocks. Always valid once built.
 
-    It reads as its depths (``len``, iteration, ``plan[rank]``), and it equals a bare tuple of
-    the same depths, so ``plan == (0, 1, 2, 3)`` says what it means; two plans are equal when
-    depths and block count both are.
+    It reads as its depths (``len``, iteration, ``plan[rank]``). Two plans are equal when
+    depths and block count both are; a plan never equals a bare tuple (compare
+    ``plan.depths``), so equality stays an equivalence.
     """
 
     kind: ClassVar[PlanKind] = "spb"
@@ -95,8 +95,6 @@ class SPBPlan:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, SPBPlan):
             return self.depths == other.depths and self.num_blocks == other.num_blocks
-        if isinstance(other, tuple):
-            return self.depths == other
         return NotImplemented
 
     def __hash__(self) -> int:

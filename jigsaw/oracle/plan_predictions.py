@@ -19,23 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.hardware import HardwareSpec
-from jigsaw.model.parallelism import HybridPlan, PipelinePlan
+from jigsaw.model.parallelism import HybridPlan, PipelinePlan, PlanType
 from jigsaw.model.profiles import ModelProfile
 from jigsaw.model.wording import counted
 from jigsaw.oracle.memory import WorkerMemory, optimizer_state_copies, worker_memory
 from jigsaw.oracle.parallel_profile import FLOAT_BYTES, LinearLayer, ParallelProfile
 
-PlanKind = Literal["data", "pipeline", "hybrid"]
 TARGET_BYTES = 8  # int64 class labels, gathered by the hybrid engine
 
 
 @dataclass(frozen=True, slots=True)
 class PlanPrediction:
-    kind: PlanKind
+    kind: PlanType
+    """The plan type predicted (``data``, ``pipeline`` or ``hybrid``)."""
     describe: str
     per_worker_compute_s: tuple[float, ...]
     per_worker_memory: tuple[WorkerMemory, ...]

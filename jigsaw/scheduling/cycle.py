@@ -40,7 +40,7 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.model.reasons import ReasonCode
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.base import KeepsRoundState, Policy
-from jigsaw.scheduling.lease_facts import learned_model_facts, measured_noise, measured_resize
+from jigsaw.scheduling.lease_facts import lease_facts, measured_resize
 from jigsaw.scheduling.poison import find_poison, without
 from jigsaw.scheduling.seams import Clock, Executor, ReplanRefused, Store
 
@@ -168,11 +168,9 @@ class SchedulingCycle:
                     self.store.save(replace(job, resize_s=took), expected_version=job.version)
             case Progressed(iterations_done=done, outcome=outcome):
                 if job.state is _RUNNING and done > job.iterations_done:
-                    learned = learned_model_facts(job, outcome)
-                    noise = measured_noise(job, learned.get("plan", job.plan), outcome)
+                    progressed = lease_facts(job, outcome).applied_to(job)
                     self.store.save(
-                        replace(job, iterations_done=done, **learned, **noise),
-                        expected_version=job.version,
+                        replace(progressed, iterations_done=done), expected_version=job.version
                     )
             case Finished(at=at, iterations_done=done):
                 self._move(

@@ -55,7 +55,7 @@ def lease(plan: Plan, tmp_path: Path) -> list[dict[str, Any]]:
             "wall": wall,
             "kind": trainer.kind,
             "describe": trainer.describe_plan(),
-            "depths": trainer.plan_depths(),
+            "plan": trainer.current_plan(),
             "consumed": (sampler.epoch, sampler.offset),
         }
 
@@ -72,7 +72,7 @@ def report(rank: int, result: dict[str, Any]) -> LeaseReport:
         start_iteration=0,
         end_iteration=sum(CHUNKS),
         plan_version=0,
-        plan=result["depths"],
+        plan=result["plan"],
         num_blocks=4,
         switches=(),
         stopped=False,
@@ -87,8 +87,6 @@ def report(rank: int, result: dict[str, Any]) -> LeaseReport:
         saved_activation_bytes=0,
         peak_memory_bytes=0,
         bytes_sent=0,
-        plan_kind=result["kind"],
-        plan_text=result["describe"],
     )
 
 

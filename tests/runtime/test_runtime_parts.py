@@ -131,7 +131,10 @@ def test_settings_come_from_the_environment_and_reject_nonsense(tmp_path: Path) 
         RuntimeSettings(gpu_per_worker=1.5)
 
 
-def report(rank: int, end: int, plan: tuple[int, ...] = (0, 1), **changes: object) -> LeaseReport:
+STAIRCASE = SPBPlan((0, 1), 4)
+
+
+def report(rank: int, end: int, plan: SPBPlan = STAIRCASE, **changes: object) -> LeaseReport:
     values: dict[str, object] = {
         "job_id": "j",
         "attempt": 1,
@@ -190,7 +193,7 @@ def test_summary_reports_per_rank_costs_and_the_lease_overhead() -> None:
     with pytest.raises(InconsistentLeaseError, match="different iterations"):
         summarize([report(0, 10), report(1, 12)])
     with pytest.raises(InconsistentLeaseError, match="different plans"):
-        summarize([report(0, 10), report(1, 10, plan=(0, 0))])
+        summarize([report(0, 10), report(1, 10, plan=SPBPlan((0, 0), 4))])
 
 
 def test_bad_specs_fail_for_good_and_everything_else_is_retried() -> None:
@@ -268,8 +271,9 @@ def test_a_lease_report_enters_as_a_typed_outcome_and_bad_noise_is_refused_there
 def test_a_lease_report_whose_plan_contradicts_its_block_count_is_refused() -> None:
     with pytest.raises(InvalidLeaseOutcomeError, match="built 3"):
         LeaseOutcome(plan=SPBPlan((0, 1), 4), num_blocks=3)
-    with pytest.raises(InvalidPlanError):
-        summarize([report(0, 10, plan=(0, 9)), report(1, 10, plan=(0, 9))])
+    wrong_k = SPBPlan((0, 1), 5)  # the ranks report K = 4
+    with pytest.raises(InvalidLeaseOutcomeError, match="is for 5 blocks but the workers built 4"):
+        summarize([report(0, 10, plan=wrong_k), report(1, 10, plan=wrong_k)])
 
 
 def test_a_plan_meets_the_k_the_workers_built_in_one_place() -> None:

@@ -201,7 +201,7 @@ def test_a_lease_report_carries_the_preconditioned_statistics_unchanged() -> Non
     assert len(stats) == 3
     report = lease_report(
         end_iteration=3,
-        plan=tuple(ADAMW.plan.depths),
+        plan=ADAMW.plan,
         num_blocks=4,
         losses=(2.0, 1.9, 1.8),
         samples=96,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from jigsaw.model.block_noise import BlockNoise, two_batch_estimate
-from jigsaw.model.plan import full_backprop, resolve_plan
+from jigsaw.model.plan import SPBPlan, full_backprop, resolve_plan
 from tests.worker.lease_reports import lease_report
 from worker.runtime.summary import summarize
 from worker.spb.collectives import Collectives
@@ -132,7 +132,7 @@ def test_lease_summary_carries_block_noise_beside_the_existing_figures() -> None
     noise = (BlockNoise(1, 0.5, 2.0, 8, 10, 9, 4),)
     report = lease_report(
         end_iteration=10,
-        plan=(0, 1),
+        plan=SPBPlan((0, 1), 2),
         num_blocks=2,
         losses=(1.0,),
         samples=80,

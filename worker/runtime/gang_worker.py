@@ -239,7 +239,7 @@ class GangWorker:
             start_iteration=start,
             end_iteration=trainer.iteration,
             plan_version=channel.current.version,
-            plan=trainer.plan_depths(),
+            plan=trainer.current_plan(),
             num_blocks=trainer.num_blocks,
             switches=tuple(switches),
             stopped=stopped,
@@ -261,8 +261,6 @@ class GangWorker:
             metrics=metrics,
             block_noise=trainer.noise_stats(),
             probe_iterations=sum(r.probes for r in runs),
-            plan_kind=trainer.kind,
-            plan_text=trainer.describe_plan(),
         )
         self._last_report_at = time.perf_counter()
         return report

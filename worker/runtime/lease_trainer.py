@@ -36,7 +36,7 @@ class PlanChangeRefused(JigsawError):
 class FixedPlanLease:
     """What the pipeline and hybrid leases share: an engine (``trainer``, with ``iteration``
     and ``plan``) whose plan is fixed for the gang's life, so an in-place change is refused
-    and there are no SPB depths to report."""
+    and the plan it reports is the one it was built with."""
 
     trainer: Any
 
@@ -44,8 +44,9 @@ class FixedPlanLease:
     def iteration(self) -> int:
         return int(self.trainer.iteration)
 
-    def plan_depths(self) -> tuple[int, ...]:
-        return ()
+    def current_plan(self) -> Plan:
+        plan: Plan = self.trainer.plan
+        return plan
 
     def describe_plan(self) -> str:
         return str(self.trainer.plan.describe())
@@ -94,8 +95,8 @@ class LeaseTrainer(Protocol):
     @property
     def iteration(self) -> int: ...
 
-    def plan_depths(self) -> tuple[int, ...]:
-        """SPB stop depths in force (empty for other kinds)."""
+    def current_plan(self) -> Plan:
+        """The plan in force, over the K the workers built: what a lease report carries back."""
         ...
 
     def describe_plan(self) -> str: ...

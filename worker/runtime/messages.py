@@ -82,8 +82,10 @@ class LeaseReport:
     end_iteration: int
     """Completed iterations after the lease (absolute, survives restarts)."""
     plan_version: int
-    plan: tuple[int, ...]
-    """Depths of the SPB plan the rank ended the lease on (empty for other kinds)."""
+    plan: Plan
+    """The plan the rank ended the lease on, typed as it went out (an SPB plan over the K the
+    workers built, a pipeline or a hybrid plan): its ``kind`` and ``describe()`` are the
+    lease's plan kind and text."""
     num_blocks: int
     """The model's block count K as built (the control plane learns it from here)."""
     switches: tuple[tuple[int, int], ...]
@@ -118,10 +120,6 @@ class LeaseReport:
     feed them to :class:`jigsaw.efficiency.model.OnlineEta`. Blocks not measured yet are absent."""
     probe_iterations: int = 0
     """Full-backprop probe iterations inside this lease (their cost is in the figures)."""
-    plan_kind: str = "spb"
-    """``spb``, ``pipeline`` or ``hybrid``."""
-    plan_text: str = ""
-    """The plan in words (``describe()``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,8 +82,9 @@ class SPBLease:
     def metric(self) -> str:
         return "accuracy" if self.trainer.workload.metric == "accuracy" else "eval_loss"
 
-    def plan_depths(self) -> tuple[int, ...]:
-        return tuple(self.trainer.plan.depths)
+    def current_plan(self) -> SPBPlan:
+        plan: SPBPlan = self.trainer.plan
+        return plan
 
     def describe_plan(self) -> str:
         return self.trainer.plan.describe()

@@ -2,7 +2,8 @@
 (:class:`jigsaw.model.lease_outcome.LeaseOutcome`): ``loss`` (mean over the lease's iterations and
 all
 ranks), ``throughput`` (samples per second over the whole gang), ``plan`` (in force at the end of
-the lease); the rest describe where time, memory and traffic went.
+the lease, the typed :data:`~jigsaw.model.plan.Plan` the workers report); the rest describe
+where time, memory and traffic went.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from collections.abc import Sequence
 from statistics import fmean
 
 from jigsaw.model.lease_outcome import LeaseOutcome, LeaseTimings, RankCosts
-from jigsaw.model.plan import SPBPlan
 from worker.runtime.messages import LeaseReport
 
 log = logging.getLogger(__name__)
@@ -39,10 +39,11 @@ def summarize(reports: Sequence[LeaseReport]) -> LeaseOutcome:
         raise InconsistentLeaseError(
             f"ranks ended lease {ordered[0].lease} at different iterations {sorted(ends)}"
         )
-    plans = {(r.plan, r.plan_text, r.switches) for r in ordered}
+    plans = {(r.plan, r.switches) for r in ordered}
     if len(plans) != 1:
+        seen = sorted(f"{plan.kind} {plan.describe()} (switches {s})" for plan, s in plans)
         raise InconsistentLeaseError(
-            f"ranks ended lease {ordered[0].lease} on different plans {sorted(plans)}"
+            f"ranks ended lease {ordered[0].lease} on different plans {seen}"
         )
     head = ordered[0]
     iterations = head.end_iteration - head.start_iteration
@@ -58,9 +59,7 @@ def summarize(reports: Sequence[LeaseReport]) -> LeaseOutcome:
         lease=head.lease,
         attempt=head.attempt,
         iterations=iterations,
-        plan=SPBPlan(head.plan, head.num_blocks) if head.plan_kind == "spb" else None,
-        plan_kind=head.plan_kind,
-        plan_text=head.plan_text,
+        plan=head.plan,
         plan_version=head.plan_version,
         num_blocks=head.num_blocks,
         probe_iterations=head.probe_iterations,

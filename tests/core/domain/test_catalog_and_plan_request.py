@@ -29,7 +29,7 @@ from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import policy_names
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.quota import QuotaPolicy, Quotas
-from jigsaw.scheduling.cycle import learned_model_facts
+from jigsaw.scheduling.lease_facts import LeaseFacts, learned_model_facts
 
 CATALOG = ModelCatalog()
 
@@ -91,7 +91,16 @@ def test_a_plan_has_one_stored_form_that_round_trips() -> None:
 
 def test_plans_are_equal_only_with_the_same_block_count() -> None:
     assert SPBPlan((0, 0), 4) != SPBPlan((0, 0), 5)
-    assert SPBPlan((0, 1), 4) == (0, 1)
+    assert SPBPlan((0, 1), 4) == SPBPlan((0, 1), 4)
+    assert hash(SPBPlan((0, 1), 4)) == hash(SPBPlan((0, 1), 4))
+
+
+def test_a_plan_never_equals_a_bare_tuple() -> None:
+    """Equality stays an equivalence: were ``SPBPlan((0, 1), 4) == (0, 1)`` and
+    ``(0, 1) == SPBPlan((0, 1), 5)``, two unequal plans would both equal one tuple."""
+    assert SPBPlan((0, 1), 4) != (0, 1)
+    assert (0, 1) != SPBPlan((0, 1), 4)
+    assert SPBPlan((0, 1), 4).depths == (0, 1)
 
 
 def test_gang_policies_resolve_against_the_catalog_or_start_full_backprop_without_k() -> None:
@@ -111,13 +120,16 @@ def test_the_first_lease_report_teaches_k_and_the_plan_the_workers_resolved() ->
     started = job("my_pkg.models:build", plan=full_backprop(4, 1))
     resolved = SPBPlan((0, 1, 3, 4), 6)
     facts = learned_model_facts(started, LeaseOutcome(plan=resolved, num_blocks=6))
-    assert facts == {"model_blocks": 6, "plan": resolved}
-    # a pipeline gang reports K but no SPB plan: K alone is learned
-    assert learned_model_facts(started, LeaseOutcome(num_blocks=6)) == {"model_blocks": 6}
+    assert facts == LeaseFacts(model_blocks=6, plan=resolved)
+    taught = facts.applied_to(started)
+    assert (taught.model_blocks, taught.plan, taught.block_noise) == (6, resolved, ())
+    # a report without a plan: K alone is learned, the job keeps its plan
+    assert learned_model_facts(started, LeaseOutcome(num_blocks=6)) == LeaseFacts(model_blocks=6)
+    assert LeaseFacts(model_blocks=6).applied_to(started).plan == started.plan
     known = job("digits_cnn", plan=SPBPlan((0, 1, 2, 3), 4))
     same = LeaseOutcome(plan=SPBPlan((0, 1, 2, 3), 4), num_blocks=4)
-    assert learned_model_facts(known, same) == {}
-    assert learned_model_facts(started, None) == {}
+    assert learned_model_facts(known, same) == LeaseFacts()
+    assert learned_model_facts(started, None) == LeaseFacts()
 
 
 def test_one_builder_serves_every_registered_policy_and_wraps_quotas() -> None:
