@@ -10,7 +10,8 @@ at once; and when every job has arrived and nothing runs, it forces the next res
 
 The replay holds arrivals here and releases them at a reset (``ReplayOptions.allocation_reset_s``).
 A policy that keeps Gavel's allocation itself (fifo and maxmin with ``ranking="gavel"``) runs
-the same clock, and is told of the one event it cannot see: that every job has arrived.
+the same clock (its state kept by the cycle's ``end_round`` step, never while it decides), and
+is told of the one event it cannot see: that every job has arrived.
 """
 
 from __future__ import annotations
