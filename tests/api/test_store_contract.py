@@ -84,7 +84,7 @@ def test_save_bumps_version_and_records_the_transition(store: Store) -> None:
     assert saved.version == 1
     stored = store.get("a")
     assert stored == saved
-    assert stored.placement == ((0, 0), (0, 1)) and stored.plan == (0, 1)
+    assert stored.placement == ((0, 0), (0, 1)) and stored.plan == SPBPlan((0, 1), 4)
     events = store.events("a")
     assert [(e.from_state, e.to_state) for e in events] == [
         (None, JobState.PENDING),
