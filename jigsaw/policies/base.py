@@ -12,8 +12,10 @@ from jigsaw.model.snapshot import Snapshot
 
 
 class Policy(Protocol):
-    """A policy decides; it changes nothing. Besides ``decide`` it declares three speed hints,
-    which let the simulator skip work without changing a single decision."""
+    """A policy decides; it changes nothing (state it carries between rounds it keeps in
+    :meth:`KeepsRoundState.end_round`, which the cycle calls after apply). Besides ``decide``
+    it declares speed hints, which let the simulator skip work without changing a single
+    decision."""
 
     name: str
     periodic: bool

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from jigsaw.model.decisions import Resize
+from jigsaw.model.decisions import Replan, Resize, Start
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.hardware import DEFAULT_GPU_TYPE, preset
 from jigsaw.model.parallelism import HybridPlan, ShardedBlock
-from jigsaw.model.plan import SPBPlan
+from jigsaw.model.plan import SPBPlan, full_backprop
 from jigsaw.model.sizes import human_bytes
 from jigsaw.oracle import Oracle
 from jigsaw.planning.catalog import ModelCatalog
@@ -104,6 +104,16 @@ def test_a_resize_carries_its_size_in_its_plan_only() -> None:
         Resize("e", four, planner.resized_plan(job, 2), 16, "grow")
     with pytest.raises(ValueError, match="worker_batch"):
         Resize("e", four, plan, 0, "grow")
+
+
+def test_a_start_and_a_replan_carry_their_size_in_their_plan_as_a_resize_does() -> None:
+    four = ((0, 0), (0, 1), (0, 2), (0, 3))
+    assert Start("s", four, full_backprop(4, 4), "fits").plan.num_workers == 4
+    assert Replan("r", SPBPlan((0, 1, 2, 3), 4), four, "slack").plan.num_workers == 4
+    with pytest.raises(ValueError, match="start of s: the plan has 2 workers but the placement 4"):
+        Start("s", four, full_backprop(2, 4), "fits")
+    with pytest.raises(ValueError, match="re-plan of r: the plan has 3 workers but the placement"):
+        Replan("r", SPBPlan((0, 1, 2), 4), four, "slack")
 
 
 @pytest.mark.parametrize(
