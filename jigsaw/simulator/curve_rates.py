@@ -3,7 +3,8 @@
 
 :func:`with_curve_eta` wraps a rate model: the gang's rate is the inner model's rate with the
 inner eta (``base_eta``: the oracle's table for :class:`~jigsaw.simulator.rates.OracleRate`,
-1 for :class:`~jigsaw.simulator.pollux_rate.PolluxRate`) replaced by the curve's. The executor
+and :meth:`PolluxRate.eta <jigsaw.simulator.pollux_rate.PolluxRate.eta>`, the same table, for
+Pollux's measured rates) replaced by the curve's. The executor
 asks for a rate whenever a gang is (re)rated: at its start, re-plan, resume, and when a
 neighbour on a shared GPU starts or stops. The eta used is the harmonic mean of the curve's eta
 over the progress the job still has to make, from the progress at its start (or re-plan): a
