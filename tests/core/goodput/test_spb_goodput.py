@@ -66,8 +66,6 @@ def test_the_plan_eta_is_the_prior_before_reports_and_online_after() -> None:
     # Noise-dominated: the online eta falls well below 1 and so does the plan's goodput.
     noisy = with_plan_eta(model, _job(_noise(1e-3, 10.0)), plan)
     assert noisy.eta.source == "online" and noisy.eta.eta < 0.7
-    assert noisy.model.best(1, 4).goodput == pytest.approx(
-        noisy.eta.eta * model.best(1, 4).goodput
-    )
+    assert noisy.model.best(1, 4).goodput == pytest.approx(noisy.eta.eta * model.best(1, 4).goodput)
     full = with_plan_eta(model, _job(_noise(1e-3, 10.0)), full_backprop(4, 4))
     assert full.eta.eta == 1.0
