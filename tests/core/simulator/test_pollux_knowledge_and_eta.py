@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -105,3 +108,26 @@ def test_oracle_only_knowledge_leaves_pollux_without_reports(tmp_path: Path) -> 
     with pytest.raises(InvalidSpecError, match="knowledge"):
         bad = replace(setup, knowledge="psychic")
         make_rates(load_jobs(trace, bad, oracle), bad, oracle, trace)
+
+
+def test_the_cli_switches_knowledge_and_refuses_an_unknown_one() -> None:
+    root = Path(__file__).resolve().parents[3]
+    trace = root / "tests" / "data" / "pollux_workload_excerpt.csv"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cli", "simulate", str(trace), "--policy", "pollux", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    base = ("--gpus", "64", "--gpus-per-node", "4", "-o", "json")
+    done = cli(*base, "--knowledge", "oracle")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["knowledge"], result["completed"]) == ("oracle", 20)
+    wrong = cli(*base, "--knowledge", "psychic")
+    assert wrong.returncode == 2 and "--knowledge must be one of reports, oracle" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1
