@@ -108,6 +108,17 @@ class CurveEtaRate:
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.inner.load(job, placement, plan)
 
+    def progress_curve(
+        self, job: Job, placement: Placement, plan: Plan
+    ) -> Callable[[float], float] | None:
+        """The inner model's curve (an elastic Pollux gang's speed changes by epoch): eta
+        scales the whole rate, so where the gang stands on the way is the inner's."""
+        curved = getattr(self.inner, "progress_curve", None)
+        if not callable(curved):
+            return None
+        found: Callable[[float], float] | None = curved(job, placement, plan)
+        return found
+
     def startup_s(self, job: Job) -> float:
         return self.inner.startup_s(job)
 

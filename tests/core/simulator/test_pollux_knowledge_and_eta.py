@@ -131,3 +131,16 @@ def test_the_cli_switches_knowledge_and_refuses_an_unknown_one() -> None:
     wrong = cli(*base, "--knowledge", "psychic")
     assert wrong.returncode == 2 and "--knowledge must be one of reports, oracle" in wrong.stderr
     assert len(wrong.stderr.strip().splitlines()) == 1
+
+
+def test_curve_eta_keeps_an_elastic_gangs_progress_curve(tmp_path: Path) -> None:
+    """An elastic gang off its initial size progresses epoch by epoch under ``--eta curve``
+    as under ``--eta table`` (before, the wrapper dropped the curve: a straight line)."""
+    rates, job, _ = _rates(tmp_path, "curve")
+    assert isinstance(rates, CurveEtaRate) and isinstance(rates.inner, PolluxRate)
+    grown = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2), (1, 3))
+    plan = full_backprop(8, 4)
+    inner = rates.inner.progress_curve(job, grown, plan)
+    outer = rates.progress_curve(job, grown, plan)
+    assert inner is not None and outer is not None
+    assert [outer(s) for s in (0.1, 0.5, 0.9)] == [inner(s) for s in (0.1, 0.5, 0.9)]
