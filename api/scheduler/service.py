@@ -27,6 +27,7 @@ from api.scheduler.recorder import LeadershipLostError, ProgressRecorder, RoundR
 from api.settings import Settings
 from api.store import SqlStore, StaleEpochError
 from api.store.telemetry import Telemetry
+from jigsaw.goodput.source import GoodputSource
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.executor_events import ExecutorEvent
 from jigsaw.oracle import Oracle
@@ -76,7 +77,7 @@ def build_executor(settings: Settings, oracle: Oracle | None = None) -> Executor
 
 
 def build_policy(
-    settings: Settings, oracle: OracleView, goodput: LeaseGoodputSource | None = None
+    settings: Settings, oracle: OracleView, goodput: GoodputSource | None = None
 ) -> Policy:
     """The configured policy, built as the simulator builds it
     (:func:`jigsaw.policies.builder.build_policy`), with the service's planner (the one its
