@@ -157,6 +157,26 @@ class ProgressSampleRow(Base):
     """Kept when a job's samples are thinned to the per-job cap."""
 
 
+class JobStepTimeRow(Base):
+    """A job's measured seconds per iteration at one shape, from its lease reports: what the
+    service's goodput source fits its step-time model to (:mod:`api.goodput_source`)."""
+
+    __tablename__ = "job_step_times"
+
+    job_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True
+    )
+    nodes: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    replicas: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    atomic_bsz: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    """Samples per worker per iteration."""
+    step_s: Mapped[float] = mapped_column(Double)
+    sync_s: Mapped[float] = mapped_column(Double)
+    """Of ``step_s``, the part spent waiting for the gradient all-reduce (0: not reported)."""
+    reports: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[float] = mapped_column(Double)
+
+
 class JobLogLineRow(Base):
     """Lines for ``GET /jobs/{id}/logs``; ``id`` is the cursor (``seq``)."""
 
@@ -238,6 +258,7 @@ allocations = cast(Table, AllocationRow.__table__)
 nodes = cast(Table, NodeRow.__table__)
 progress_samples = cast(Table, ProgressSampleRow.__table__)
 job_log_lines = cast(Table, JobLogLineRow.__table__)
+job_step_times = cast(Table, JobStepTimeRow.__table__)
 api_tokens = cast(Table, ApiTokenRow.__table__)
 idempotency_keys = cast(Table, IdempotencyKeyRow.__table__)
 scheduler_leader = cast(Table, SchedulerLeaderRow.__table__)

@@ -24,7 +24,7 @@ from jigsaw.model.errors import JigsawError
 from jigsaw.oracle import SharingSettings
 from jigsaw.policies import policy_names
 from jigsaw.simulator.replay import ReplayResult
-from jigsaw.simulator.run import ETA_SOURCES
+from jigsaw.simulator.run import ETA_SOURCES, KNOWLEDGE
 from jigsaw.simulator.semantics import Semantics, semantics_for
 from jigsaw.simulator.trace_replay import (
     PreparedTrace,
@@ -88,6 +88,14 @@ def simulate(
             "validation curves over training) or one (eta = 1, an ablation)."
         ),
     ] = "table",
+    knowledge: Annotated[
+        str,
+        typer.Option(
+            help="What policies know of each job: reports (what it has measured, where the "
+            "trace has measurements; the same for every policy) or oracle (nothing measured, "
+            "for any policy: an ablation)."
+        ),
+    ] = "reports",
     policy_options: Annotated[
         str | None,
         typer.Option(
@@ -109,6 +117,8 @@ def simulate(
     problem = _check_arguments(policies, output, gpus, gpus_per_node, round_seconds, limit)
     if problem is None and eta not in ETA_SOURCES:
         problem = f"--eta must be one of {', '.join(ETA_SOURCES)}, got {eta!r}"
+    if problem is None and knowledge not in KNOWLEDGE:
+        problem = f"--knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}"
     options = _parse_policy_options(policy_options) if problem is None else {}
     if problem:
         _fail(problem)
@@ -122,6 +132,7 @@ def simulate(
             seed=seed,
             worker_type=worker_type,
             eta=eta,
+            knowledge=knowledge,
             policy_options=options,
             sharing=SharingSettings(sharing, interference),
         )

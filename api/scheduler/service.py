@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from api.goodput_source import LeaseGoodputSource, StepTimeRecorder
 from api.idempotency import IdempotencyKeys
 from api.metrics import Metrics
 from api.oracle_view import OracleView, oracle_view_for
@@ -26,7 +27,9 @@ from api.scheduler.recorder import LeadershipLostError, ProgressRecorder, RoundR
 from api.settings import Settings
 from api.store import SqlStore, StaleEpochError
 from api.store.telemetry import Telemetry
+from jigsaw.goodput.source import GoodputSource
 from jigsaw.model.cluster import Cluster
+from jigsaw.model.executor_events import ExecutorEvent
 from jigsaw.oracle import Oracle
 from jigsaw.policies.base import Policy
 from jigsaw.policies.builder import build_policy as build_named_policy
@@ -73,17 +76,31 @@ def build_executor(settings: Settings, oracle: Oracle | None = None) -> Executor
     return ExecutorHandle(RateDrivenExecutor(rates, report_progress=True), lambda: cluster)
 
 
-def build_policy(settings: Settings, oracle: OracleView) -> Policy:
+def build_policy(
+    settings: Settings, oracle: OracleView, goodput: GoodputSource | None = None
+) -> Policy:
     """The configured policy, built as the simulator builds it
     (:func:`jigsaw.policies.builder.build_policy`), with the service's planner (the one its
-    submission checks ask) and quotas."""
+    submission checks ask), quotas, and ``goodput``, what jobs have measured in their lease
+    reports (:mod:`api.goodput_source`), for a policy that uses it."""
     return build_named_policy(
         settings.policy,
         oracle.oracle,
         dict(settings.policy_options),
         planner=oracle.planner,
         quotas=Quotas(settings.queue_quotas, settings.user_quotas),
+        goodput=goodput,
     )
+
+
+def both(*hooks: Callable[[ExecutorEvent], None]) -> Callable[[ExecutorEvent], None]:
+    """One ``on_event`` hook calling each of ``hooks`` in turn."""
+
+    def call(event: ExecutorEvent) -> None:
+        for hook in hooks:
+            hook(event)
+
+    return call
 
 
 class SchedulerService:
@@ -181,7 +198,7 @@ class SchedulerService:
         cycle = SchedulingCycle(
             store,
             handle.executor,
-            build_policy(self.settings, self._oracle),
+            build_policy(self.settings, self._oracle, LeaseGoodputSource(self.engine)),
             WallClock(),
             handle.cluster,
             actor=f"scheduler@{epoch}",
@@ -190,7 +207,10 @@ class SchedulerService:
                 base_backoff_s=self.settings.retry_backoff_s,
             ),
             on_decision=lambda now, decision: recorder.on_decision(store, now, decision),
-            on_event=ProgressRecorder(store, telemetry, self.settings.lease_iterations),
+            on_event=both(
+                ProgressRecorder(store, telemetry, self.settings.lease_iterations),
+                StepTimeRecorder(store, self.engine),
+            ),
         )
         keys = IdempotencyKeys(self.engine, ttl_s=self.settings.idempotency_ttl_s)
         last_purge = last_sweep = 0.0

@@ -35,6 +35,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
 from jigsaw.efficiency.table import (
     CONSERVATIVE_DEFAULT,
     FULL_BACKPROP,
@@ -66,6 +69,7 @@ __all__ = [
     "EtaEstimate",
     "InvalidNoiseStatisticsError",
     "OnlineEta",
+    "batch_size_efficiencies",
     "batch_size_efficiency",
     "block_efficiency",
     "eta_for_plan",
@@ -88,11 +92,27 @@ def batch_size_efficiency(grad_sqr: float, grad_var: float, scale: float) -> flo
     that batch; whole-model sums of the per-block figures)."""
     if scale <= 0.0 or not math.isfinite(scale):
         raise ValueError(f"batch scale must be a positive number, got {scale!r}")
+    return float(batch_size_efficiencies(grad_sqr, grad_var, scale))
+
+
+def batch_size_efficiencies(
+    grad_sqr: float, grad_var: float, scales: ArrayLike
+) -> NDArray[np.float64]:
+    """:func:`batch_size_efficiency` at many scales at once, the one place the formula is
+    written (the goodput model's :meth:`~jigsaw.goodput.noise.GradientNoise.efficiency`
+    calls it). A scale that is not positive gets 0: no batch, no progress.
+
+    With no signal (``sqr = 0``) any noise makes every sample count fully (1); with neither
+    signal nor noise, progress per sample falls as ``1 / s``."""
+    s = np.asarray(scales, dtype=np.float64)
     sqr = max(0.0, grad_sqr)
-    denominator = grad_var / scale + sqr
-    if denominator <= 0.0:
-        return 1.0 / scale
-    return (grad_var + sqr) / denominator / scale
+    positive = s > 0.0
+    safe = np.where(positive, s, 1.0)
+    denominator = grad_var / safe + sqr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        efficiency = np.where(denominator > 0.0, (grad_var + sqr) / denominator / safe, 1.0 / safe)
+    result: NDArray[np.float64] = np.where(positive, efficiency, 0.0)
+    return result
 
 
 def eta_for_plan(

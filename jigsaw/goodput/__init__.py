@@ -11,7 +11,15 @@ at a global batch B.
 - :mod:`jigsaw.goodput.model`: the two together, and the goodput-optimal batch and
   micro-batch split for a size within a job's limits;
 - :mod:`jigsaw.goodput.calibration`: the step-time model fitted to Pollux's ``placements.csv``
-  and ``scalability.csv`` per application, with its held-out error.
+  and ``scalability.csv`` per application, with its held-out error;
+- :mod:`jigsaw.goodput.prior`: the oracle as the prior of a job that has reported nothing
+  (the same model fitted to the oracle's predictions);
+- :mod:`jigsaw.goodput.spb`: an SPB plan's goodput on the same scale, ``x eta(plan)``;
+- :mod:`jigsaw.goodput.source`: the seam through which policies learn what jobs measured.
+
+The step-time model is the one every policy, simulator and the service uses for a job's
+step times; the oracle's own per-application fit (:mod:`jigsaw.oracle.calibration`) only
+calibrates the oracle's hardware constants.
 """
 
 from jigsaw.goodput.model import BatchChoice, BatchLimits, GoodputModel

@@ -6,6 +6,11 @@ workers x ``accum + 1`` micro-batches of ``atomic`` samples (``B = replicas x at
 goodput is samples/s x :meth:`GradientNoise.efficiency`. :meth:`GoodputModel.best` searches 50
 global batches, geometrically spaced over the job's limits, as Pollux's agent does, and
 returns the best split.
+
+An SPB plan is priced on the same scale: ``goodput = samples/s x E(batch) x eta(plan)``
+(:meth:`GoodputModel.with_eta`; :func:`jigsaw.goodput.spb.with_plan_eta` finds the job's eta).
+The step time is the full-backprop one: the rank that trains every block sets the pace, so
+SPB never shortens an iteration (docs/DESIGN.md), it only frees its partial ranks' slack.
 """
 
 from __future__ import annotations
@@ -70,18 +75,30 @@ class GoodputModel:
     """One job's goodput: its step times, its gradient noise (``None`` until it has
     reported any: it then runs the smallest batch its size allows, as Pollux does) and its
     limits. ``reference`` is the batch efficiency is measured against (any constant gives
-    the same choices)."""
+    the same choices). ``eta`` is the statistical efficiency of the SPB plan it runs (1: full
+    backprop); every goodput is multiplied by it."""
 
     def __init__(
         self,
         step_times: StepTimeModel,
         noise: GradientNoise | None,
         limits: BatchLimits,
+        *,
+        eta: float = 1.0,
     ) -> None:
+        if not 0.0 < eta <= 1.0:
+            raise ValueError(f"eta must be in (0, 1], got {eta}")
         self.step_times = step_times
         self.noise = noise
         self.limits = limits
+        self.eta = eta
         self.reference = float(limits.min_batch)
+
+    def with_eta(self, eta: float) -> GoodputModel:
+        """The same job under an SPB plan of statistical efficiency ``eta`` in (0, 1]: the same
+        step times and batch choice, every goodput times ``eta``. An SPB-host configuration
+        and an exclusive one of the same job then compare on one scale."""
+        return GoodputModel(self.step_times, self.noise, self.limits, eta=eta)
 
     def goodput(
         self, nodes: ArrayLike, replicas: ArrayLike, atomic: ArrayLike, accum: ArrayLike
@@ -90,7 +107,7 @@ class GoodputModel:
         a = np.asarray(atomic, dtype=np.float64)
         k = np.asarray(accum, dtype=np.float64)
         batch = r * a * (k + 1.0)
-        samples_per_s = batch / self.step_times.iteration_s(nodes, r, a, k)
+        samples_per_s = self.eta * batch / self.step_times.iteration_s(nodes, r, a, k)
         if self.noise is None:
             return samples_per_s
         result: NDArray[np.float64] = samples_per_s * self.noise.efficiency(batch, self.reference)

@@ -8,10 +8,10 @@ Per sample that is the efficiency
 
     E(B) = (phi + M) / (phi + B)       (1 at B = M, falling towards M / B as B >> phi)
 
-which is Pollux's ``(var + sqr) / (var / s + sqr) / s`` with ``s = B / M`` and ``var = S / M``
-(:func:`jigsaw.efficiency.model.batch_size_efficiency`, the scalar form). Goodput comparisons
-between
-batches never depend on ``M``: it scales every ``E`` alike.
+which is Pollux's ``(var + sqr) / (var / s + sqr) / s`` with ``s = B / M`` and ``var = S / M``.
+The formula is written once, in :func:`jigsaw.efficiency.model.batch_size_efficiencies` (the
+lower floor, beside SPB's eta from the same statistics); this class calls it. Goodput
+comparisons between batches never depend on ``M``: it scales every ``E`` alike.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from jigsaw.efficiency.model import batch_size_efficiencies
 from jigsaw.model.block_noise import BlockNoise
 
 
@@ -65,11 +66,9 @@ class GradientNoise:
         return self.sample_var / self.grad_sqr if self.grad_sqr > 0 else math.inf
 
     def efficiency(self, batch: ArrayLike, reference: float) -> NDArray[np.float64]:
-        """Progress per sample at global ``batch`` relative to ``reference`` samples."""
+        """Progress per sample at global ``batch`` relative to ``reference`` samples: Pollux's
+        formula, written once in :func:`jigsaw.efficiency.model.batch_size_efficiencies`
+        (``var`` is the variance of a ``reference``-sample gradient)."""
         sizes = np.asarray(batch, dtype=np.float64)
-        if self.grad_sqr <= 0:
-            # Pure noise: progress grows with every sample; no signal and no noise: none does.
-            return np.where(sizes > 0, 1.0 if self.sample_var > 0 else reference / sizes, 0.0)
-        phi = self.noise_scale
-        result: NDArray[np.float64] = (phi + reference) / (phi + sizes)
-        return result
+        var = self.sample_var / reference
+        return batch_size_efficiencies(self.grad_sqr, var, sizes / reference)

@@ -17,6 +17,12 @@ replicas, GPUs per node, local batch ``m``) with the measured seconds per iterat
 all-reduce hides behind the ``overlap`` fraction of compute (backward); only the rest is
 exposed. ``straggler`` is the wait for the slowest replica, ``floor`` the sync time that a
 single replica already reports. Fitting minimises log-ratio errors of step and sync time.
+
+This is the oracle's hardware calibration, run offline (``bench/oracle_calibration.py``
+writes the medians over applications to ``jigsaw/data/calibration.json``); it is not a job's
+step-time model. A job's step times come from the one step-time model,
+:mod:`jigsaw.goodput.step_time`, fitted to what the job measured, with the oracle calibrated
+here as its prior (:mod:`jigsaw.goodput.prior`).
 """
 
 from __future__ import annotations

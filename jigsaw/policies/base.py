@@ -69,8 +69,12 @@ class PolicyBase:
 
 PolicyFactory = Callable[..., Policy]
 
-SUPPLIED = frozenset({"oracle", "planner"})
-"""What a policy factory may ask the builder for (:mod:`jigsaw.policies.builder`)."""
+SUPPLIED = frozenset({"oracle", "planner", "goodput"})
+"""What a policy factory may ask the builder for (:mod:`jigsaw.policies.builder`): the oracle,
+the planner, and ``goodput``, the source of what jobs have measured
+(:class:`~jigsaw.goodput.source.GoodputSource`; ``None`` when the world offers none: a trace
+without measurements, ``--knowledge oracle``). Every policy that declares ``goodput`` is
+handed the same source, so no policy knows more than another."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,4 +246,4 @@ class PolluxPolicy(PolicyBase):
         return math.ceil(smallest / workers)
 
 
-register("pollux", uses=frozenset({"planner"}))(PolluxPolicy)
+register("pollux", uses=frozenset({"planner", "goodput"}))(PolluxPolicy)

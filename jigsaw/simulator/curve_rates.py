@@ -3,7 +3,8 @@
 
 :func:`with_curve_eta` wraps a rate model: the gang's rate is the inner model's rate with the
 inner eta (``base_eta``: the oracle's table for :class:`~jigsaw.simulator.rates.OracleRate`,
-1 for :class:`~jigsaw.simulator.pollux_rate.PolluxRate`) replaced by the curve's. The executor
+and :meth:`PolluxRate.eta <jigsaw.simulator.pollux_rate.PolluxRate.eta>`, the same table, for
+Pollux's measured rates) replaced by the curve's. The executor
 asks for a rate whenever a gang is (re)rated: at its start, re-plan, resume, and when a
 neighbour on a shared GPU starts or stops. The eta used is the harmonic mean of the curve's eta
 over the progress the job still has to make, from the progress at its start (or re-plan): a
@@ -106,6 +107,17 @@ class CurveEtaRate:
 
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         return self.inner.load(job, placement, plan)
+
+    def progress_curve(
+        self, job: Job, placement: Placement, plan: Plan
+    ) -> Callable[[float], float] | None:
+        """The inner model's curve (an elastic Pollux gang's speed changes by epoch): eta
+        scales the whole rate, so where the gang stands on the way is the inner's."""
+        curved = getattr(self.inner, "progress_curve", None)
+        if not callable(curved):
+            return None
+        found: Callable[[float], float] | None = curved(job, placement, plan)
+        return found
 
     def startup_s(self, job: Job) -> float:
         return self.inner.startup_s(job)

@@ -1,4 +1,4 @@
-"""Gang speed under Pollux's semantics: measured step times, no eta.
+"""Gang speed under Pollux's semantics: measured step times, times the plan's eta.
 
 A Pollux job's work (``iterations``) already counts statistical efficiency at its initial
 batch (:meth:`jigsaw.traces.pollux_apps.PolluxApp.iterations`), so at its initial size and
@@ -10,8 +10,15 @@ and its iterations are converted through statistical efficiency epoch by epoch
 is the goodput-optimal one of each epoch, as Pollux's agent re-chooses it between epochs
 without a restart. The rate is the mean one that reaches the end exactly when that would,
 and :meth:`PolluxRate.progress_curve` says where the gang stands on the way (its speed
-changes by epoch), so a resize checkpoints exactly. SPB plans do not change the speed
-(Pollux applications have no SPB profile).
+changes by epoch), so a resize checkpoints exactly.
+
+An SPB plan runs at full backprop's step time (the rank that trains every block sets the
+pace) and makes ``eta(plan)`` of its progress per iteration: :meth:`PolluxRate.eta`, the
+oracle's efficiency table (measured runs, else the conservative default; 1 under ``--eta
+one``). ``--eta curve`` replaces that eta by the application's curve
+(:mod:`jigsaw.simulator.curve_rates`), so SPB pays its statistical cost under every mode, as
+it does under the oracle's rates. Full-backprop plans (everything Pollux itself runs) are
+unchanged.
 
 Gangs that share a GPU (only packing policies do) are re-timed by the oracle's co-location
 model on the oracle's timings of their zoo models (:mod:`jigsaw.oracle.colocation`), the
@@ -34,7 +41,7 @@ from jigsaw.goodput.model import CANDIDATE_BATCHES
 from jigsaw.model.cluster import GpuId, Placement, per_node_counts
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
-from jigsaw.model.plan import Plan
+from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.traces.pollux_apps import PolluxApp
 from jigsaw.traces.pollux_progress import JobWork
@@ -55,6 +62,14 @@ class PolluxRate:
         self._adaptive: dict[
             tuple[str, tuple[int, ...], tuple[int, int]], tuple[list[float], list[int]]
         ] = {}
+
+    def eta(self, job: Job, plan: Plan) -> float:
+        """Progress per iteration of ``plan`` relative to full backprop: the oracle's eta of
+        an SPB plan; 1 for full backprop, other plan types, or without an oracle (Pollux's own
+        simulator runs no SPB)."""
+        if self.oracle is None or not isinstance(plan, SPBPlan) or plan.is_full_backprop:
+            return 1.0
+        return self.oracle.eta(job.spec.model, plan)
 
     def _app(self, job: Job) -> PolluxApp:
         try:
@@ -165,9 +180,8 @@ class PolluxRate:
         plan: Plan,
         other_load: Mapping[GpuId, float],
     ) -> float:
-        del plan
         slowdown = max((1.0 + other_load.get(gpu, 0.0) for gpu in placement), default=1.0)
-        return self.speed(job, per_node_counts(placement)) / slowdown
+        return self.speed(job, per_node_counts(placement)) * self.eta(job, plan) / slowdown
 
     def load(self, job: Job, placement: Placement, plan: Plan) -> dict[GpuId, float]:
         del job, plan
@@ -188,10 +202,11 @@ class PolluxRate:
         return timing
 
     def rate_at(self, job: Job, plan: Plan, iteration_s: float) -> float:
-        """The gang's measured speed now times the co-location model's fraction of it."""
-        del plan
+        """The gang's measured speed now times the co-location model's fraction of it, times
+        the plan's eta."""
         placement, alone = self._timed_on[job.id]
-        return self.speed(job, per_node_counts(placement)) * alone / iteration_s
+        speed = self.speed(job, per_node_counts(placement))
+        return speed * self.eta(job, plan) * alone / iteration_s
 
     def startup_s(self, job: Job) -> float:
         del job

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jigsaw.policies  # noqa: F401  (registers every policy)
 from jigsaw.efficiency.table import EfficiencyTable
+from jigsaw.goodput.source import GoodputSource
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.hardware import DEFAULT_GPU_TYPE, preset
 from jigsaw.model.plan import SPBPlan
 from jigsaw.oracle import Oracle, SharingSettings
-from jigsaw.policies.base import Policy, policy_factory
+from jigsaw.policies.base import Policy
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.options import merged_options
 from jigsaw.simulator.curve_rates import CurveEtaRate, philly_app, with_curve_eta
@@ -61,9 +61,15 @@ class SimulationSetup:
     sharing: SharingSettings = field(default_factory=SharingSettings)
     """How the hardware shares a GPU and the interference penalty (:mod:`jigsaw.oracle.colocation`):
     the policy and the replay price co-location with it alike."""
+    knowledge: str = "reports"
+    """What the policies know of each job: ``reports`` (the default): what its agent has
+    measured where the trace gives measurements (Pollux's workloads), handed to every policy
+    that uses a goodput source; ``oracle``: nothing measured, to any policy (each prices
+    jobs with the oracle alone; an ablation)."""
 
 
 ETA_SOURCES = ("table", "curve", "one")
+KNOWLEDGE = ("reports", "oracle")
 
 
 def make_oracle(setup: SimulationSetup, efficiency: EfficiencyTable | None = None) -> Oracle:
@@ -73,10 +79,13 @@ def make_oracle(setup: SimulationSetup, efficiency: EfficiencyTable | None = Non
     return Oracle(hardware, efficiency=efficiency, sharing=setup.sharing)
 
 
-def make_policy(name: str, oracle: Oracle, **options: Any) -> Policy:
+def make_policy(
+    name: str, oracle: Oracle, goodput: GoodputSource | None = None, **options: Any
+) -> Policy:
     """The registered policy ``name`` built as the service builds it
-    (:func:`jigsaw.policies.builder.build_policy`), with no quotas."""
-    return build_policy(name, oracle, options)
+    (:func:`jigsaw.policies.builder.build_policy`), with no quotas; ``goodput`` goes to it
+    if it uses one."""
+    return build_policy(name, oracle, options, goodput=goodput)
 
 
 def load_jobs(
@@ -108,6 +117,11 @@ def make_rates(
         raise InvalidSpecError(
             f"eta must be one of {', '.join(ETA_SOURCES)}, got {setup.eta!r}", field="eta"
         )
+    if setup.knowledge not in KNOWLEDGE:
+        raise InvalidSpecError(
+            f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {setup.knowledge!r}",
+            field="knowledge",
+        )
     rates, arrivals = _make_rates(jobs, setup, oracle, trace)
     if setup.eta == "curve":
         rates = curve_eta_rates(rates, arrivals, setup, oracle, trace)
@@ -134,7 +148,8 @@ def curve_eta_rates(
     }
     curves = CurveEta.load(apps_dir, sorted(set(app_of.values())))
     if isinstance(rates, PolluxRate):
-        return with_curve_eta(rates, curves, app_of, lambda _job, _plan: 1.0)
+        # The curve's eta replaces the one the measured rate already charges.
+        return with_curve_eta(rates, curves, app_of, rates.eta)
     return with_curve_eta(
         rates,
         curves,
@@ -217,7 +232,8 @@ def replay(
     options_for = merged_options(
         chosen.policy_options.get(policy_name, {}), setup.policy_options.get(policy_name, {})
     )
-    policy = make_policy(policy_name, oracle, **options_for, **job_reports_for(policy_name, rates))
+    knowledge = job_reports_for(rates, setup.knowledge)
+    policy = make_policy(policy_name, oracle, knowledge, **options_for)
     in_rounds = setup.admit_in_rounds
     if in_rounds is None:
         in_rounds = chosen.admit_in_rounds or gavel
@@ -244,6 +260,7 @@ def replay(
             "hardware": hardware.name,
             "seed": setup.seed,
             "semantics": chosen.name,
+            "knowledge": setup.knowledge,
             "sharing": oracle.colocation.settings.mode,
             "interference": oracle.colocation.settings.interference,
         }
@@ -251,14 +268,16 @@ def replay(
     return result
 
 
-def job_reports_for(policy_name: str, rates: ReferenceRate) -> dict[str, Any]:
-    """What a policy that sizes jobs from their reports (``goodput``) is given: the rate
-    model's simulated job agents, fresh for each replay (under Pollux semantics,
-    :class:`~jigsaw.simulator.pollux_agents.PolluxAgents`); nothing for other policies."""
-    if not isinstance(rates, PolluxRate):
-        return {}
-    accepted = inspect.signature(policy_factory(policy_name)).parameters
-    return {"goodput": PolluxAgents(rates)} if "goodput" in accepted else {}
+def job_reports_for(rates: ReferenceRate, knowledge: str = "reports") -> GoodputSource | None:
+    """What every policy that uses a goodput source is given (the builder hands it to each
+    one that declares ``goodput``): the rate model's simulated job agents, fresh for each
+    replay, where the trace has measurements (Pollux's applications,
+    :class:`~jigsaw.simulator.pollux_agents.PolluxAgents`, also under ``--eta curve``); ``None``
+    otherwise and under ``knowledge="oracle"``."""
+    measured = rates.inner if isinstance(rates, CurveEtaRate) else rates
+    if knowledge == "oracle" or not isinstance(measured, PolluxRate):
+        return None
+    return PolluxAgents(measured)
 
 
 def describe_sources(oracle: Oracle, arrivals: list[Arrival]) -> dict[str, Any]:
