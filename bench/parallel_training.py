@@ -23,10 +23,10 @@ from typing import Any
 import torch
 
 from bench.spb_common import add_output_flag, emit, provenance
+from jigsaw.model.numerics import GIB
 from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from jigsaw.model.plan import Plan, SPBPlan
 from worker.runtime.gang_worker import build_lease_trainer
-from worker.runtime.memory_limit import GIB
 from worker.runtime.messages import GangConfig
 from worker.spb.thread_collectives import run_threads
 from worker.zoo import load_workload

@@ -48,7 +48,6 @@ from jigsaw.oracle.plan_predictions import (
 )
 
 AUTO_MARGIN = 0.15
-GIB = 1024**3
 
 
 class NoPlanFitsError(InvalidSpecError):
