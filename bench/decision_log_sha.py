@@ -1,7 +1,7 @@
 """Decision-log fingerprint: the SHA-256 of the decision log of a Philly replay, per policy.
 
 A refactor that must not change scheduling proves it by printing the same hashes before and
-after (docs/BENCHMARKS.md, "Decision-log identity"). Prints one JSON object.
+after (docs/BENCHMARKS.md, "Scheduler and simulator speed"). Prints one JSON object.
 
     .venv/bin/python -m bench.decision_log_sha --limit 4000 --policies las,jigsaw
 """
