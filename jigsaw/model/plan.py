@@ -23,9 +23,9 @@ Plan requests accepted everywhere (API, CLI, YAML):
 - ``auto``: the scheduler chooses (resolved by the policy, never by the worker).
 - an explicit comma-separated list such as ``0,1,1,2`` (or a list of ints in JSON/YAML).
 
-That text grammar is :meth:`PlanRequest.parse`, the only one: case does not matter, blanks
-(space, tab, CR, LF) may surround the whole text, the commas and the depth after ``uniform:``, a
-depth is unsigned and has at most :data:`MAX_DEPTH_DIGITS` digits.
+That text grammar is :meth:`PlanRequest.parse`, the only one: case does not matter, spaces may
+surround the whole text, the commas and the depth after ``uniform:``, a depth is unsigned and
+has at most :data:`MAX_DEPTH_DIGITS` digits.
 :data:`PLAN_TEXT_PATTERN` states the same grammar as a JSON Schema pattern (the API's OpenAPI
 schema publishes it), with the one rule parse checks apart: a list holds a 0.
 ``tests/core/domain/test_plan_grammar.py`` holds the two equal over generated texts.
@@ -47,8 +47,9 @@ NAMED_PLANS = ("none", "staircase", "uniform:k", AUTO)
 MAX_DEPTH_DIGITS = 7
 """A depth written as text has at most this many digits (no model has 10^7 blocks)."""
 _DEPTH_TEXT = re.compile(rf"-?[0-9]{{1,{MAX_DEPTH_DIGITS}}}")
-_BLANKS = " \t\r\n"
-"""What parse strips around the text, the commas and a uniform depth; the pattern's ``_BLANK``."""
+_BLANKS = " "
+"""What parse strips around the text, the commas and a uniform depth; the pattern's ``_BLANK``.
+Spaces only: the API refuses control characters (tab, CR, LF) in every text field."""
 
 
 def _any_case(word: str) -> str:
@@ -56,7 +57,7 @@ def _any_case(word: str) -> str:
 
 
 _DIGITS = f"[0-9]{{1,{MAX_DEPTH_DIGITS}}}"
-_BLANK = r"[ \t\r\n]*"
+_BLANK = " *"
 PLAN_TEXT_PATTERN = (
     rf"^{_BLANK}({'|'.join(_any_case(w) for w in ('none', 'staircase', 'auto'))}"
     rf"|{_any_case('uniform')}:{_BLANK}{_DIGITS}"
