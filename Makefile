@@ -27,7 +27,7 @@ test: install
 	scripts/install-system-deps.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy jigsaw api worker cli
+	$(VENV)/bin/mypy jigsaw api worker cli bench
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 ## test-fast: the default suite without tests marked slow (for the edit-test loop)
@@ -39,7 +39,7 @@ lint:
 	$(VENV)/bin/ruff format --check .
 
 typecheck:
-	$(VENV)/bin/mypy jigsaw api worker cli
+	$(VENV)/bin/mypy jigsaw api worker cli bench
 
 clean:
 	rm -rf $(VENV) .data artifacts .pytest_cache .mypy_cache .ruff_cache

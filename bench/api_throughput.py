@@ -12,7 +12,7 @@ In a submission phase of its own, py-spy samples the thread holding the server's
 self time is grouped by package to name the bottleneck. Prints ONE JSON object.
 
     JIGSAW_TEST_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
-        .venv/bin/python bench/api_throughput.py [--clients 16] [--seconds 10] [--replicas 3]
+        .venv/bin/python -m bench.api_throughput [--clients 16] [--seconds 10] [--replicas 3]
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ from typing import Any
 
 import httpx
 import psycopg
-from http_load import Request, RequestMaker, run_load
 from sqlalchemy.engine import make_url
+
+from bench.http_load import Request, RequestMaker, run_load
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = {"name": "bench", "model": "mlp", "workers": 1, "iterations": 100}

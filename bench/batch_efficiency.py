@@ -25,8 +25,8 @@ iterations for the reference's n = n_ref(L_f), and E_predicted(f) = n / (s * sum
 from plain-gradient noise (the reference runs ``bench/spb_efficiency.py`` saved before the
 engine measured preconditioned noise; training is unchanged by the measurement, checked).
 
-    PYTHONPATH=. python bench/batch_efficiency.py -o json             # train, analyse
-    PYTHONPATH=. python bench/batch_efficiency.py --analyse -o json   # re-analyse saved runs
+    python -m bench.batch_efficiency -o json             # train, analyse
+    python -m bench.batch_efficiency --analyse -o json   # re-analyse saved runs
 
 Runs are saved to bench/results/batch_efficiency_runs/ as they finish and reused.
 """
@@ -43,8 +43,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from spb_common import emit, harmonic_mean_along, iterations_to, provenance
-from spb_efficiency import (
+from bench.spb_common import emit, harmonic_mean_along, iterations_to, provenance
+from bench.spb_efficiency import (
     CHECKPOINTS,
     RESULTS,
     RUN_CACHE,
@@ -53,7 +53,6 @@ from spb_efficiency import (
     Setting,
     train_curve,
 )
-
 from jigsaw.goodput.noise import GradientNoise
 from jigsaw.model.block_noise import BlockNoise
 
@@ -329,11 +328,10 @@ def main() -> None:
                 plain[(setting.label, seed)] = base
                 same_curve[f"{setting.label}|{seed}"] = base["curve"] == ref["curve"]
     cases = analyse(runs, plain, settings)
-    document = {
+    document: dict[str, Any] = {
         "provenance": {
             **{k: v for k, v in provenance().items() if k != "command"},
-            "command": "PYTHONPATH=. python bench/batch_efficiency.py"
-            + (" --analyse" if args.analyse else ""),
+            "command": "python -m bench.batch_efficiency" + (" --analyse" if args.analyse else ""),
             "wall_s_this_invocation": round(time.perf_counter() - started, 1),
             "train_wall_s_per_run": {
                 f"{m}|{f:g}x|{s}": round(r["wall_s"], 1) for (m, f, s), r in runs.items()

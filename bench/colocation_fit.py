@@ -25,7 +25,7 @@ partner's zoo model (in sample: near the best any model of these features could 
 A pair is predicted in both its job types' folds, so ``n`` counts it twice. Writes the fit
 (all pairs) to ``jigsaw/data/colocation.json`` with ``--write``; prints one JSON object.
 
-    .venv/bin/python bench/colocation_fit.py --write     # a few seconds
+    .venv/bin/python -m bench.colocation_fit --write     # a few seconds
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sim_common import ROOT, shared_traces
-
+from bench.sim_common import ROOT, shared_traces
 from jigsaw.model.hardware import preset
 from jigsaw.model.profiles import canonical_name
 from jigsaw.oracle import Oracle

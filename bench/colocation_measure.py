@@ -21,7 +21,7 @@ its fraction is then a lower bound on what it keeps in a gang. Prints one JSON o
 the device, torch version and the settings; runs on CPU (two processes on the CPU) as well
 as on a GPU.
 
-    PYTHONPATH=. python bench/colocation_measure.py --pairs resnet18_32:2:20+resnet18_32:0
+    python -m bench.colocation_measure --pairs resnet18_32:2:20+resnet18_32:0
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Decision-log fingerprint: the SHA-256 of the decision log of a Philly replay, per policy.
 
 A refactor that must not change scheduling proves it by printing the same hashes before and
-after (docs/BENCHMARKS.md, "Decision-log identity"). Prints one JSON object.
+after (docs/BENCHMARKS.md, "Scheduler and simulator speed"). Prints one JSON object.
 
-    .venv/bin/python bench/decision_log_sha.py --limit 4000 --policies las,jigsaw
+    .venv/bin/python -m bench.decision_log_sha --limit 4000 --policies las,jigsaw
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sim_common import prepare, shared_traces
-
+from bench.sim_common import prepare, shared_traces
 from jigsaw.simulator import SimulationSetup, make_oracle, replay
 
 

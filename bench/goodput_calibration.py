@@ -1,6 +1,6 @@
 """The goodput model's step times fitted to Pollux's measurements, with their error.
 
-    JIGSAW_SHARED_DIR=/work/shared .venv/bin/python bench/goodput_calibration.py
+    JIGSAW_SHARED_DIR=/work/shared .venv/bin/python -m bench.goodput_calibration
 
 For each application of ``<shared>/traces/pollux/apps/``: the step-time model of
 ``jigsaw.goodput`` (Pollux's seven-parameter form) fitted to every row of ``placements.csv``
@@ -21,8 +21,7 @@ import json
 import time
 from dataclasses import asdict
 
-from sim_common import shared_traces
-
+from bench.sim_common import shared_traces
 from jigsaw.goodput.calibration import calibrate, errors, held_out_errors, observations_of
 from jigsaw.goodput.prior import oracle_step_times
 from jigsaw.model.hardware import preset

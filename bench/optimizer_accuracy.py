@@ -4,7 +4,7 @@ optimizer table shows (the job default learning rate, 0.05, is an SGD rate).
 One process, full backprop, global batch 64, 200 iterations, seed 0: the unmodified
 ``SPBTrainer`` with ``TrainerConfig(optimizer=..., lr=...)`` on one thread rank.
 
-    PYTHONPATH=.:bench python bench/optimizer_accuracy.py -o json
+    python -m bench.optimizer_accuracy -o json
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from spb_common import emit, provenance
-
+from bench.spb_common import emit, provenance
 from jigsaw.model.plan import full_backprop
 from worker.spb import SPBTrainer, TrainerConfig
 from worker.spb.thread_collectives import ThreadGroup

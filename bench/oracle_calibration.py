@@ -1,7 +1,7 @@
 """Calibrate the oracle on the Pollux measurements and report held-out error.
 
-    python bench/oracle_calibration.py -o json            # print one JSON object
-    python bench/oracle_calibration.py --no-write         # do not touch calibration.json
+    python -m bench.oracle_calibration -o json            # print one JSON object
+    python -m bench.oracle_calibration --no-write         # do not touch calibration.json
 
 Reads ``<shared>/traces/pollux/apps/<app>/{placements,scalability}.csv`` (``<shared>`` is
 ``$JIGSAW_SHARED_DIR`` or ``../shared`` beside the repo), fits the per-application model of

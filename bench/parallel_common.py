@@ -35,15 +35,21 @@ class Runner:
 
     def __init__(self, rank: int, comm: Collectives, model: str, scenario: Scenario) -> None:
         self.rank, self.comm, self.scenario = rank, comm, scenario
-        common = {"model": model, "batch_size": scenario.batch_size, "lr": 0.01, "momentum": 0.9}
+        batch, lr, momentum = scenario.batch_size, 0.01, 0.9
         plan = scenario.plan
         self.hybrid: HybridTrainer | None = None
         self.pipeline: PipelineTrainer | None = None
         if isinstance(plan, HybridPlan):
-            self.hybrid = HybridTrainer(HybridConfig(plan=plan, **common), comm)
+            config = HybridConfig(
+                model=model, plan=plan, batch_size=batch, lr=lr, momentum=momentum
+            )
+            self.hybrid = HybridTrainer(config, comm)
             self.samples = scenario.batch_size * plan.num_workers
         else:
-            self.pipeline = PipelineTrainer(PipelineConfig(plan=plan, **common), comm)
+            pipeline = PipelineConfig(
+                model=model, plan=plan, batch_size=batch, lr=lr, momentum=momentum
+            )
+            self.pipeline = PipelineTrainer(pipeline, comm)
             self.samples = scenario.batch_size * plan.replicas
 
     def lease(self, iterations: int) -> dict[str, Any]:

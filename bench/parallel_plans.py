@@ -12,7 +12,7 @@ with the oracle's prediction next to every measurement.
 The global batch is the same for every plan type: --batch per data-parallel worker, so a
 pipeline replica of S stages takes S x --batch samples in --micro-batches micro-batches.
 
-    PYTHONPATH=. python bench/parallel_plans.py [--model vgg16_32_fc] [-o json]
+    python -m bench.parallel_plans [--model vgg16_32_fc] [-o json]
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ import os
 import tempfile
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
-from parallel_common import Scenario, data_parallel_plan, gloo_body, run_scenario
-from spb_common import add_output_flag, emit, provenance
 
+from bench.parallel_common import Scenario, data_parallel_plan, gloo_body, run_scenario
+from bench.spb_common import add_output_flag, emit, provenance
 from jigsaw.model.hardware import preset, with_overrides
 from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from jigsaw.model.profiles import ModelProfile
@@ -95,7 +96,7 @@ def memory_rows(
     hardware = with_overrides(preset("cpu"), gpus_per_node=workers)
     for scenario in scenarios(profile, workers, batch, micro, stages, limit):
         ranks = run_threads(
-            workers, lambda rank, comm, s=scenario: run_scenario(rank, comm, model, s, 1, 0)
+            workers, partial(run_scenario, model=model, scenario=scenario, iterations=1, warmup=0)
         )
         prediction = predict(scenario, profile, hardware, None)
         per_rank = []

@@ -7,7 +7,7 @@ as the profiler wrote them. The control plane reads these fields without torch
 (:func:`jigsaw.oracle.parallel_profile.parallel_profile_of`); a profile without them has data
 parallelism as its only plan type.
 
-    PYTHONPATH=. python bench/parallel_profile_fields.py [--models mlp vgg16_32_fc ...]
+    python -m bench.parallel_profile_fields [--models mlp vgg16_32_fc ...]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ S x --batch in --micro-batches micro-batches). Thread ranks share one process an
 so iteration times compare plans on the same footing but are not gloo-process times
 (bench/parallel_plans.py has those, beside the oracle's).
 
-    PYTHONPATH=. python bench/parallel_training.py [--model digits_wide_mlp] [-o json]
+    python -m bench.parallel_training [--model digits_wide_mlp] [-o json]
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ import time
 from typing import Any
 
 import torch
-from spb_common import add_output_flag, emit, provenance
 
+from bench.spb_common import add_output_flag, emit, provenance
+from jigsaw.model.numerics import GIB
 from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from jigsaw.model.plan import Plan, SPBPlan
 from worker.runtime.gang_worker import build_lease_trainer
-from worker.runtime.memory_limit import GIB
 from worker.runtime.messages import GangConfig
 from worker.spb.thread_collectives import run_threads
 from worker.zoo import load_workload
 
 
-def plans(num_blocks: int, workers: int, micro: int) -> dict[str]:
+def plans(num_blocks: int, workers: int, micro: int) -> dict[str, Plan]:
     return {
         "data": SPBPlan((0,) * workers, num_blocks),
         f"2bw {workers}x1": PipelinePlan.for_workers(num_blocks, workers, 1, micro),

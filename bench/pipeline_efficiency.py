@@ -18,10 +18,10 @@ eta(f) = n_0(L_f) / n_1(L_f), n_x(L) the first (interpolated) iteration at which
 is <= L. The delay-1 run trains DELAY_FACTOR x T iterations; one that never gets there is
 scored at its last iteration (an upper bound, ``reached: false``).
 
-    PYTHONPATH=.:bench python bench/pipeline_efficiency.py -o json            # train, analyse
-    PYTHONPATH=.:bench python bench/pipeline_efficiency.py --analyse -o json  # saved curves
-    PYTHONPATH=.:bench python bench/pipeline_efficiency.py --fit -o json      # fit + held-out
-    PYTHONPATH=.:bench python bench/pipeline_efficiency.py --check-engine 50  # engine = rule?
+    python -m bench.pipeline_efficiency -o json            # train, analyse
+    python -m bench.pipeline_efficiency --analyse -o json  # saved curves
+    python -m bench.pipeline_efficiency --fit -o json      # fit + held-out
+    python -m bench.pipeline_efficiency --check-engine 50  # engine = rule?
 
 ``--fit`` fits the model (jigsaw/efficiency/pipeline.py: η = 1 / (1 + (h lr / (1 - μ))²)) on
 the lr 0.01 and 0.05 columns, one h per model and (ablation) one h for both, and scores it on
@@ -41,15 +41,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
-from pipeline_efficiency_fit import fit_and_score, text_lines
-from spb_common import emit, provenance
-from spb_efficiency import CHECKPOINTS, iterations_to
 from torch import nn
 from torch.func import functional_call
 
+from bench.pipeline_efficiency_fit import fit_and_score, text_lines
+from bench.spb_common import emit, iterations_to, provenance
+from bench.spb_efficiency import CHECKPOINTS
 from jigsaw.model.parallelism import PipelinePlan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.spb.sampler import GlobalBatchSampler
@@ -107,7 +107,10 @@ class DelayedSGD:
         leaves = [w.detach().requires_grad_(True) for w in at]
         weights = dict(zip(self.names, leaves, strict=True))
         loss = self.workload.loss
-        total = sum(loss(functional_call(self.net, weights, (x,)), y) for x, y in chunks)
+        # Summed left to right as before (the saved curves depend on the float order).
+        total = cast(
+            torch.Tensor, sum(loss(functional_call(self.net, weights, (x,)), y) for x, y in chunks)
+        )
         grads = torch.autograd.grad(total / WORKERS, leaves)
         self.previous = [p.detach().clone() for p in self.params]
         for p, g in zip(self.params, grads, strict=True):
@@ -261,7 +264,7 @@ def seed_means(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (model, lr, momentum), members in groups.items():
         etas = [c["eta_measured"] for c in members]
-        per_seed = {}
+        per_seed: dict[int, list[float]] = {}
         for c in members:
             per_seed.setdefault(c["seed"], []).append(c["eta_measured"])
         rows.append(

@@ -13,7 +13,7 @@ references of the two update rules.
    f(W(t-1))), with the job's momentum and with none; and how far the 2BW engine's final
    weights are from the delay-1 reference (the engine is the rule when that is ~1e-6).
 
-    PYTHONPATH=. python bench/pipeline_vs_data.py [--part throughput|accuracy|both] [-o json]
+    python -m bench.pipeline_vs_data [--part throughput|accuracy|both] [-o json]
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from statistics import fmean
 from typing import Any
 
 import torch
-from spb_common import add_output_flag, emit, provenance
 from torch import Tensor, nn
 from torch.func import functional_call
 
+from bench.spb_common import add_output_flag, emit, provenance
 from jigsaw.model.domain import JobSpec
 from jigsaw.model.plan import Plan, full_backprop
 from jigsaw.planning.planner import Planner

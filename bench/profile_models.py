@@ -5,7 +5,7 @@ saved-activation bytes and per-sample times are measured on this machine's CPU (
 worker/spb/block_costs.py for exactly what is counted). Times are ``null`` for models whose
 measurement would exceed ``--max-gflops`` per timed pass.
 
-    PYTHONPATH=. python bench/profile_models.py [--models resnet18_32 ...] [-o json]
+    python -m bench.profile_models [--models resnet18_32 ...] [-o json]
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import add_output_flag, emit, provenance
 
+from bench.spb_common import add_output_flag, emit, provenance
 from worker.spb.block_costs import count_flops, profile_workload
 from worker.zoo import list_models, load_workload
 

@@ -3,7 +3,7 @@
 ``bench/runtime_resize.py``: ``resize_s = floor_s + s_per_gb x checkpoint GB + control_every x
 iteration_s`` (the stop waits up to one control interval), least squares on floor and slope.
 
-    PYTHONPATH=$PWD python bench/resize_cost_fit.py [bench/results/runtime_resize.json]
+    python -m bench.resize_cost_fit [bench/results/runtime_resize.json]
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ import datetime
 import os
 import platform
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -18,9 +17,13 @@ from typing import Any
 import ray
 import torch
 
+from bench import command_line
 from jigsaw.model.cluster import Placement
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.executor_events import ExecutorEvent, Failed, Finished, Started
+from jigsaw.model.hardware import preset
+from jigsaw.model.plan import Plan, SPBPlan
+from jigsaw.oracle import Oracle
 from worker.ray_executor import RayExecutor
 from worker.runtime.gang import Gang
 from worker.runtime.settings import RuntimeSettings
@@ -30,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def provenance() -> dict[str, Any]:
     return {
-        "command": "python " + " ".join(sys.argv),
+        "command": command_line(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "torch_version": torch.__version__,
         "ray_version": ray.__version__,
@@ -63,6 +66,11 @@ def executor(checkpoint_dir: Path, **settings: Any) -> RayExecutor:
     return RayExecutor(RuntimeSettings(checkpoint_dir=checkpoint_dir, **settings))
 
 
+def spb_plan(depths: tuple[int, ...], model: str = "digits_cnn") -> SPBPlan:
+    """Stop depths resolved for ``model``'s blocks (the executor takes a resolved plan)."""
+    return SPBPlan(depths, Oracle(preset("cpu")).num_blocks(model))
+
+
 def job(
     job_id: str, iterations: int, workers: int = 2, model: str = "digits_cnn", batch: int = 32
 ) -> Job:
@@ -89,7 +97,7 @@ class JobRun:
 
 def run_jobs(
     runner: RayExecutor,
-    launches: list[tuple[Job, Placement, tuple[int, ...]]],
+    launches: list[tuple[Job, Placement, Plan]],
     *,
     while_running: Callable[[RayExecutor, dict[str, JobRun]], None] | None = None,
     timeout_s: float = 600.0,

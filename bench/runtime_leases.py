@@ -8,7 +8,7 @@ time between leases). The baseline is one lease covering the whole job with no c
 points after its first iteration; its end-to-end iteration rate is the reference for the
 others' rates. Configurations are interleaved over repetitions so machine noise hits them all.
 
-    python bench/runtime_leases.py            # prints one JSON object
+    python -m bench.runtime_leases            # prints one JSON object
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from runtime_common import (
+from bench.runtime_common import (
     executor,
     job,
     provenance,
     run_jobs,
+    spb_plan,
     start_local_ray,
     stop_local_ray,
 )
@@ -37,7 +38,7 @@ CONFIGS: dict[str, dict[str, int]] = {
     "k=1": {"lease_iterations": 1, "control_every": 25},
 }
 PLACEMENT = ((0, 0), (0, 1))
-PLAN = (0, 2)
+PLAN = spb_plan((0, 2))
 
 
 def measure(name: str, iterations: int, rep: int, root: Path, checkpoint: bool) -> dict[str, Any]:

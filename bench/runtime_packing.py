@@ -11,7 +11,7 @@ On this machine there is no GPU: "sharing a GPU" is CPU time-sharing of 4 worker
 on 2 cores (shared with other work), so the measured gain comes only from filling the idle
 time a staircase plan leaves on its partial workers, not from GPU SM sharing.
 
-    PYTHONPATH=. python bench/runtime_packing.py     # prints one JSON object
+    python -m bench.runtime_packing     # prints one JSON object
 """
 
 from __future__ import annotations
@@ -23,14 +23,20 @@ from pathlib import Path
 from statistics import fmean, median
 from typing import Any
 
-from runtime_common import executor, job, provenance, run_jobs, start_local_ray, stop_local_ray
-
+from bench.runtime_common import (
+    executor,
+    job,
+    provenance,
+    run_jobs,
+    spb_plan,
+    start_local_ray,
+    stop_local_ray,
+)
 from jigsaw.model.hardware import preset
-from jigsaw.model.plan import SPBPlan
 from jigsaw.oracle import Oracle
 
 PLACEMENT = ((0, 0), (0, 1))
-PLAN = (0, 2)
+PLAN = spb_plan((0, 2))
 MODEL, BATCH = "digits_cnn", 32
 
 
@@ -65,7 +71,7 @@ def packed(root: Path, iterations: int, rep: int) -> float:
 
 def oracle_ratio() -> dict[str, Any]:
     oracle = Oracle(preset("v100"))
-    plan = SPBPlan(PLAN, oracle.num_blocks(MODEL))
+    plan = PLAN
     alone = oracle.predict(MODEL, BATCH, plan, PLACEMENT)
     other = oracle.gpu_loads(MODEL, BATCH, plan, PLACEMENT)
     shared = oracle.predict(MODEL, BATCH, plan, PLACEMENT, gpu_load=other)

@@ -8,7 +8,7 @@ reports say at which iteration every rank installed that plan version. At the en
 preempts the job (``stop(checkpoint=True)``) and measures the time until the checkpoint is
 written and the gang's resources are released.
 
-    PYTHONPATH=. python bench/runtime_plan_change.py     # prints one JSON object
+    python -m bench.runtime_plan_change     # prints one JSON object
 """
 
 from __future__ import annotations
@@ -21,13 +21,19 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from runtime_common import executor, job, provenance, start_local_ray, stop_local_ray
-
+from bench.runtime_common import (
+    executor,
+    job,
+    provenance,
+    spb_plan,
+    start_local_ray,
+    stop_local_ray,
+)
 from jigsaw.model.executor_events import Failed, Started
 from worker.runtime.checkpoints import CheckpointStore
 
 PLACEMENT = ((0, 0), (0, 1))
-PLANS = [(0, 1), (0, 3), (0, 0), (0, 2)]
+PLANS = [spb_plan(depths) for depths in ((0, 1), (0, 3), (0, 0), (0, 2))]
 CONTROL_EVERY = 25
 LEASE = 50
 
@@ -49,7 +55,7 @@ def main() -> None:
 def measure(root: Path, changes: int, interval: float) -> dict[str, Any]:
     runner = executor(root, lease_iterations=LEASE, control_every=CONTROL_EVERY)
     the_job = job("replan", iterations=100_000)
-    runner.start(the_job, PLACEMENT, (0, 2))
+    runner.start(the_job, PLACEMENT, spb_plan((0, 2)))
     gang = runner.gang(the_job.id)
     assert gang is not None
     wait_started(runner)

@@ -9,7 +9,7 @@ its actors, joining the process group and restoring (``start_s``), until it repo
 ``Started``; ``first_lease_s`` runs to its first reported lease. The checkpoint's size is what
 rank 0 wrote.
 
-    PYTHONPATH=. python bench/runtime_resize.py     # prints one JSON object
+    python -m bench.runtime_resize     # prints one JSON object
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtime_common import executor, provenance, start_local_ray, stop_local_ray
-
+from bench.runtime_common import executor, provenance, start_local_ray, stop_local_ray
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.executor_events import Failed, Progressed, Started
 from jigsaw.model.plan import full_backprop

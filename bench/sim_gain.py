@@ -28,9 +28,9 @@ policies that share GPUs with the co-location model losing the share X of every 
 (``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on
 the model. ``--sharing`` picks the sharing mode of every row (default ``timeslice``).
 
-    .venv/bin/python bench/sim_gain.py --workloads pollux
-    .venv/bin/python bench/sim_gain.py --workloads philly --rows fifo,las,maxmin,timeslice,jigsaw
-    .venv/bin/python bench/sim_gain.py --table results1.json results2.json   # markdown
+    .venv/bin/python -m bench.sim_gain --workloads pollux
+    .venv/bin/python -m bench.sim_gain --workloads philly --rows fifo,las,maxmin,timeslice,jigsaw
+    .venv/bin/python -m bench.sim_gain --table results1.json results2.json   # markdown
 
 Prints one JSON object: per workload its selection, offered load and rows, each with the
 CLI's summary figures and the replay's wall time.
@@ -51,8 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim_common import shared_traces
-
+from bench.sim_common import shared_traces
 from jigsaw.oracle import SharingSettings
 from jigsaw.simulator.trace_replay import simulate_trace, simulation_setup
 
@@ -179,7 +178,7 @@ def run_workload(
         (result,) = simulate_trace(spec.trace, [policy], setup, start=spec.start, end=spec.end)
         summary = result.summary
         jobs = summary["jobs"]
-        row = {"row": label, "policy": policy, "options": options, "eta": eta}
+        row: dict[str, Any] = {"row": label, "policy": policy, "options": options, "eta": eta}
         row.update({key: summary[key] for key in COLUMNS})
         row["cell_s"] = time.perf_counter() - started
         row["semantics"] = summary["semantics"]

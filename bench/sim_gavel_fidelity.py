@@ -13,7 +13,7 @@ for five futile rounds before they are dropped; ``over_gavel_held`` replays them
 rounds of work in place of their last steps, to show what that costs the others. Prints one
 JSON object.
 
-    .venv/bin/python bench/sim_gavel_fidelity.py            # all cases (~1 min)
+    .venv/bin/python -m bench.sim_gavel_fidelity            # all cases (~1 min)
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sim_common import shared_traces
-
+from bench.sim_common import shared_traces
 from jigsaw.simulator import (
     GavelRate,
     SimulationSetup,

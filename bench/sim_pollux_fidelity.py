@@ -6,8 +6,8 @@ the CLI's code path (the trace format chooses Pollux's semantics; docs/SCHEDULER
 GPUs (16 nodes x 4, 60 s interval) and compares each average JCT with the figure Pollux's
 simulator gives for the same policy on the same workload. Prints one JSON object.
 
-    .venv/bin/python bench/sim_pollux_fidelity.py                        # las, all 32 (~1 min)
-    .venv/bin/python bench/sim_pollux_fidelity.py --policy las,pollux --loads 1.0,2.0
+    .venv/bin/python -m bench.sim_pollux_fidelity                        # las, all 32 (~1 min)
+    .venv/bin/python -m bench.sim_pollux_fidelity --policy las,pollux --loads 1.0,2.0
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import json
 import math
 import time
 
-from sim_common import shared_traces
-
+from bench.sim_common import shared_traces
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.semantics import semantics_for
 

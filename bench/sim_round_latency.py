@@ -6,8 +6,8 @@ Each round advances virtual time by the round length (so LAS queues and attained
 move) and times ``policy.decide(snapshot)`` only; the snapshot is built outside the timer
 (the cycle builds it for every policy alike). Prints one JSON object.
 
-    .venv/bin/python bench/sim_round_latency.py            # 20 rounds
-    .venv/bin/python bench/sim_round_latency.py --quick    # 5 rounds
+    .venv/bin/python -m bench.sim_round_latency            # 20 rounds
+    .venv/bin/python -m bench.sim_round_latency --quick    # 5 rounds
 """
 
 from __future__ import annotations

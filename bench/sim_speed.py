@@ -6,8 +6,8 @@ process, so the ratios compare like with like. Each row also has ``cpu_s``, the 
 time of the replay: on a shared box it moves less with other tenants' load than wall time.
 Prints one JSON object.
 
-    .venv/bin/python bench/sim_speed.py            # the whole trace (tens of minutes)
-    .venv/bin/python bench/sim_speed.py --quick    # the first 3,000 jobs
+    .venv/bin/python -m bench.sim_speed            # the whole trace (tens of minutes)
+    .venv/bin/python -m bench.sim_speed --quick    # the first 3,000 jobs
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import argparse
 import json
 import time
 
-from sim_common import prepare, run_policy, shared_traces
-
+from bench.sim_common import prepare, run_policy, shared_traces
 from jigsaw.simulator import SimulationSetup, make_oracle
 
 TARGETS_S = {"fifo": 60.0, "las": 120.0, "jigsaw": 300.0}

@@ -7,7 +7,7 @@ today's engine, which measures the noise in Adam's preconditioned space
 equal the saved one (checked). The measured η of every SPB plan comes from the saved SPB runs;
 the predicted η is computed twice, from the saved (plain) and the new (preconditioned) noise.
 
-    PYTHONPATH=. python bench/spb_adam_noise.py --model gpt_small --seeds 0 1 2 -o json
+    python -m bench.spb_adam_noise --model gpt_small --seeds 0 1 2 -o json
 """
 
 from __future__ import annotations
@@ -19,8 +19,16 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Any
 
-from spb_common import emit, provenance
-from spb_efficiency import PLANS, RESULTS, RUN_CACHE, SETTINGS, analyse, summarise, train_curve
+from bench.spb_common import emit, provenance
+from bench.spb_efficiency import (
+    PLANS,
+    RESULTS,
+    RUN_CACHE,
+    SETTINGS,
+    analyse,
+    summarise,
+    train_curve,
+)
 
 RESULTS_FILE = RESULTS / "spb_adam_noise.json"
 
@@ -76,7 +84,7 @@ def main() -> None:
         }
         for p, a in zip(plain, adam, strict=True)
     ]
-    document = {
+    document: dict[str, Any] = {
         "provenance": {
             **{k: v for k, v in provenance().items() if k in ("command", "date", "machine")},
             "model": setting.label,

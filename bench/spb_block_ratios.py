@@ -13,8 +13,8 @@ read the block's share of the sum over blocks is taken, for grad_sqr and for gra
 shares are averaged over the reads (and renormalised to sum to 1). The spread (min and max of
 each share over the reads) is kept too, so a reader can see how constant the split is.
 
-    PYTHONPATH=. python bench/spb_block_ratios.py -o json          # measure, write the file
-    PYTHONPATH=. python bench/spb_block_ratios.py --only cifar10   # one application
+    python -m bench.spb_block_ratios -o json          # measure, write the file
+    python -m bench.spb_block_ratios --only cifar10   # one application
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import emit, provenance
 
+from bench.spb_common import emit, provenance
 from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import run_threads
 from worker.spb.trainer import SPBTrainer
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{stand_in.app}: {apps[stand_in.app]['grad_sqr']} {apps[stand_in.app]['grad_var']}",
             file=sys.stderr,
         )
-    result = {
+    result: dict[str, Any] = {
         "what": "each block's share of the whole model's grad_sqr and grad_var, per Pollux "
         "application, measured on a zoo stand-in; taken as constant over training",
         "how": "bench/spb_block_ratios.py: 4-worker full-backprop SPBTrainer run (in-process "

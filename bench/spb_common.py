@@ -8,12 +8,12 @@ import datetime
 import json
 import os
 import platform
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from bench import command_line
 from jigsaw.model.block_noise import BlockNoise
 from jigsaw.model.plan import SPBPlan
 from worker.spb.block_costs import BlockCost
@@ -22,7 +22,7 @@ from worker.spb.collectives import ring_all_reduce_bytes
 
 def provenance() -> dict[str, Any]:
     return {
-        "command": "python " + " ".join(sys.argv),
+        "command": command_line(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "torch_version": torch.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''} "

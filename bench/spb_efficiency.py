@@ -20,12 +20,12 @@ up to n_full(L_f). Iterations at rate eta(t) cover the full run's progress in
 sum_t 1/eta(t) iterations, so eta_predicted(f) = n / sum_{t < n} 1/eta(t), n = n_full(L_f)
 (a harmonic mean along the curve).
 
-    PYTHONPATH=. python bench/spb_efficiency.py -o json            # train, analyse
-    PYTHONPATH=. python bench/spb_efficiency.py --analyse -o json  # re-analyse saved runs
+    python -m bench.spb_efficiency -o json            # train, analyse
+    python -m bench.spb_efficiency --analyse -o json  # re-analyse saved runs
 
 Every run is saved to bench/results/spb_efficiency_runs/ as it finishes and reused when the
 same setting is asked for again, so an interrupted benchmark resumes where it stopped.
-    PYTHONPATH=. python bench/spb_efficiency.py --report -o json   # print committed results
+    python -m bench.spb_efficiency --report -o json   # print committed results
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import emit, harmonic_mean_along, iterations_to, provenance
 
+from bench.spb_common import emit, harmonic_mean_along, iterations_to, provenance
 from jigsaw.efficiency.lr_scaling import scaled_learning_rate
 from jigsaw.efficiency.model import eta_for_plan
 from jigsaw.model.plan import SPBPlan, resolve_plan

@@ -11,7 +11,7 @@ Probes: a third trainer runs the staircase plan with a full-backprop probe every
 gives the cost of one probe, and ``(ratio - 1) / M`` the amortised cost at one probe every ``M``
 iterations (the runtime's default ``M`` is 100). Prints ONE JSON object with ``-o json``.
 
-    PYTHONPATH=. python bench/spb_noise_overhead.py -o json [--models digits_cnn gpt_small]
+    python -m bench.spb_noise_overhead -o json [--models digits_cnn gpt_small]
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from spb_common import add_output_flag, emit, provenance
 
+from bench.spb_common import add_output_flag, emit, provenance
 from worker.runtime.messages import GangConfig
 from worker.spb.collectives import Collectives
 from worker.spb.launch import spawn_local

@@ -5,7 +5,7 @@ order (so machine noise hits them alike): plain torch DDP, our engine with full 
 ``none``), our engine with a staircase plan, and full backprop with the saved-activation meter
 off (to measure the instrumentation's overhead). Prints ONE JSON object with ``-o json``.
 
-    PYTHONPATH=. python bench/spb_savings.py -o json [--iterations 6]
+    python -m bench.spb_savings -o json [--iterations 6]
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from spb_common import add_output_flag, emit, plan_cost_ratios, provenance
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from bench.spb_common import add_output_flag, emit, plan_cost_ratios, provenance
 from jigsaw.model.plan import resolve_plan
 from worker.spb.block_costs import profile_workload
 from worker.spb.collectives import Collectives, ring_all_reduce_bytes
@@ -175,7 +175,7 @@ def main() -> None:
     limits = plan_cost_ratios(costs, plan)
 
     def ratio(figure: str, a: str = "spb", b: str = "full") -> float:
-        return summary[a]["mean"][figure] / summary[b]["mean"][figure]
+        return float(summary[a]["mean"][figure] / summary[b]["mean"][figure])
 
     ratios = {
         "backward_time": ratio("backward_time_s"),

@@ -4,7 +4,7 @@ No HTTP, no threads: this isolates the store's round trips and Python work from 
 Creates and drops a database of its own. Prints ONE JSON object.
 
     JIGSAW_TEST_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
-        .venv/bin/python bench/store_calls.py [--calls 2000]
+        .venv/bin/python -m bench.store_calls [--calls 2000]
 """
 
 from __future__ import annotations

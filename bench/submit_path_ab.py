@@ -9,7 +9,7 @@ the ratio candidate / baseline (above 1: the candidate is slower).
 
     git archive <baseline-commit> | tar -x -C /tmp/jigsaw-baseline
     JIGSAW_TEST_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
-        .venv/bin/python bench/submit_path_ab.py --baseline /tmp/jigsaw-baseline \\
+        .venv/bin/python -m bench.submit_path_ab --baseline /tmp/jigsaw-baseline \\
         --candidate . [--rounds 3] [--requests 400]
 """
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.numerics import ROUNDOFF
 from jigsaw.model.plan import SPBPlan
 from jigsaw.model.profiles import canonical_name
 
@@ -128,9 +129,9 @@ class EfficiencyTable:
 
     def _interpolate(self, x: float) -> float:
         xs, ys = self._shape_x, self._shape_y
-        if x >= xs[-1] - 1e-12:
+        if x >= xs[-1] - ROUNDOFF:
             # Beyond the deepest measured shape: hold the last bound, or the default if lower.
-            return ys[-1] if x <= xs[-1] + 1e-12 else max(MIN_ETA, min(ys[-1], 1.0 - x))
+            return ys[-1] if x <= xs[-1] + ROUNDOFF else max(MIN_ETA, min(ys[-1], 1.0 - x))
         i = bisect.bisect_right(xs, x)
         x0, y0, x1, y1 = xs[i - 1], ys[i - 1], xs[i], ys[i]
         return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else min(y0, y1)

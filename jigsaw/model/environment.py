@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.numerics import GIB
 
 ENV_PREFIX = "JIGSAW_"
 
@@ -49,7 +50,6 @@ SharingModeName = Literal["timeslice", "concurrent"]
 SHARING_MODES: tuple[SharingModeName, ...] = ("timeslice", "concurrent")
 SHARING_DEFAULT: SharingModeName = "timeslice"
 INTERFERENCE_MAX = 0.9
-GIB = 1024**3
 
 
 def worker_memory_limit_bytes(gib: float | None) -> int | None:

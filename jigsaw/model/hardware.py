@@ -16,8 +16,8 @@ from importlib import resources
 from typing import Any
 
 from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.numerics import GIB
 
-GIB = 2**30
 GB = 10**9
 
 

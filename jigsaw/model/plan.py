@@ -23,10 +23,12 @@ Plan requests accepted everywhere (API, CLI, YAML):
 - ``auto``: the scheduler chooses (resolved by the policy, never by the worker).
 - an explicit comma-separated list such as ``0,1,1,2`` (or a list of ints in JSON/YAML).
 
-That text grammar is :meth:`PlanRequest.parse`, the only one: case does not matter, spaces
-may surround the commas, a depth has at most :data:`MAX_DEPTH_DIGITS` digits.
+That text grammar is :meth:`PlanRequest.parse`, the only one: case does not matter, spaces may
+surround the whole text, the commas and the depth after ``uniform:``, a depth is unsigned and
+has at most :data:`MAX_DEPTH_DIGITS` digits.
 :data:`PLAN_TEXT_PATTERN` states the same grammar as a JSON Schema pattern (the API's OpenAPI
 schema publishes it), with the one rule parse checks apart: a list holds a 0.
+``tests/core/domain/test_plan_grammar.py`` holds the two equal over generated texts.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ NAMED_PLANS = ("none", "staircase", "uniform:k", AUTO)
 MAX_DEPTH_DIGITS = 7
 """A depth written as text has at most this many digits (no model has 10^7 blocks)."""
 _DEPTH_TEXT = re.compile(rf"-?[0-9]{{1,{MAX_DEPTH_DIGITS}}}")
+_BLANKS = " "
+"""What parse strips around the text, the commas and a uniform depth; the pattern's ``_BLANK``.
+Spaces only: the API refuses control characters (tab, CR, LF) in every text field."""
 
 
 def _any_case(word: str) -> str:
@@ -52,10 +57,12 @@ def _any_case(word: str) -> str:
 
 
 _DIGITS = f"[0-9]{{1,{MAX_DEPTH_DIGITS}}}"
+_BLANK = " *"
 PLAN_TEXT_PATTERN = (
-    rf"^ *({'|'.join(_any_case(w) for w in ('none', 'staircase', 'auto'))}"
-    rf"|{_any_case('uniform')}:{_DIGITS}"
-    rf"|({_DIGITS} *, *)*0{{1,{MAX_DEPTH_DIGITS}}}( *, *{_DIGITS})*) *$"
+    rf"^{_BLANK}({'|'.join(_any_case(w) for w in ('none', 'staircase', 'auto'))}"
+    rf"|{_any_case('uniform')}:{_BLANK}{_DIGITS}"
+    rf"|({_DIGITS}{_BLANK},{_BLANK})*0{{1,{MAX_DEPTH_DIGITS}}}({_BLANK},{_BLANK}{_DIGITS})*)"
+    rf"{_BLANK}$"
 )
 """:meth:`PlanRequest.parse`'s text grammar as a JSON Schema pattern, for clients (the API
 publishes it in its OpenAPI schema); a list must hold a 0 (block 1 must be trained)."""
@@ -258,7 +265,7 @@ class PlanRequest:
         if isinstance(spec, PlanRequest):
             return spec
         if isinstance(spec, str):
-            text = spec.strip().lower()
+            text = spec.strip(_BLANKS).lower()
             if text in (RequestKind.NONE, RequestKind.STAIRCASE, RequestKind.AUTO):
                 return cls(RequestKind(text))
             if text.startswith("uniform:"):
@@ -328,25 +335,28 @@ def resolve_plan(
 
 
 def _parse_uniform_depth(text: str) -> int:
-    raw = text.split(":", 1)[1].strip()
+    raw = text.split(":", 1)[1].strip(_BLANKS)
     if _DEPTH_TEXT.fullmatch(raw) is None:
         raise InvalidPlanError(
             f"'uniform:k' needs an integer k of at most {MAX_DEPTH_DIGITS} digits, got {raw[:20]!r}"
         )
+    if raw.startswith("-"):  # "-0" too: a sign is not part of the grammar
+        raise InvalidPlanError(f"'uniform:k' needs k >= 0, got {raw}")
     depth = int(raw)
-    if depth < 0:
-        raise InvalidPlanError(f"'uniform:k' needs k >= 0, got {depth}")
     return depth
 
 
 def _parse_depth_list(text: str) -> list[int]:
     """Integers of at most :data:`MAX_DEPTH_DIGITS` digits between commas: no empty item
     (``0,,1`` and ``0,1,`` are not plans), no ``_`` or ``+`` that ``int`` would take."""
-    parts = [part.strip() for part in text.split(",")]
+    parts = [part.strip(_BLANKS) for part in text.split(",")]
     if not all(_DEPTH_TEXT.fullmatch(part) for part in parts):
         raise InvalidPlanError(
             f"unknown plan {text[:60]!r}: use none, staircase, uniform:k, auto, "
             f"or comma-separated depths such as 0,1,2,3 (at most {MAX_DEPTH_DIGITS} digits "
             "each)"
         )
+    for part in parts:
+        if part.startswith("-"):  # "-0" too: a sign is not part of the grammar
+            raise InvalidPlanError(f"explicit depths must be non-negative integers, got {part}")
     return [int(part) for part in parts]

@@ -11,8 +11,16 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from jigsaw.model.numerics import ROUNDOFF
+
 Vector = NDArray[np.float64]
 ResidualFn = Callable[[Vector], Vector]
+
+_MIN_DAMPING = ROUNDOFF
+"""Damping never falls below this, and the normal matrix's diagonal is lifted by it, so a
+parameter the residuals ignore leaves the step solvable."""
+_RELATIVE_STEP = 1e-6
+"""The numeric Jacobian's step, relative to the parameter (at least this, absolute)."""
 
 
 def least_squares(
@@ -33,14 +41,15 @@ def least_squares(
         normal = jacobian.T @ jacobian
         improved = False
         while damping < 1e12:
-            step = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12), -gradient)
+            lifted = np.diag(np.diag(normal) + _MIN_DAMPING)
+            step = np.linalg.solve(normal + damping * lifted, -gradient)
             candidate = x + step
             r_new = residuals(candidate)
             cost_new = float(r_new @ r_new)
             if np.isfinite(cost_new) and cost_new < cost:
                 improved = cost - cost_new > tolerance * max(cost, 1e-30)
                 x, r, cost = candidate, r_new, cost_new
-                damping = max(damping / 3.0, 1e-12)
+                damping = max(damping / 3.0, _MIN_DAMPING)
                 break
             damping *= 4.0
         if not improved:
@@ -51,7 +60,7 @@ def least_squares(
 def _numeric_jacobian(residuals: ResidualFn, x: Vector, r: Vector) -> Vector:
     jacobian = np.empty((r.size, x.size))
     for i in range(x.size):
-        h = 1e-6 * max(1.0, abs(float(x[i])))
+        h = _RELATIVE_STEP * max(1.0, abs(float(x[i])))
         shifted = x.copy()
         shifted[i] += h
         jacobian[:, i] = (residuals(shifted) - r) / h

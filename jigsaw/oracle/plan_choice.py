@@ -48,7 +48,6 @@ from jigsaw.oracle.plan_predictions import (
 )
 
 AUTO_MARGIN = 0.15
-GIB = 1024**3
 
 
 class NoPlanFitsError(InvalidSpecError):
@@ -239,8 +238,25 @@ def choose_plan(
             _nothing_fits(allowed, memory_limit_bytes, parallelism, batch if smaller else None),
             field="batch_size" if smaller else "parallelism",
         )
+    best, reason = _pick(
+        fitting, every[0], parallelism, margin, memory_limit_bytes, lr=lr, momentum=momentum
+    )
+    return PlanChoice(parallelism, best, every, memory_limit_bytes, reason)
+
+
+def _pick(
+    fitting: list[Alternative],
+    data: Alternative,
+    parallelism: str,
+    margin: float,
+    memory_limit_bytes: int,
+    *,
+    lr: float | None,
+    momentum: float,
+) -> tuple[Alternative, str]:
+    """The alternative a job runs among those that fit, and the reason a user reads: under
+    ``auto``, data parallelism unless another type is predicted over ``margin`` above it."""
     best = max(fitting, key=lambda a: a.goodput)
-    data = every[0]
     if parallelism == "auto" and data.fits:
         if best.goodput > (1.0 + margin) * data.goodput:
             reason = (
@@ -264,7 +280,7 @@ def choose_plan(
         )
     else:
         reason = f"parallelism {parallelism} requested{_efficiency_note(best, lr, momentum)}"
-    return PlanChoice(parallelism, best, every, memory_limit_bytes, reason)
+    return best, reason
 
 
 def plan_efficiency(

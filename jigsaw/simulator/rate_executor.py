@@ -27,12 +27,11 @@ from typing import Protocol
 from jigsaw.model.cluster import GpuId, Placement
 from jigsaw.model.domain import Job
 from jigsaw.model.executor_events import ExecutorEvent, Finished, Progressed, Started
+from jigsaw.model.numerics import TIME_EPS_S
 from jigsaw.model.plan import Plan
 from jigsaw.oracle.gang_timing import GangTiming
 from jigsaw.oracle.timeslicing import timesliced_iteration_times
 from jigsaw.scheduling.seams import ReplanRefused
-
-_EPS = 1e-9
 
 SharedTimes = Callable[[Mapping[str, GangTiming]], dict[str, float]]
 """Iteration times of gangs sharing GPUs (``ColocationModel.iteration_times``)."""
@@ -244,13 +243,13 @@ class RateDrivenExecutor:
     def poll(self, now: float) -> Sequence[ExecutorEvent]:
         self._now = now
         events: list[ExecutorEvent] = []
-        while self._pending_starts and self._pending_starts[0][0] <= now + _EPS:
+        while self._pending_starts and self._pending_starts[0][0] <= now + TIME_EPS_S:
             at, job_id = heapq.heappop(self._pending_starts)
             gang = self._gangs.get(job_id)
             if gang is not None and not gang.started_reported and gang.starts_at == at:
                 gang.started_reported = True
                 events.append(Started(job_id, at))
-        while self._heap and self._heap[0][0] <= now + _EPS:
+        while self._heap and self._heap[0][0] <= now + TIME_EPS_S:
             at, token, job_id = heapq.heappop(self._heap)
             gang = self._gangs.get(job_id)
             if gang is None or gang.token != token:

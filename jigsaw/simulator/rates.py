@@ -16,6 +16,7 @@ from jigsaw.efficiency.table import EfficiencyTable, EtaEstimate
 from jigsaw.model.cluster import GpuId, Placement
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.numerics import ROUNDOFF
 from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.simulator.rate_executor import RateModel
@@ -60,7 +61,7 @@ class OracleRate:
         plan: Plan,
         other_load: Mapping[GpuId, float],
     ) -> float:
-        contended = {gpu: load for gpu, load in other_load.items() if load > 1e-12}
+        contended = {gpu: load for gpu, load in other_load.items() if load > ROUNDOFF}
         return self.oracle.goodput(
             job.spec.model,
             job.spec.batch_size,

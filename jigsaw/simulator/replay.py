@@ -1,16 +1,21 @@
 """The trace replay: the real scheduling cycle on an in-memory store, the simulated executor
 and a virtual clock, driven event by event.
 
-The clock jumps to the next of: a job arrival, an executor event (a gang starts or
-finishes), or a round boundary. Policies that decide in rounds (``policy.periodic``) are
-asked only at round boundaries, and only when something changed or some job is waiting;
-others (FIFO) are asked whenever a job arrives or a gang finishes. ``admit_in_rounds`` makes
+Each step of :meth:`Replay.run`: the clock jumps to the next of a job arrival, an executor
+event (a gang starts or finishes) or a round boundary; the arrival gate
+(:mod:`jigsaw.simulator.arrival_gate`) lets in what has arrived; the executor's events are
+observed; and if the round clock (:mod:`jigsaw.simulator.round_clock`) says a round starts
+and something can change, one scheduling cycle runs.
+
+Policies that decide in rounds (``policy.periodic``) are asked only at round boundaries, and
+only when something changed or some job is waiting; others (FIFO) are asked whenever a job
+arrives or a gang finishes. ``admit_in_rounds`` makes
 every policy decide at round boundaries only; the peers' round rules (Pollux's fixed grid,
 Gavel's rounds that end with their last gang and its allocation resets) are options chosen
 by :mod:`jigsaw.simulator.semantics`.
 
-Quiet rounds are skipped: after a round with no decisions, a policy that implements
-a policy's `stable_until` hint (las, jigsaw) says until when nothing can change
+Quiet rounds are skipped: after a round with no decisions, a policy that implements the
+``stable_until`` hint (las, jigsaw) says until when nothing can change
 without an arrival or a finish, and the clock jumps to the first round boundary after that.
 The decisions are the same as asking every round (``skip_quiet_rounds=False``); only the
 replay gets faster.
@@ -30,19 +35,41 @@ from jigsaw.model.decisions import Decision, Preempt, Start
 from jigsaw.model.domain import Job, submitted_event
 from jigsaw.model.executor_events import Finished, Started
 from jigsaw.model.lifecycle import JobState
+from jigsaw.model.numerics import TIME_EPS_S
 from jigsaw.policies.base import Policy
 from jigsaw.scheduling.clock import VirtualClock
-from jigsaw.scheduling.cycle import SchedulingCycle
+from jigsaw.scheduling.cycle import CycleReport, SchedulingCycle
 from jigsaw.scheduling.memstore import InMemoryStore
 from jigsaw.simulator.allocation_resets import AllocationResets, FollowsAllocationResets
+from jigsaw.simulator.arrival_gate import ArrivalGate
 from jigsaw.simulator.decisionlog import DecisionLog
 from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds
 from jigsaw.simulator.rates import OverheadModel, ReferenceRate
 from jigsaw.simulator.replay_executor import ReplayExecutor
+from jigsaw.simulator.round_clock import RoundClock
 from jigsaw.simulator.workload import Arrival
 
 ProgressHook = Callable[[int, int, float], None]
 """(jobs finished, jobs in total, virtual time) after each step."""
+
+QUIET_MARGIN_S = 1e-3
+"""A quiet spell ends this long before the moment ``stable_until`` names, so that float
+round-off never pushes the jump past a real crossing."""
+
+
+@dataclass(slots=True)
+class _LoopState:
+    """What the replay loop carries from one step to the next."""
+
+    dirty: bool = False
+    """Something changed that the policy has not decided on yet."""
+    quiet_until: float = -math.inf
+    """No round before this can decide anything (reset by any arrival or event)."""
+    rounds: int = 0
+    cycles: int = 0
+    idle_rounds: int = 0
+    """Consecutive cycles with waiting jobs, nothing running and no decision."""
+    stalled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,138 +158,156 @@ class Replay:
         self._backlog: deque[Arrival] = deque()
         self._fed = 0
         self._started: set[str] = set()
-        self._resets = (
+        resets = (
             None
             if self.options.allocation_reset_s is None
             else AllocationResets(self.options.allocation_reset_s)
         )
+        self._gate = ArrivalGate(self.arrivals, resets, self._arrive)
+        self._in_rounds = policy.periodic or self.options.admit_in_rounds
+        self._skip_quiet = self.options.skip_quiet_rounds and not self.options.rounds_end_when_idle
+        self._resizing = policy.resizes_running_jobs
+        """Such a policy wants every round while a gang runs (as if a job were waiting)."""
+        self._sizes_elastic = policy.sizes_elastic_jobs
+        """Such a policy may grow an elastic job once it is up: a round follows its start."""
+        self._round_clock = RoundClock.starting_at(
+            self.clock.now(),
+            self.options.round_s,
+            ends_when_idle=self.options.rounds_end_when_idle,
+            grid_only=self.options.rounds_on_grid_only,
+        )
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, progress: ProgressHook | None = None) -> ReplayResult:
+        """Step the virtual clock until every job is done or the rest can never start. Each
+        step: jump to the next moment, let arrivals in, observe the executor, and, when a
+        round starts (or, for a policy outside rounds, something changed), run one cycle."""
         started = time.perf_counter()
-        options = self.options
-        in_rounds = self.policy.periodic or options.admit_in_rounds
-        skip_quiet = options.skip_quiet_rounds and not options.rounds_end_when_idle
-        pending = list(reversed(self.arrivals))
-        next_round = self.clock.now()
-        if options.rounds_on_grid_only:
-            next_round = self._round_at_or_after(next_round)
-        quiet_until = -math.inf
-        """No round before this can decide anything (reset by any arrival or event)."""
-        dirty = False
-        rounds = cycles = idle_rounds = 0
-        stalled = False
-        resets = self._resets
-        periodic = self.policy.periodic
-        resizing = self.policy.resizes_running_jobs
-        """Such a policy wants every round while a gang runs (as if a job were waiting)."""
-        sizes_elastic = self.policy.sizes_elastic_jobs
-        """Such a policy may grow an elastic job once it is up: a round follows its start."""
+        loop = _LoopState()
         while True:
-            waiting = (
-                bool(self._backlog)
-                or (len(self.store.active_jobs()) > len(self.executor.running_jobs()))
-                or (resets is not None and bool(resets.held))
-                or (resizing and bool(self.executor.running_jobs()))
-            )
-            upcoming = [pending[-1].at] if pending else []
-            executor_at = self.executor.next_event_time()
-            if executor_at is not None:
-                upcoming.append(executor_at)
-            if in_rounds and (dirty or (waiting and quiet_until == -math.inf)):
-                upcoming.append(next_round)
-            elif in_rounds and waiting and quiet_until < math.inf:
-                upcoming.append(max(next_round, self._round_at_or_after(quiet_until)))
-            elif not in_rounds and dirty:
-                upcoming.append(self.clock.now())
-            if not upcoming:
+            waiting = self._jobs_waiting()
+            now = self._next_moment(loop, waiting)
+            if now is None:
                 # Jobs wait, the policy says no round will ever start them: stalled.
-                stalled = in_rounds and waiting
+                loop.stalled = self._in_rounds and waiting
                 break
-            now = max(min(upcoming), self.clock.now())
             self.clock.advance_to(now)
-            if in_rounds and waiting and quiet_until > -math.inf:
-                # The skipped rounds happened, deciding nothing: the round clock moved on.
-                next_round = max(next_round, self._round_at_or_after(now))
-            while pending and pending[-1].at <= now:
-                # Behind a waiting job, an arrival-order policy cannot start a newcomer.
-                dirty = dirty or not (self._prefix_only and waiting)
-                quiet_until = -math.inf
-                if resets is not None:
-                    resets.hold(pending.pop())
-                    dirty = True
-                else:
-                    self._arrive(pending.pop())
-            events = self.executor.poll(now)
-            self.cycle.observe(events)
-            if events:
-                quiet_until = -math.inf
-            if any(
-                not isinstance(event, Started)
-                or (sizes_elastic and self.store.get(event.job_id).spec.is_elastic)
-                for event in events
-            ):
-                dirty = True
-                self._finished += sum(isinstance(event, Finished) for event in events)
-                if resets is not None and any(isinstance(event, Finished) for event in events):
-                    resets.changed = True
-            if in_rounds:
-                if (
-                    options.rounds_end_when_idle
-                    and now + 1e-9 < next_round
-                    and not self.executor.running_jobs()
-                ):
-                    next_round = now
-                elif options.rounds_on_grid_only and next_round < now - 1e-9:
-                    next_round = self._round_at_or_after(now)
-                if now + 1e-9 < next_round:
-                    continue
-                if options.rounds_end_when_idle:
-                    next_round = now + options.round_s
-                else:
-                    next_round = (math.floor(now / options.round_s + 1e-9) + 1) * options.round_s
-                if not (dirty or waiting) or (not dirty and now + 1e-9 < quiet_until):
-                    continue
-                if resets is not None:
-                    all_arrived_idle = not self.executor.running_jobs() and not pending
-                    if all_arrived_idle and isinstance(self.policy, FollowsAllocationResets):
-                        self.policy.restart_reset_clock()
-                    if resets.due(now, idle_and_all_arrived=all_arrived_idle):
-                        for arrival in resets.release():
-                            self._arrive(arrival)
-                    elif not periodic:
-                        continue  # fifo's allocation changes only at a reset
-                rounds += 1
-            elif not dirty:
+            if self._in_rounds and waiting and loop.quiet_until > -math.inf:
+                self._round_clock.skip_to(now)
+            self._admit_arrivals(now, waiting, loop)
+            self._observe_executor(now, loop)
+            if not self._decides_now(now, waiting, loop):
                 continue
-            self._feed()
-            if self.executor.reports_noise:
-                # As the service does with real workers' lease reports (curve eta only).
-                self.cycle.observe(self.executor.noise_reports(now))
-            report = self.cycle.run_once()
-            cycles += 1
-            dirty = False
-            quiet_until = -math.inf
-            if skip_quiet and not report.decisions and report.snapshot is not None:
-                stable = self.policy.stable_until(report.snapshot)
-                if stable is not None:
-                    # Margin: float round-off must never push the jump past a real crossing.
-                    quiet_until = stable - 1e-3
-            idle = not report.decisions and not self.executor.running_jobs() and not pending
-            waiting = idle and (bool(self.store.active_jobs()) or bool(self._backlog))
-            idle_rounds = idle_rounds + 1 if waiting else 0
-            if idle_rounds > options.max_idle_rounds or (waiting and not in_rounds):
-                stalled = True
+            report = self._run_cycle(now, loop)
+            if self._stalled_after(report, loop):
+                loop.stalled = True
                 break
             if progress is not None:
                 progress(self._finished, len(self.arrivals), now)
         wall = time.perf_counter() - started
-        return self._result(rounds, cycles, wall, stalled)
+        return self._result(loop.rounds, loop.cycles, wall, loop.stalled)
 
-    def _round_at_or_after(self, moment: float) -> float:
-        """The first round boundary (a multiple of the round length) at or after ``moment``."""
-        round_s = self.options.round_s
-        return math.ceil(moment / round_s - 1e-9) * round_s
+    def _jobs_waiting(self) -> bool:
+        """Some job wants a decision: queued, admitted but not running, held for a reset, or
+        running under a policy that resizes running jobs every round."""
+        return (
+            bool(self._backlog)
+            or (len(self.store.active_jobs()) > len(self.executor.running_jobs()))
+            or self._gate.holding
+            or (self._resizing and bool(self.executor.running_jobs()))
+        )
+
+    def _next_moment(self, loop: _LoopState, waiting: bool) -> float | None:
+        """The next of: an arrival, an executor event, the round that is due (``None``:
+        nothing will ever happen again)."""
+        upcoming: list[float] = []
+        arrival_at = self._gate.next_at()
+        if arrival_at is not None:
+            upcoming.append(arrival_at)
+        executor_at = self.executor.next_event_time()
+        if executor_at is not None:
+            upcoming.append(executor_at)
+        if self._in_rounds and (loop.dirty or (waiting and loop.quiet_until == -math.inf)):
+            upcoming.append(self._round_clock.next_round)
+        elif self._in_rounds and waiting and loop.quiet_until < math.inf:
+            upcoming.append(self._round_clock.after_quiet(loop.quiet_until))
+        elif not self._in_rounds and loop.dirty:
+            upcoming.append(self.clock.now())
+        if not upcoming:
+            return None
+        return max(min(upcoming), self.clock.now())
+
+    def _admit_arrivals(self, now: float, waiting: bool, loop: _LoopState) -> None:
+        arrived, changes = self._gate.admit_until(
+            now, newcomers_blocked=self._prefix_only and waiting
+        )
+        if arrived:
+            loop.quiet_until = -math.inf
+        if changes:
+            loop.dirty = True
+
+    def _observe_executor(self, now: float, loop: _LoopState) -> None:
+        """Fold the executor's events into the store. A start asks for no decision, unless
+        the policy may grow the elastic job that started."""
+        events = self.executor.poll(now)
+        self.cycle.observe(events)
+        if events:
+            loop.quiet_until = -math.inf
+        if any(
+            not isinstance(event, Started)
+            or (self._sizes_elastic and self.store.get(event.job_id).spec.is_elastic)
+            for event in events
+        ):
+            loop.dirty = True
+            finished = sum(isinstance(event, Finished) for event in events)
+            self._finished += finished
+            if finished:
+                self._gate.note_finishes()
+
+    def _decides_now(self, now: float, waiting: bool, loop: _LoopState) -> bool:
+        """Whether a cycle runs at ``now``: a round starts and something can change, or, for
+        a policy outside rounds, something changed."""
+        if not self._in_rounds:
+            return loop.dirty
+        if not self._round_clock.reached(now, lambda: not self.executor.running_jobs()):
+            return False
+        if not (loop.dirty or waiting) or (not loop.dirty and now + TIME_EPS_S < loop.quiet_until):
+            return False
+        if self._gate.resets_allocations:
+            all_arrived_idle = not self.executor.running_jobs() and self._gate.all_arrived
+            if all_arrived_idle and isinstance(self.policy, FollowsAllocationResets):
+                self.policy.restart_reset_clock()
+            if not self._gate.opens_round(
+                now,
+                idle_and_all_arrived=all_arrived_idle,
+                decides_between_resets=self.policy.periodic,
+            ):
+                return False
+        loop.rounds += 1
+        return True
+
+    def _run_cycle(self, now: float, loop: _LoopState) -> CycleReport:
+        self._feed()
+        if self.executor.reports_noise:
+            # As the service does with real workers' lease reports (curve eta only).
+            self.cycle.observe(self.executor.noise_reports(now))
+        report = self.cycle.run_once()
+        loop.cycles += 1
+        loop.dirty = False
+        loop.quiet_until = -math.inf
+        if self._skip_quiet and not report.decisions and report.snapshot is not None:
+            stable = self.policy.stable_until(report.snapshot)
+            if stable is not None:
+                loop.quiet_until = stable - QUIET_MARGIN_S
+        return report
+
+    def _stalled_after(self, report: CycleReport, loop: _LoopState) -> bool:
+        """Jobs wait, nothing runs and the policy decided nothing, for more rounds than
+        ``max_idle_rounds`` (or once, outside rounds): such jobs can never start."""
+        idle = not report.decisions and not self.executor.running_jobs() and self._gate.all_arrived
+        waiting = idle and (bool(self.store.active_jobs()) or bool(self._backlog))
+        loop.idle_rounds = loop.idle_rounds + 1 if waiting else 0
+        return loop.idle_rounds > self.options.max_idle_rounds or (waiting and not self._in_rounds)
 
     # -- arrivals -------------------------------------------------------------------------------
     def _arrive(self, arrival: Arrival) -> None:
@@ -306,27 +351,11 @@ class Replay:
         done = [j for j in jobs if j.state == JobState.SUCCEEDED and j.finished_at is not None]
         last = max((j.finished_at or first for j in done), default=first)
         jcts = [(j.finished_at or 0.0) - j.submitted_at for j in done]
-        useful = math.fsum(
-            min(j.iterations_done, j.spec.iterations)
-            / self.rates.reference_rate(j)
-            * j.spec.workers
-            for j in jobs
-            if j.iterations_done > 0
-        )
+        useful = self._useful_gpu_s(jobs)
         num_gpus = self.cluster.num_gpus
         makespan = last - first
         busy = self.timeline.area_until(last)
-        wanted = wanted_gpu_seconds(
-            [
-                (
-                    j.submitted_at,
-                    j.finished_at if j.finished_at is not None else last,
-                    min(j.spec.workers, num_gpus),
-                )
-                for j in jobs
-            ],
-            num_gpus,
-        )
+        wanted = self._wanted_gpu_s(jobs, last)
         summary: dict[str, Any] = {
             "policy": self.policy.name,
             "jobs": len(jobs),
@@ -364,4 +393,29 @@ class Replay:
             first,
             last,
             summary,
+        )
+
+    def _useful_gpu_s(self, jobs: Sequence[Job]) -> float:
+        """GPU-seconds of the work done, at each job's reference (exclusive, full) rate."""
+        return math.fsum(
+            min(j.iterations_done, j.spec.iterations)
+            / self.rates.reference_rate(j)
+            * j.spec.workers
+            for j in jobs
+            if j.iterations_done > 0
+        )
+
+    def _wanted_gpu_s(self, jobs: Sequence[Job], last: float) -> float:
+        """GPU-seconds the jobs asked for while they were in the system (to ``last``)."""
+        num_gpus = self.cluster.num_gpus
+        return wanted_gpu_seconds(
+            [
+                (
+                    j.submitted_at,
+                    j.finished_at if j.finished_at is not None else last,
+                    min(j.spec.workers, num_gpus),
+                )
+                for j in jobs
+            ],
+            num_gpus,
         )

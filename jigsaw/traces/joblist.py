@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from jigsaw.model.errors import InvalidSpecError, TraceFormatError
+from jigsaw.model.numerics import ROUNDOFF
 from jigsaw.model.parallelism import PARALLELISM_CHOICES
 from jigsaw.model.plan import PlanRequest
 from jigsaw.model.profiles import analytic_profile, canonical_name
@@ -122,7 +123,7 @@ def _parse_job(raw: Any, label: str, number: int) -> TraceJob:
             if raw.get("iterations") is None
             else _integer(raw["iterations"], "iterations", fail)
         ),
-        priority=_number(raw.get("priority", 1), "priority", fail, minimum=1e-12),
+        priority=_number(raw.get("priority", 1), "priority", fail, minimum=ROUNDOFF),
         user=None if raw.get("user") is None else str(raw["user"]),
         spb=spb,
         parallelism=parallelism,

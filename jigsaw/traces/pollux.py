@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 
 from jigsaw.model.errors import TraceFormatError
+from jigsaw.model.numerics import INTEGER_EPS
 from jigsaw.model.profiles import POLLUX_APPS
 from jigsaw.traces.pollux_apps import PolluxApp, app_has_data, find_apps_dir, load_pollux_app
 from jigsaw.traces.record import TraceJob, parse_non_negative_float, parse_positive_int
@@ -75,7 +76,9 @@ def read_pollux(path: str | Path, *, apps_dir: str | Path | None = None) -> list
                     num_workers=replicas,
                     model=app_name,
                     batch_size=worker_batch,
-                    iterations=max(1, math.ceil(app.iterations(replicas, global_batch) - 1e-9)),
+                    iterations=max(
+                        1, math.ceil(app.iterations(replicas, global_batch) - INTEGER_EPS)
+                    ),
                     original_model=app_name,
                     elasticity=app.elasticity(replicas, worker_batch),
                     source=f"{label}:{line}",

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from jigsaw.model.domain import JobSpec
-from jigsaw.oracle.plan_choice import GIB
+from jigsaw.model.numerics import GIB
 from jigsaw.planning.planner import Planner
 from tests.api.conftest import ApiClient, make_api
 

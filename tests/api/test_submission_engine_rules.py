@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jigsaw.model.environment import GIB
+from jigsaw.model.numerics import GIB
 from jigsaw.model.sizes import human_bytes
 from tests.api.conftest import ApiClient, make_api
 

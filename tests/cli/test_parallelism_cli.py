@@ -12,7 +12,7 @@ import pytest
 
 from jigsaw.model.domain import JobSpec
 from jigsaw.model.hardware import preset
-from jigsaw.oracle.plan_choice import GIB
+from jigsaw.model.numerics import GIB
 from jigsaw.planning.planner import Planner
 from tests.cli.conftest import (
     Cli,

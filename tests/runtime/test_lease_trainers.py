@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from jigsaw.model.hardware import preset
+from jigsaw.model.numerics import GIB
 from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle.memory import WorkerMemory
@@ -23,7 +24,7 @@ from worker.pipeline import PipelineConfig
 from worker.runtime.failures import classify
 from worker.runtime.gang_worker import build_lease_trainer
 from worker.runtime.lease_trainer import LeaseTrainer, PlanChangeRefused, RunOutcome
-from worker.runtime.memory_limit import GIB, WorkerMemoryExceeded, check_worker_memory
+from worker.runtime.memory_limit import WorkerMemoryExceeded, check_worker_memory
 from worker.runtime.messages import GangConfig
 from worker.spb.thread_collectives import run_threads
 from worker.zoo import load_workload

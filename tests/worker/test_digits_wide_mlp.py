@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from jigsaw.model.numerics import GIB
 from jigsaw.model.parallelism import HybridPlan, PipelinePlan
 from jigsaw.model.plan import Plan, SPBPlan
 from worker.runtime.gang_worker import build_lease_trainer
-from worker.runtime.memory_limit import GIB, WorkerMemoryExceeded, check_worker_memory
+from worker.runtime.memory_limit import WorkerMemoryExceeded, check_worker_memory
 from worker.runtime.messages import GangConfig
 from worker.spb.thread_collectives import run_threads
 

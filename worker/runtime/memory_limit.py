@@ -11,8 +11,7 @@ and the failure is not retried: the same model under the same plan needs the sam
 from __future__ import annotations
 
 from jigsaw.model.errors import JigsawError
-
-GIB = 1024**3
+from jigsaw.model.numerics import GIB
 
 
 class WorkerMemoryExceeded(JigsawError):

@@ -27,11 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from jigsaw.model.cluster import Cluster, GpuId
 from jigsaw.model.domain import Job
+from jigsaw.model.numerics import LOAD_EPS
 from jigsaw.policies.shared.packing import GpuLedger
 from jigsaw.policies.shared.plans import Footprint
 from jigsaw.policies.speed.record_diff import record_diff
 
-_EPS = 1e-9
 _Order = tuple[float, str, int]
 """Where a booking falls in a fresh ledger's sequence: (submit time, job id, index)."""
 
@@ -139,7 +139,7 @@ class KeptLedger:
         if old is not None:
             at = bisect.bisect_left(self._partial, (old, gpu))
             del self._partial[at]
-        if bookings and self.threshold - load >= self.min_residual - _EPS:
+        if bookings and self.threshold - load >= self.min_residual - LOAD_EPS:
             first = bookings[0][0]
             self._partial_at[gpu] = first
             bisect.insort(self._partial, (first, gpu))

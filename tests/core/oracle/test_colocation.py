@@ -189,9 +189,9 @@ SHARED_GAVEL = (
 @pytest.mark.skipif(not SHARED_GAVEL.is_file(), reason="no ../shared")
 def test_the_shipped_fit_is_what_the_fit_bench_makes_from_gavels_file() -> None:
     done = subprocess.run(
-        [sys.executable, "bench/colocation_fit.py", "--throughputs", str(SHARED_GAVEL)],
+        [sys.executable, "-m", "bench.colocation_fit", "--throughputs", str(SHARED_GAVEL)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'bench'}"},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -209,7 +209,7 @@ def test_the_shipped_fit_is_what_the_fit_bench_makes_from_gavels_file() -> None:
     refit = subprocess.run(
         [sys.executable, "-c", _REFIT],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'bench'}"},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -220,7 +220,7 @@ def test_the_shipped_fit_is_what_the_fit_bench_makes_from_gavels_file() -> None:
 
 _REFIT = f"""
 import json
-from colocation_fit import fitted, job_profiles, measured_rows
+from bench.colocation_fit import fitted, job_profiles, measured_rows
 from jigsaw.model.hardware import preset
 from jigsaw.oracle import Oracle
 from jigsaw.traces import GavelThroughputs
