@@ -65,8 +65,8 @@ class ProgressRecorder:
             case Finished(job_id=job_id, at=at, iterations_done=done, outcome=outcome):
                 self._sample(job_id, at, done, outcome, final=True)
                 self._last.pop(job_id, None)
-            case Failed(job_id=job_id, at=at, reason=reason):
-                self._telemetry.add_log_lines(job_id, at, [f"gang failed: {reason}"])
+            case Failed(job_id=job_id, at=at, reason=reason, detail=detail):
+                self._telemetry.add_log_lines(job_id, at, [f"gang failed: {reason}", *detail])
                 self._last.pop(job_id, None)
             case _:
                 pass

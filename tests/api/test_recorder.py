@@ -13,13 +13,15 @@ import pytest
 from api.db import make_engine
 from api.metrics import Metrics
 from api.oracle_view import oracle_view_for
-from api.scheduler.recorder import RoundRecorder
+from api.scheduler.recorder import ProgressRecorder, RoundRecorder
 from api.scheduler.service import SchedulerService
 from api.settings import Settings
 from api.store import SqlStore
+from api.store.telemetry import Telemetry
 from jigsaw.model.cluster import Cluster, Placement
 from jigsaw.model.decisions import Decision, DecisionKind, Preempt, Replan, Resize, Start
 from jigsaw.model.domain import Job, JobSpec, submitted_event
+from jigsaw.model.executor_events import Failed
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.reasons import ReasonCode
@@ -205,3 +207,25 @@ def test_a_service_round_with_a_resize_records_it_and_writes_the_heartbeat(
         term.handle.shutdown()
         service.leadership.release()
         engine.dispose()
+
+
+def test_a_failed_gangs_traceback_and_output_tail_land_in_the_jobs_log(api: ApiClient) -> None:
+    """What the Ray executor reports with a failure is what ``jigsaw-cli logs`` prints."""
+    job = api.submit()
+    store = SqlStore(api.state.engine)
+    telemetry = Telemetry(api.state.engine, cap_per_job=100)
+    detail = (
+        "worker traceback:",
+        '  File "mine/models.py", line 3, in build',
+        "TypeError: build() missing 1 required positional argument: 'width'",
+        "rank 0 stdout (last 1 lines):",
+        "  loading shards",
+    )
+    reason = "building model 'mine.models:build' raised TypeError: ..."
+    ProgressRecorder(store, telemetry, 20)(
+        Failed(str(job["id"]), time.time(), reason, detail=detail, attempt=1)
+    )
+    response = api.client.get(f"/api/v1/jobs/{job['id']}/logs", headers=api.headers("alice"))
+    assert response.status_code == 200, response.text
+    lines = [item["line"] for item in response.json()["items"]]
+    assert lines[-6:] == [f"gang failed: {reason}", *detail]
