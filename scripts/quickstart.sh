@@ -38,17 +38,12 @@ log="$JIGSAW_DATA_DIR/server.log"
 started=$(date +%s)
 
 echo "==> starting the control plane on $JIGSAW_URL (SQLite in $JIGSAW_DATA_DIR, executor: $JIGSAW_EXECUTOR, $JIGSAW_GPUS GPUs, policy: $JIGSAW_POLICY $JIGSAW_POLICY_OPTIONS)"
-# The server leads a process group of its own, so that what it leaves behind can be found:
-# Ray's dashboard and runtime-env agents outlive a Ray that shut down cleanly. On exit: SIGTERM
-# (the server drains and stops Ray), then SIGKILL to whatever of that group is still there.
-"$PY" -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
-  "$CLI" serve --port "$PORT" >"$log" 2>&1 &
+# On exit: SIGTERM; the server drains, stops the scheduler and every Ray process it started.
+"$CLI" serve --port "$PORT" >"$log" 2>&1 &
 server=$!
 stop_server() {
   kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
-  sleep 1
-  kill -KILL -- "-$server" 2>/dev/null || true
 }
 trap stop_server EXIT
 
