@@ -38,11 +38,13 @@ def event_line(name: str, event: dict[str, Any]) -> str:
     return f"  {clock(event.get('at'))}  {name:<14} {what}: {event['reason']}"
 
 
-def rate_line(name: str, job: dict[str, Any], rate: float | None) -> str:
+def rate_line(name: str, job: dict[str, Any], rate: float) -> str:
     workers = job.get("current_workers") or len(job.get("placement") or [])
     done, total = int(job["iterations_done"]), job["iterations"]
-    speed = f", {rate:.1f} it/s" if rate is not None else ""
-    return f"  {clock(None)}  {name:<14} {workers} worker(s): {done}/{total}{speed}"
+    # No iteration since the last line: the gang is starting (a resize restarts it from its
+    # checkpoint, which costs a start on every size).
+    speed = f"{rate:.1f} it/s" if rate > 0 else "no iteration yet: the gang is (re)starting"
+    return f"  {clock(None)}  {name:<14} {workers} worker(s): {done}/{total}, {speed}"
 
 
 def watch(job_ids: list[str], every_s: float) -> None:
@@ -52,11 +54,14 @@ def watch(job_ids: list[str], every_s: float) -> None:
     with make_client() as client:
         while True:
             jobs = {job_id: client.get_job(job_id) for job_id in job_ids}
+            new: list[tuple[str, str]] = []
             for job_id, job in jobs.items():
                 events = client.events(job_id)
-                for event in events[seen[job_id] :]:
-                    print(event_line(job["name"], event), flush=True)
+                new.extend((e["at"], event_line(job["name"], e)) for e in events[seen[job_id] :])
                 seen[job_id] = len(events)
+            for _, line in sorted(new):  # the jobs' events in time order
+                print(line, flush=True)
+            for job_id, job in jobs.items():
                 if job["state"] != "RUNNING":
                     last.pop(job_id, None)
                     continue

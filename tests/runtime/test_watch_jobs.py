@@ -58,6 +58,9 @@ def test_the_narrator_prints_each_resize_with_its_reason_and_the_rate_at_each_si
     resized = [line for line in elastic_lines if "resized:" in line]
     assert resized and "2 -> 1" in resized[0], lines  # the shrink, with the policy's reason
     assert any("mlp-newcomer" in line and "PENDING -> ADMITTED" in line for line in lines)
+    submitted = next(i for i, line in enumerate(lines) if "mlp-newcomer" in line)
+    assert "PENDING: submitted" in lines[submitted]
+    assert submitted < lines.index(resized[0]), lines  # both jobs' events in time order
     assert "RUNNING -> SUCCEEDED: reached its iteration target" in elastic_lines[-1], lines
     rates = [line for line in elastic_lines if "1 worker(s): " in line and "it/s" in line]
     assert rates, lines  # its rate at its new size
