@@ -56,6 +56,8 @@ class ProgressRecorder:
             self._record(event)
         except SQLAlchemyError as error:
             log.warning("could not record %s: %s", type(event).__name__, error)
+        except Exception:  # the cycle must still fold the event in: a lost Finished is a hung job
+            log.exception("could not record %s of %s", type(event).__name__, event.job_id)
 
     def _record(self, event: ExecutorEvent) -> None:
         match event:

@@ -229,3 +229,34 @@ def test_a_failed_gangs_traceback_and_output_tail_land_in_the_jobs_log(api: ApiC
     assert response.status_code == 200, response.text
     lines = [item["line"] for item in response.json()["items"]]
     assert lines[-6:] == [f"gang failed: {reason}", *detail]
+
+
+class BrokenTelemetry(Telemetry):
+    """Telemetry whose every write raises something other than a database error."""
+
+    def record(self, sample: Any, log_line: str | None = None) -> None:
+        raise ValueError("a sample nobody can store")
+
+
+def test_an_error_recording_progress_never_loses_the_report(api: ApiClient) -> None:
+    """The executor's reports reach the cycle once: a Finished the recorder chokes on must
+    still finish the job."""
+    from jigsaw.simulator.rate_executor import ConstantRate, RateDrivenExecutor
+
+    lead(api)
+    store = SqlStore(api.state.engine, epoch=1)
+    job = Job(id="a", spec=JobSpec(name="a", model="mlp", workers=1, iterations=10), submitted_at=0)
+    store.add(job, submitted_event(job, "test"))
+    clock = VirtualClock(time.time())
+    cycle = SchedulingCycle(
+        store,
+        RateDrivenExecutor(ConstantRate(10.0), report_progress=True),
+        Scripted([[Start("a", A1, full_backprop(1, 2), "go")]]),
+        clock,
+        lambda: CLUSTER,
+        on_event=ProgressRecorder(store, BrokenTelemetry(api.state.engine), 5),
+    )
+    for _ in range(4):
+        cycle.run_once()
+        clock.advance_to(clock.now() + 1.0)
+    assert store.get("a").state is JobState.SUCCEEDED
