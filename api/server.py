@@ -81,6 +81,7 @@ def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
     state = build_state(settings, engine)
     check_policy(settings, state.oracle)
     if settings.scheduler == "embedded":
+        start_ray(settings)
         state.scheduler = SchedulerService(settings, engine, state.metrics, state.oracle)
         state.scheduler.start_in_thread()
     app = create_app(state=state)
@@ -98,9 +99,31 @@ def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
     finally:
         if state.scheduler is not None:
             state.scheduler.stop()
+        stop_ray(settings)
         engine.dispose()
     if stopped_by is not None:
         log.info("%s: requests drained, scheduler stopped; shut down", stopped_by)
+
+
+def start_ray(settings: Settings) -> None:
+    """Join or start Ray here, on the main thread, before uvicorn takes SIGTERM over
+    (``worker.runtime.inventory.connect`` says why); the scheduler thread finds it running."""
+    if settings.executor != "ray":
+        return
+    from worker.runtime.inventory import connect  # lazy: Ray only where it runs
+    from worker.runtime.settings import RuntimeSettings
+
+    log.info("starting Ray (executor ray)")
+    connect(RuntimeSettings.from_env())
+
+
+def stop_ray(settings: Settings) -> None:
+    """Stop every Ray process this one started (``worker.runtime.inventory.disconnect``)."""
+    if settings.executor != "ray":
+        return
+    from worker.runtime.inventory import disconnect  # lazy: Ray only where it runs
+
+    disconnect()
 
 
 def run_scheduler() -> None:
@@ -126,4 +149,5 @@ def run_scheduler() -> None:
         print(f"jigsaw scheduler: {error}", file=sys.stderr)
         raise SystemExit(1) from None
     finally:
+        stop_ray(settings)
         engine.dispose()

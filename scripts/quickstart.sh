@@ -7,9 +7,10 @@
 #      partial workers (a fractional Ray GPU);
 #   3. `jigsaw-cli cluster` shows that shared GPU; both jobs train to SUCCEEDED and their
 #      held-out accuracy is printed;
-#   4. an elastic MLP (1..4 workers, fixed global batch) grows into the idle GPUs, shrinks to
-#      one worker when a newcomer arrives, grows back, and both reach SUCCEEDED; its resizes
-#      and accuracy are printed. The server is stopped at the end.
+#   4. an elastic MLP (1..4 workers, fixed global batch) grows into the idle GPUs, shrinks
+#      when a newcomer arrives, grows back, and both reach SUCCEEDED; scripts/watch_jobs.py
+#      prints each resize with its reason as it happens and each job's rate at its size, then
+#      the resizes and accuracies are printed. The server is stopped at the end.
 # The policy options below are the demo's (docs/SCHEDULER.md, "The `make run` demo", says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,17 +39,12 @@ log="$JIGSAW_DATA_DIR/server.log"
 started=$(date +%s)
 
 echo "==> starting the control plane on $JIGSAW_URL (SQLite in $JIGSAW_DATA_DIR, executor: $JIGSAW_EXECUTOR, $JIGSAW_GPUS GPUs, policy: $JIGSAW_POLICY $JIGSAW_POLICY_OPTIONS)"
-# The server leads a process group of its own, so that what it leaves behind can be found:
-# Ray's dashboard and runtime-env agents outlive a Ray that shut down cleanly. On exit: SIGTERM
-# (the server drains and stops Ray), then SIGKILL to whatever of that group is still there.
-"$PY" -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
-  "$CLI" serve --port "$PORT" >"$log" 2>&1 &
+# On exit: SIGTERM; the server drains, stops the scheduler and every Ray process it started.
+"$CLI" serve --port "$PORT" >"$log" 2>&1 &
 server=$!
 stop_server() {
   kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
-  sleep 1
-  kill -KILL -- "-$server" 2>/dev/null || true
 }
 trap stop_server EXIT
 
@@ -130,6 +126,7 @@ done
 
 grown() { [ "$(job_field "$1" current_workers)" = 4 ]; }
 echo "==> elastic: an MLP on 1..4 workers, starting at 2 (jigsaw grows it into idle GPUs)"
+echo "    (the $JIGSAW_GPUS logical GPUs share this machine's $(nproc) CPU cores: here more workers of one job can be slower, not faster)"
 elastic=$("$CLI" submit --name mlp-elastic --model mlp --spb none --workers 2 --min-workers 1 \
   --max-workers 4 --batch-size 24 --iterations 3000 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
@@ -140,7 +137,9 @@ echo "==> it runs on 4 workers; a 2-worker newcomer arrives: the elastic job shr
 newcomer=$("$CLI" submit --name mlp-newcomer --model mlp --workers 2 --iterations 400 \
   --spb none --batch-size 32 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-"$CLI" status "$elastic" "$newcomer" --watch
+# Every change with its reason as it happens (each resize restarts the gang from a checkpoint),
+# and each job's rate at its size.
+"$PY" scripts/watch_jobs.py "$elastic" "$newcomer"
 echo "==> final state"
 "$CLI" status "$elastic" "$newcomer"
 echo "==> the elastic job's resizes"

@@ -22,7 +22,7 @@ from api.store.telemetry import ProgressSample, Telemetry
 from api.timefmt import iso
 from api.unschedulable import mark_unschedulable
 from jigsaw.model.cluster import Cluster
-from jigsaw.model.decisions import Decision, Preempt, Replan, Start
+from jigsaw.model.decisions import Decision, Preempt, Start
 from jigsaw.model.executor_events import ExecutorEvent, Failed, Finished, Progressed
 from jigsaw.model.lease_outcome import LeaseOutcome
 from jigsaw.model.lifecycle import JobState
@@ -56,6 +56,8 @@ class ProgressRecorder:
             self._record(event)
         except SQLAlchemyError as error:
             log.warning("could not record %s: %s", type(event).__name__, error)
+        except Exception:  # the cycle must still fold the event in: a lost Finished is a hung job
+            log.exception("could not record %s of %s", type(event).__name__, event.job_id)
 
     def _record(self, event: ExecutorEvent) -> None:
         match event:
@@ -65,8 +67,8 @@ class ProgressRecorder:
             case Finished(job_id=job_id, at=at, iterations_done=done, outcome=outcome):
                 self._sample(job_id, at, done, outcome, final=True)
                 self._last.pop(job_id, None)
-            case Failed(job_id=job_id, at=at, reason=reason):
-                self._telemetry.add_log_lines(job_id, at, [f"gang failed: {reason}"])
+            case Failed(job_id=job_id, at=at, reason=reason, detail=detail):
+                self._telemetry.add_log_lines(job_id, at, [f"gang failed: {reason}", *detail])
                 self._last.pop(job_id, None)
             case _:
                 pass
@@ -163,17 +165,26 @@ class RoundRecorder:
         self._last_purge = 0.0
 
     def on_decision(self, store: SqlStore, now: float, decision: Decision) -> None:
-        kind = {Start: "start", Preempt: "preempt", Replan: "replan"}[type(decision)]
+        """The cycle's ``on_decision`` hook. Never raises into the cycle: the decision is
+        applied already, and the round's other decisions and its heartbeat must not be lost
+        to an error in what is only its record."""
+        try:
+            self._record_decision(store, now, decision)
+        except SQLAlchemyError as error:
+            log.warning("could not record the %s of %s: %s", decision.kind, decision.job_id, error)
+        except Exception:  # any error: the round goes on, the traceback goes to the log
+            log.exception(
+                "could not record the %s of %s; the round goes on", decision.kind, decision.job_id
+            )
+
+    def _record_decision(self, store: SqlStore, now: float, decision: Decision) -> None:
         self._recent.append(
-            {"kind": kind, "job_id": decision.job_id, "reason": decision.reason, "at": now}
+            {"kind": decision.kind, "job_id": decision.job_id, "reason": decision.reason, "at": now}
         )
         if isinstance(decision, Preempt):
             self._metrics.preemptions.inc()
         elif isinstance(decision, Start):
-            try:
-                job = store.get(decision.job_id)
-            except SQLAlchemyError:
-                return
+            job = store.get(decision.job_id)
             if job.attempt == 1:
                 self._metrics.wait_time.observe(max(now - job.submitted_at, 0.0))
 

@@ -35,7 +35,7 @@ from jigsaw.policies.base import Policy
 from jigsaw.policies.builder import build_policy as build_named_policy
 from jigsaw.policies.quota import Quotas
 from jigsaw.scheduling.clock import WallClock
-from jigsaw.scheduling.cycle import RetryPolicy, SchedulingCycle
+from jigsaw.scheduling.cycle import CycleReport, RetryPolicy, SchedulingCycle
 from jigsaw.scheduling.retention import sweep_checkpoints
 from jigsaw.scheduling.seams import Executor, KeepsCheckpoints
 from jigsaw.simulator.rate_executor import RateDrivenExecutor
@@ -190,7 +190,8 @@ class SchedulerService:
             )
 
     # -- one leadership term --------------------------------------------------------------
-    def _lead(self, epoch: int) -> None:
+    def open_term(self, epoch: int) -> LeaderTerm:
+        """The executor, the store fenced with ``epoch``, the cycle and its recorders."""
         handle = self._executor_factory(self.settings)
         store = SqlStore(self.engine, epoch=epoch)
         recorder = RoundRecorder(self.engine, self.metrics, epoch, self.settings.policy)
@@ -212,6 +213,10 @@ class SchedulerService:
                 StepTimeRecorder(store, self.engine),
             ),
         )
+        return LeaderTerm(handle, store, cycle, recorder)
+
+    def _lead(self, epoch: int) -> None:
+        term = self.open_term(epoch)
         keys = IdempotencyKeys(self.engine, ttl_s=self.settings.idempotency_ttl_s)
         last_purge = last_sweep = 0.0
         try:
@@ -221,14 +226,13 @@ class SchedulerService:
                     log.warning("scheduler epoch %s lost leadership; standing by", epoch)
                     return
                 try:
-                    report = cycle.run_once()
-                    recorder.after_round(report, handle.cluster())
+                    term.run_round()
                     self.rounds += 1
                     if time.time() - last_purge > PURGE_EVERY_S:
                         keys.purge()
                         last_purge = time.time()
                     if time.time() - last_sweep > self.settings.checkpoint_sweep_s:
-                        self._sweep_checkpoints(handle.executor, store)
+                        self._sweep_checkpoints(term.handle.executor, term.store)
                         last_sweep = time.time()
                 except (LeadershipLostError, StaleEpochError) as error:
                     log.warning("%s; standing by", error)
@@ -238,5 +242,22 @@ class SchedulerService:
                 elapsed = time.monotonic() - tick
                 self._stop.wait(max(self.settings.round_seconds - elapsed, 0.0))
         finally:
-            handle.shutdown()
+            term.handle.shutdown()
             self.epoch = None
+
+
+@dataclass
+class LeaderTerm:
+    """What one leadership term schedules with."""
+
+    handle: ExecutorHandle
+    store: SqlStore
+    cycle: SchedulingCycle
+    recorder: RoundRecorder
+
+    def run_round(self) -> CycleReport:
+        """One scheduling round, then its record: heartbeat, round state, last decisions,
+        cluster and utilisation (raises LeadershipLostError when another epoch leads)."""
+        report = self.cycle.run_once()
+        self.recorder.after_round(report, self.handle.cluster())
+        return report

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from api.schemas.common import Public, Timestamp
+from jigsaw.model.decisions import DecisionKind
 
 
 class DecisionPublic(Public):
-    kind: Literal["start", "preempt", "replan"]
+    kind: DecisionKind
     job_id: str
     reason: str
     at: Timestamp

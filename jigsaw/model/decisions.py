@@ -7,15 +7,21 @@ checks the two agree when it is built."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 from jigsaw.model.cluster import Placement
 from jigsaw.model.plan import Plan
+
+DecisionKind = Literal["start", "preempt", "replan", "resize"]
+"""Each decision type's name where decisions are recorded and shown (the scheduler's last
+decisions). A type's ``kind`` must be one of these, so a new type cannot go unnamed (mypy)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Start:
     """Reserve ``placement`` for a waiting job's whole gang and launch it with ``plan``."""
 
+    kind: ClassVar[DecisionKind] = "start"
     job_id: str
     placement: Placement
     plan: Plan
@@ -32,6 +38,7 @@ class Start:
 class Preempt:
     """Checkpoint and stop a running job; ``by`` names the job it makes room for."""
 
+    kind: ClassVar[DecisionKind] = "preempt"
     job_id: str
     reason: str
     by: str | None = None
@@ -41,6 +48,7 @@ class Preempt:
 class Replan:
     """Switch a running job to a new SPB plan and/or placement at its next lease boundary."""
 
+    kind: ClassVar[DecisionKind] = "replan"
     job_id: str
     plan: Plan
     placement: Placement
@@ -65,6 +73,7 @@ class Resize:
     rank per entry of ``placement``), so the two cannot disagree.
     """
 
+    kind: ClassVar[DecisionKind] = "resize"
     job_id: str
     placement: Placement
     plan: Plan

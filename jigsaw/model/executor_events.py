@@ -63,6 +63,8 @@ class Failed:
     reason: str
     retryable: bool = False
     attempt: int | None = None
+    detail: tuple[str, ...] = ()
+    """Lines for the job's log: the worker's traceback and the tail of its stdout/stderr."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,7 +205,10 @@ class SchedulingCycle:
             within = f" in {self.retry.window_s:g}s" if self.retry.window_s is not None else ""
             why = reason if not retryable else f"{reason}; gave up after {counted} failures{within}"
             code = ReasonCode.CRASH_LOOP if retryable else ReasonCode.FAILED
-            self._move(job, JobState.FAILED, why, at, actor="executor", code=code)
+            # The last failure counts too, so the job's count and "gave up after" agree.
+            self._move(
+                job, JobState.FAILED, why, at, actor="executor", code=code, failures=failures
+            )
             return
         retry_after = at + self.retry.backoff(failures)
         if job.state != JobState.RUNNING:

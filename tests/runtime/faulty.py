@@ -3,6 +3,7 @@ models are loaded by the actors exactly as a user's would be)."""
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -62,3 +63,19 @@ def paced_mlp() -> Workload:
     workload = build_mlp()
     workload.blocks[0] = nn.Sequential(Pace(), workload.blocks[0])
     return workload
+
+
+def needs_a_width(width: int) -> Workload:
+    """An entrypoint with the wrong signature: the workers call builders with no argument."""
+    del width
+    return build_mlp()
+
+
+SHARDS_MISSING = "no shard files under /data/digits-shards"
+
+
+def prints_then_raises() -> Workload:
+    """A builder that says what it does, warns, then raises (a user's data is not there)."""
+    print("loading shards from /data/digits-shards", flush=True)
+    print("warning: shard index is stale", file=sys.stderr, flush=True)
+    raise FileNotFoundError(SHARDS_MISSING)

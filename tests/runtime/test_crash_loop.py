@@ -62,6 +62,7 @@ def test_too_many_failures_within_the_window_is_a_crash_loop() -> None:
     failed = store.get("a")
     assert failed.state == JobState.FAILED
     assert "gave up after 3 failures in 60s" in failed.reason
+    assert failed.failures == 3, "every failure is counted, the last one too"
     codes = [str(event.code) for event in store.events("a") if event.actor == "executor"]
     assert codes[-1] == "Failed/CrashLoop"
     assert codes.count("Retrying/WorkerFailed") == 2
@@ -86,4 +87,6 @@ def test_a_gang_that_fails_to_launch_counts_and_backs_off() -> None:
     cycle.observe(
         [Failed("a", 31.0, "could not reserve", retryable=True, attempt=relaunched.attempt)]
     )
-    assert store.get("a").state == JobState.FAILED
+    failed = store.get("a")
+    assert failed.state == JobState.FAILED
+    assert "gave up after 2 failures" in failed.reason and failed.failures == 2

@@ -12,7 +12,7 @@ from worker.spb.model_plans import model_plan
 from worker.spb.thread_collectives import ThreadGroup
 from worker.spb.trainer import SPBTrainer
 from worker.spb.trainer_setup import TrainerConfig
-from worker.zoo import UnknownModelError, Workload, list_models, load_workload
+from worker.zoo import ModelBuildError, UnknownModelError, Workload, list_models, load_workload
 from worker.zoo.datasets import pydoc_corpus
 
 EXPECTED = {
@@ -113,3 +113,9 @@ def test_an_entrypoint_whose_module_raises_on_import_names_itself(
     name = f"{package.name}.models:build"
     with pytest.raises(UnknownModelError, match=f"entrypoint '{name}'.*raised {raised}"):
         load_workload(name)
+
+
+def test_a_builder_that_raises_is_the_models_error_not_a_flaky_worker() -> None:
+    """Every rank and every retry would raise it again: the job fails at once."""
+    with pytest.raises(ModelBuildError, match=r"needs_a_width' raised TypeError: .*'width'"):
+        load_workload("tests.runtime.faulty:needs_a_width")

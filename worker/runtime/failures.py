@@ -8,6 +8,7 @@ user's to fix (no retry); anything else (a lost peer, a flaky node) may go away 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,10 +23,12 @@ from worker.spb import CheckpointError
 class GangFailure(Exception):
     """The gang cannot go on; ``retryable`` says whether a restart from checkpoint may help."""
 
-    def __init__(self, reason: str, *, retryable: bool) -> None:
+    def __init__(self, reason: str, *, retryable: bool, detail: tuple[str, ...] = ()) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
+        self.detail = detail
+        """The worker's traceback, as lines for the job's log (empty when none came back)."""
 
 
 class PlacementTimeout(GangFailure):
@@ -61,14 +64,34 @@ def classify(exc: BaseException) -> GangFailure:
     if isinstance(exc, GetTimeoutError):
         return GangFailure(f"a worker did not answer: {exc}", retryable=True)
     cause: BaseException = exc
+    detail: tuple[str, ...] = ()
     if isinstance(exc, RayTaskError):
         inner = exc.cause
         cause = inner if isinstance(inner, BaseException) else exc
+        detail = worker_traceback(exc)
     if isinstance(cause, InvalidSpecError | CheckpointError | WorkerMemoryExceeded):
-        return GangFailure(str(cause), retryable=False)
+        return GangFailure(str(cause), retryable=False, detail=detail)
     return GangFailure(
-        f"training raised {type(cause).__name__}: {first_line(cause)}", retryable=True
+        f"training raised {type(cause).__name__}: {first_line(cause)}",
+        retryable=True,
+        detail=detail,
     )
+
+
+TRACEBACK_LINES = 60
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def worker_traceback(error: RayTaskError) -> tuple[str, ...]:
+    """The remote traceback Ray carried back: its last lines, the innermost frames and the
+    error (Ray's first line names the worker: ``ray::GangWorker.setup() (pid=.., ip=..)``)."""
+    # Ray raises a class that is both RayTaskError and the cause's class, whose str() is the
+    # remote traceback; it may lack RayTaskError's attributes (they fall through to the cause).
+    plain = ANSI_ESCAPE.sub("", str(error))
+    lines = [line for line in plain.splitlines() if line.strip(" ^~")]  # no caret lines
+    if not lines:
+        return ()
+    return ("worker traceback:", *lines[-TRACEBACK_LINES:])
 
 
 def first_line(exc: BaseException) -> str:

@@ -56,6 +56,9 @@ PIPELINE_DEPTH = 2
 """Leases queued per actor: the next lease starts the moment the previous one reports."""
 
 REPORTS_KEPT = 2000
+OUTPUT_TAIL_LINES = 20
+"""Lines of each rank's stdout and of its stderr put in the job's log when its gang fails."""
+OUTPUT_TAIL_WAIT_S = 5.0
 
 Emit = Callable[["Gang", ExecutorEvent], None]
 
@@ -166,6 +169,7 @@ class Gang:
                         failure.reason,
                         retryable=failure.retryable,
                         attempt=self.attempt,
+                        detail=(*failure.detail, *self._output_tails()),
                     ),
                 )
         except Exception as exc:  # the thread must never die silently
@@ -183,6 +187,27 @@ class Gang:
                 )
         finally:
             self._teardown()
+
+    def _output_tails(self) -> list[str]:
+        """What each rank still alive wrote last to stdout and stderr, for the job's log
+        (before the teardown kills the actors; a dead rank has nothing to say)."""
+        with self._lock:
+            actors = list(self._actors)
+        refs = [actor.output_tail.remote(OUTPUT_TAIL_LINES) for actor in actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=OUTPUT_TAIL_WAIT_S)
+        lines: list[str] = []
+        for rank, ref in enumerate(refs):
+            if ref not in ready:
+                continue
+            try:
+                tails: dict[str, list[str]] = ray.get(ref, timeout=0)
+            except Exception as exc:  # that rank is gone: its output went with it
+                log.debug("no output tail from rank %s of %s: %s", rank, self.job_id, exc)
+                continue
+            for stream, tail in tails.items():
+                lines.append(f"rank {rank} {stream} (last {len(tail)} lines):")
+                lines.extend(f"  {line}" for line in tail)
+        return lines
 
     def _halted(self) -> bool:
         with self._lock:

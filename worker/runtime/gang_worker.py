@@ -29,6 +29,7 @@ from worker.runtime.hybrid_lease import HybridLease
 from worker.runtime.lease_trainer import LeaseTrainer, RunOutcome
 from worker.runtime.memory_limit import check_worker_memory
 from worker.runtime.messages import GangConfig, Heartbeat, LeaseOrder, LeaseReport, PlanOffer
+from worker.runtime.output_tail import output_tail
 from worker.runtime.pipeline_lease import PipelineLease
 from worker.runtime.spb_lease import SPBLease
 from worker.spb import init_distributed, shutdown_distributed
@@ -137,6 +138,11 @@ class GangWorker:
             channel = self._channel
         if channel is not None:
             channel.offer(offer)
+
+    @ray.method(concurrency_group="control")
+    def output_tail(self, lines: int) -> dict[str, list[str]]:
+        """The last ``lines`` lines this worker wrote to stdout and stderr."""
+        return output_tail(lines)
 
     # -- leases -------------------------------------------------------------------------
     def _reduce_max(self, values: list[int]) -> list[int]:

@@ -8,6 +8,7 @@ not offered to the scheduler.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -17,7 +18,13 @@ import ray
 
 from jigsaw.model.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Node
 from jigsaw.model.hardware import DEFAULT_GPU_TYPE
+from worker.runtime import process_tree
 from worker.runtime.settings import RuntimeSettings
+
+log = logging.getLogger(__name__)
+
+_LOCAL_RAY_PROCESSES: list[process_tree.Process] = []
+"""The processes of the local Ray this process started (Ray's own state is per process too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +54,12 @@ def worker_runtime_env(settings: RuntimeSettings) -> dict[str, Any]:
 
 
 def connect(settings: RuntimeSettings) -> None:
-    """Join ``settings.ray_address`` or start a local Ray (logical GPUs, no dashboard)."""
+    """Join ``settings.ray_address`` or start a local Ray (logical GPUs, no dashboard).
+
+    Call it on the main thread where the process will handle SIGTERM: Ray's C++ core then
+    installs its failure signal handler before the process's own (uvicorn's) replaces it. On
+    another thread it would come later and sit on top, and a SIGTERM could abort the process
+    in ``ray.shutdown()``."""
     if ray.is_initialized():
         return
     runtime_env = worker_runtime_env(settings)
@@ -68,6 +80,25 @@ def connect(settings: RuntimeSettings) -> None:
         namespace="jigsaw",
         _temp_dir=settings.ray_temp_dir,
     )
+    # Its GCS, raylet and the raylet's agents are up now: remember them for disconnect().
+    _LOCAL_RAY_PROCESSES.extend(process_tree.descendants(os.getpid()))
+
+
+def disconnect() -> None:
+    """Leave Ray; the local Ray :func:`connect` started goes with it, agents included.
+
+    ``ray.shutdown()`` stops the processes it started, but not always the raylet's dashboard
+    and runtime-env agents (~230 MB, deaf to SIGTERM): after the driver got SIGTERM, the
+    raylet may be gone and the agents re-parented to init. So every process the local Ray
+    consisted of when it came up is stopped too, if it still runs.
+    """
+    if ray.is_initialized():
+        ray.shutdown()
+    left = process_tree.stop(_LOCAL_RAY_PROCESSES)
+    _LOCAL_RAY_PROCESSES.clear()
+    if left:
+        pids = [pid for pid, _ in left]
+        log.info("stopped %d process(es) Ray left running: pids %s", len(pids), pids)
 
 
 class RayInventory:

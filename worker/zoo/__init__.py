@@ -4,12 +4,20 @@
 are listed in :mod:`worker.zoo.registry`; see docs/MODELS.md.
 """
 
-from worker.zoo.registry import ZOO, UnknownModelError, ZooModel, list_models, load_workload
+from worker.zoo.registry import (
+    ZOO,
+    ModelBuildError,
+    UnknownModelError,
+    ZooModel,
+    list_models,
+    load_workload,
+)
 from worker.zoo.workload import DataSplits, SampleDataset, TensorPairDataset, Workload
 
 __all__ = [
     "ZOO",
     "DataSplits",
+    "ModelBuildError",
     "SampleDataset",
     "TensorPairDataset",
     "UnknownModelError",

@@ -73,6 +73,14 @@ class UnknownModelError(InvalidSpecError):
         super().__init__(message, field="model")
 
 
+class ModelBuildError(InvalidSpecError):
+    """The model's builder raised (a user entrypoint with the wrong signature, a bug in it):
+    deterministic, so the job fails at once instead of being retried."""
+
+    def __init__(self, message: str) -> None:  # one argument: it crosses Ray pickled
+        super().__init__(message, field="model")
+
+
 def list_models() -> list[str]:
     return sorted(ZOO)
 
@@ -86,7 +94,14 @@ def load_workload(name: str, *, seed: int = 0, **options: Any) -> Workload:
     builder = resolve_builder(name)
     with GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        workload = builder(**options)
+        try:
+            workload = builder(**options)
+        except (MemoryError, torch.cuda.OutOfMemoryError):
+            raise  # out of memory may pass on another GPU or later: the gang is retried
+        except Exception as exc:  # the builder's own error: every rank and retry raises it
+            raise ModelBuildError(
+                f"building model {name!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
     if not isinstance(workload, Workload):
         raise UnknownModelError(
             f"{name!r} returned {type(workload).__name__}, expected worker.zoo.Workload"

@@ -1,0 +1,91 @@
+"""`make run`'s narrator: follow jobs until they end, printing every change of state with its
+reason as it happens (a resize names its sizes and why) and, every few seconds, each running
+job's size and measured rate, so a restart or a slower size is seen and explained.
+
+    python scripts/watch_jobs.py JOB... [--every SECONDS]
+
+Reads the server and token as jigsaw-cli does (JIGSAW_URL, JIGSAW_TOKEN, the config file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import datetime
+from typing import Any
+
+from cli.context import make_client
+
+TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+
+
+def clock(at: str | None) -> str:
+    """``HH:MM:SS`` local time of an API timestamp (now when there is none)."""
+    moment = (
+        datetime.fromisoformat(at.replace("Z", "+00:00")) if at else datetime.now().astimezone()
+    )
+    return moment.astimezone().strftime("%H:%M:%S")
+
+
+def event_line(name: str, event: dict[str, Any]) -> str:
+    """One event: the move (``RUNNING -> RUNNING`` is a resize or a re-plan) and its reason."""
+    before, after = event.get("from_state"), event["to_state"]
+    code = str(event.get("code") or "")
+    if before == after == "RUNNING":
+        what = "resized" if "Resize" in code else "changed"
+    else:
+        what = f"{before} -> {after}" if before else after
+    return f"  {clock(event.get('at'))}  {name:<14} {what}: {event['reason']}"
+
+
+def rate_line(name: str, job: dict[str, Any], rate: float) -> str:
+    workers = job.get("current_workers") or len(job.get("placement") or [])
+    done, total = int(job["iterations_done"]), job["iterations"]
+    # No iteration since the last line: the gang is starting (a resize restarts it from its
+    # checkpoint, which costs a start on every size).
+    speed = f"{rate:.1f} it/s" if rate > 0 else "no iteration yet: the gang is (re)starting"
+    return f"  {clock(None)}  {name:<14} {workers} worker(s): {done}/{total}, {speed}"
+
+
+def watch(job_ids: list[str], every_s: float) -> None:
+    seen: dict[str, int] = dict.fromkeys(job_ids, 0)
+    last: dict[str, tuple[float, float, int]] = {}
+    """job -> (monotonic time, iterations done, workers) at its last rate line."""
+    with make_client() as client:
+        while True:
+            jobs = {job_id: client.get_job(job_id) for job_id in job_ids}
+            new: list[tuple[str, str]] = []
+            for job_id, job in jobs.items():
+                events = client.events(job_id)
+                new.extend((e["at"], event_line(job["name"], e)) for e in events[seen[job_id] :])
+                seen[job_id] = len(events)
+            for _, line in sorted(new):  # the jobs' events in time order
+                print(line, flush=True)
+            for job_id, job in jobs.items():
+                if job["state"] != "RUNNING":
+                    last.pop(job_id, None)
+                    continue
+                now, done = time.monotonic(), float(job["iterations_done"])
+                workers = int(job.get("current_workers") or 0)
+                previous = last.get(job_id)
+                if previous is None or previous[2] != workers:
+                    last[job_id] = (now, done, workers)  # a new size: measure from here
+                elif now - previous[0] >= every_s:
+                    rate = (done - previous[1]) / (now - previous[0])
+                    print(rate_line(job["name"], job, rate), flush=True)
+                    last[job_id] = (now, done, workers)
+            if all(job["state"] in TERMINAL for job in jobs.values()):
+                return
+            time.sleep(1.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("jobs", nargs="+", metavar="JOB")
+    parser.add_argument("--every", type=float, default=10.0, help="seconds between rate lines")
+    args = parser.parse_args()
+    watch(args.jobs, args.every)
+
+
+if __name__ == "__main__":
+    main()
