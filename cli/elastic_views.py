@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -51,13 +51,23 @@ def _initial_global_batch(spec: dict[str, Any]) -> int:
     return int(spec.get("workers") or 0) * int(spec.get("batch_size") or 0)
 
 
-def resizes_table(events: Sequence[dict[str, Any]]) -> RenderableType:
+def resizes_table(events: Sequence[dict[str, Any]], job: dict[str, Any]) -> RenderableType:
+    """Every resize with its reason, then why the job is at its size now (the server's
+    ``resizing`` phrases: the policy, the hold, idle GPUs, waiting jobs, what growing would
+    save against the restart)."""
     resizes = [e for e in events if str(e.get("code") or "").startswith(RESIZE_CODE_PREFIX)]
+    story = [str(phrase) for phrase in job.get("resizing") or []]
     if not resizes:
-        return Text("  never resized", style="dim")
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("AT", "CODE", "REASON"):
-        table.add_column(column)
-    for event in resizes:
-        table.add_row(format_time(event.get("at")), str(event["code"]), Text(event["reason"]))
-    return table
+        head: RenderableType = Text("  never resized" + (":" if story else ""), style="dim")
+    else:
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        for column in ("AT", "CODE", "REASON"):
+            table.add_column(column)
+        for event in resizes:
+            table.add_row(format_time(event.get("at")), str(event["code"]), Text(event["reason"]))
+        head = table
+    if not story:
+        return head
+    # The last resize is in the table already; the rest says why the size holds now.
+    now = [phrase for phrase in story if not phrase.startswith("last resize (")]
+    return Group(head, *(Text(f"  {phrase}", style="dim") for phrase in now))

@@ -10,7 +10,7 @@ from api.schemas.common import Public, Timestamp
 
 
 class DecisionPublic(Public):
-    kind: Literal["start", "preempt", "replan"]
+    kind: Literal["start", "preempt", "replan", "resize"]
     job_id: str
     reason: str
     at: Timestamp
@@ -51,7 +51,12 @@ class QueueEntry(Public):
 
 class QueuePublic(Public):
     items: list[QueueEntry]
+    order: str = Field(
+        default="",
+        examples=["las: priority, then least attained service, then arrival"],
+        description="how the server's policy orders waiting jobs: the order of items",
+    )
     note: str = Field(
         default="estimated_start_at and estimated_wait_s are estimates, assuming jobs start in "
-        "queue order as running jobs finish at their current rates"
+        "this order as running jobs finish at their current rates"
     )
