@@ -129,11 +129,19 @@ def _jigsaw_rule(
         ]
     left = job.remaining_iterations / rate
     most = left * (1 - size / target)
-    return [
-        f"{counted(free_gpus, 'idle GPU')}: growing to {target} would save at most {most:.0f} s "
-        "of its "
-        f"{left:.0f} s left (if it scaled linearly); {need}"
-    ]
+    said = (
+        f"{counted(free_gpus, 'idle GPU')}: growing to {target} would save at most "
+        f"{most:.0f} s of its {left:.0f} s left (if it scaled linearly); {need}"
+    )
+    floor = (1 + margin) * (
+        restart if restart is not None else float(_get(config, "resize_floor_s"))
+    )
+    if most > floor:
+        said += (
+            "; the policy prices each size at the oracle's predicted rate, which says it "
+            "does not pay yet"
+        )
+    return [said]
 
 
 def _jigsaw_config(policy: str, options: Mapping[str, Any]) -> object:

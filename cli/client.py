@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from cli.api_words import cli_detail
-from cli.config import CliConfig
+from cli.config import CliConfig, config_path
 from cli.errors import ApiError, ServerUnreachableError, UsageError
 
 API = "/api/v1"
@@ -241,12 +241,17 @@ class JigsawClient:
         else:
             detail = str(raw_detail or f"HTTP {response.status_code} from {self.config.url}")
         if response.status_code == 401 and not self.config.token:
-            detail = (
-                f'no token configured; set JIGSAW_TOKEN or put token = "..." in '
-                f"{self.config.source}"
-            )
+            detail = _no_token(self.config)
         said = cli_detail(response.status_code, error_body, detail, flags)
         raise ApiError(response.status_code, said, error_body, rephrased=said != detail)
+
+
+def _no_token(config: CliConfig) -> str:
+    """Why no token was sent, and how to send one."""
+    if config.source == "JIGSAW_TOKEN":
+        where = f" (unset it to use the token in {config_path()})" if config.file_token else ""
+        return f"JIGSAW_TOKEN is set but empty, so no token was sent; set it to a token{where}"
+    return f'no token configured; set JIGSAW_TOKEN or put token = "..." in {config.source}'
 
 
 def _pydantic_detail(items: list[Any]) -> str:

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.formatting import format_time
+from jigsaw.model.wording import counted
 
 RESIZE_CODE_PREFIX = "Running/Resize"
 
@@ -23,7 +24,7 @@ def size_cell(job: dict[str, Any]) -> str:
         workers, batch, now = job["current_workers"], job.get("worker_batch") or 0, ""
     else:  # not running: the size it was submitted with (the last per-worker batch is not it)
         workers, batch, now = spec.get("workers") or 0, spec.get("batch_size") or 0, " (initial)"
-    text = f"{workers} worker(s) x {batch} = global batch {workers * batch}{now}"
+    text = f"{counted(int(workers), 'worker')} x {batch} = global batch {workers * batch}{now}"
     low, high = spec.get("min_workers"), spec.get("max_workers")
     policy = spec.get("batch_policy") or "fixed"
     if low is None and high is None and policy == "fixed":

@@ -19,6 +19,7 @@ from cli.context import make_client
 from cli.durations import iso_before, parse_duration, since_time
 from cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ApiError, CliError, UsageError
 from cli.formatting import STATE_STYLES, TERMINAL_STATES, format_time
+from cli.job_lookup import job_id_of, job_ids_of
 from cli.output import (
     ListFormat,
     OutputFormat,
@@ -39,7 +40,9 @@ from cli.views import (
 from cli.watch import watch_jobs
 from jigsaw.model.wording import counted
 
-JobArgument = Annotated[str, typer.Argument(help="Job id, as printed by submit and list.")]
+JobArgument = Annotated[
+    str, typer.Argument(help="Job id, as printed by submit and list, or the job's name.")
+]
 LOG_POLL_S = 1.0
 ACTIVE_STATES = [state for state in STATE_STYLES if state not in TERMINAL_STATES]
 
@@ -162,7 +165,9 @@ def _watch_list(
 
 
 def status(
-    job_ids: Annotated[list[str], typer.Argument(metavar="JOB", help="One or more job ids.")],
+    job_ids: Annotated[
+        list[str], typer.Argument(metavar="JOB", help="One or more job ids or names.")
+    ],
     watch: Annotated[
         bool, typer.Option("--watch", "-w", help="Follow until finished (Ctrl-C detaches).")
     ] = False,
@@ -170,6 +175,7 @@ def status(
 ) -> None:
     """Show a job's state and progress; with --watch, follow it live."""
     with make_client() as client:
+        job_ids = job_ids_of(client, job_ids)
         code = EXIT_OK
         if watch:
             code = watch_jobs(client, job_ids)
@@ -185,6 +191,7 @@ def status(
 def describe(job_id: JobArgument, output: OutputOption = OutputFormat.table) -> None:
     """Everything about a job: spec, placement, SPB plan history and events."""
     with make_client() as client:
+        job_id = job_id_of(client, job_id)
         job = client.get_job(job_id)
         events = client.events(job_id)
         progress = client.progress(job_id)
@@ -213,6 +220,7 @@ def logs(
     since_at = iso_before(parse_duration(since, "--since")) if since is not None else None
     after: int | None = None
     with make_client() as client:
+        job_id = job_id_of(client, job_id)
         try:
             page = client.logs(job_id, tail=tail, since=since_at)
             while True:
@@ -290,7 +298,7 @@ def cancel(
             if not _confirmed(len(targets), states, user, yes):
                 raise typer.Exit(EXIT_USAGE)
         else:
-            targets = list(job_ids or [])
+            targets = job_ids_of(client, list(job_ids or []))
         for job_id in targets:
             try:
                 cancelled.append(client.cancel(job_id))

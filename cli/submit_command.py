@@ -103,7 +103,7 @@ def submit(
         "queue": queue,
     }
     job_file = load_job_file(file) if file else None
-    spec = resolve_spec(job_file.values if job_file else {}, flags)
+    spec = resolve_spec(job_file.values if job_file else {}, flags, file)
     given = {key for key, value in flags.items() if value is not None}
     where = {key: job_file.where(key) for key in job_file.values} if job_file else {}
     with make_client() as client:

@@ -29,6 +29,7 @@ from cli.formatting import (
 )
 from cli.plan_types_view import plan_types_view
 from cli.plans import chosen_kind, long_plan, parsed_plan, plan_kind, short_plan, worker_role
+from jigsaw.model.wording import counted
 
 
 def plain_table(*columns: str, no_wrap: bool = False) -> Table:
@@ -232,13 +233,24 @@ def _eta_cell(job: dict[str, Any]) -> str:
     if not eta:
         return "-"
     current = eta.get("current")
-    measured = (
-        f"{eta.get('blocks_measured', 0)} blocks measured, fewest "
-        f"{eta.get('fewest_observations', 0)}/{eta.get('needed_observations', 0)} observations"
-    )
+    measured = _noise_words(eta)
     if not current:
         return f"- (known once the job runs a plan; {measured})"
     return f"{current['eta']:.3f} ({current['source']}; {measured})"
+
+
+def _noise_words(eta: dict[str, Any]) -> str:
+    """How much gradient noise the job has measured: ``4 blocks measured, each at least 676
+    times (10 needed)`` or ``fewest 3 of the 10 observations needed``."""
+    blocks = int(eta.get("blocks_measured") or 0)
+    fewest = int(eta.get("fewest_observations") or 0)
+    needed = int(eta.get("needed_observations") or 0)
+    what = counted(blocks, "block")
+    if blocks == 0:
+        return f"no block measured yet; each needs {needed} observations"
+    if fewest >= needed:
+        return f"{what} measured, each at least {fewest} times ({needed} needed)"
+    return f"{what} measured, the least-measured {fewest} of the {needed} times needed"
 
 
 def placement_table(job: dict[str, Any]) -> RenderableType:
@@ -335,8 +347,17 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
             format_bytes(memory[rank]) if rank < len(memory) else "-",
             format_bytes(sent[rank]) if rank < len(sent) else "-",
         )
+    model = str(spec.get("model") or "")
+    verdict = Text("Dry run: the spec is valid; nothing was submitted.", style="bold green")
+    if ":" in model and not result.get("num_blocks"):
+        verdict = Text(
+            f"Dry run: the spec's fields are valid, but the entrypoint {model} is not checked: "
+            "the control plane does not import it, so its model, blocks and plan are checked "
+            "by the workers when the job starts. Nothing was submitted.",
+            style="bold yellow",
+        )
     return Group(
-        Text("Dry run: the spec is valid; nothing was submitted.", style="bold green"),
+        verdict,
         head,
         Text(""),
         workers,

@@ -160,6 +160,11 @@ STORIES = [
      {"free_gpus": 2, "rate": 10.0},
      "2 idle GPUs: growing to 4 would save at most 5 s of its 10 s left (if it scaled "
      "linearly); growing must save 2 x 14 s = 28 s (its last resize took 14 s)"),
+    ("the linear bound pays, the policy's rates do not", elastic(2, resize_s=5.0),
+     {"free_gpus": 2, "rate": 1.0},
+     "save at most 500 s of its 1000 s left (if it scaled linearly); growing must save 2 x 5 s "
+     "= 10 s (its last resize took 5 s); the policy prices each size at the oracle's predicted "
+     "rate, which says it does not pay yet"),
     ("prior before a measure", elastic(2), {"free_gpus": 1},
      "1 idle GPU, up to 3 workers: growing must save 2 x the restart (a restart costs "
      "about 15 s or more before one is measured); no rate reported yet"),
