@@ -75,9 +75,9 @@ def spec_in_user_words(
     """A refusal of a job spec's field said where the user wrote the field: the flag
     (``--spb: unknown plan ...``) or the job file's line (``job file job.yaml:5: field
     'spb': ...``). ``flags_given``: the fields set by flags (they override the file);
-    ``where_in_file``: ``path:line`` of each field in the job file. Every field the user set
-    by a flag is called by its flag (``--min-global-batch (192) is above
-    --max-global-batch (24)``)."""
+    ``where_in_file``: ``path:line`` of each field in the job file. A field the user set by
+    a flag, or every field when there is no job file, is called by its flag
+    (``--min-global-batch (192) is above --max-global-batch (24)``)."""
     if not isinstance(field, str):
         return detail
     name = field.split(".")[0]
@@ -85,7 +85,9 @@ def spec_in_user_words(
         detail = in_flag_words(detail, field, SPEC_FLAGS)
     elif name in where_in_file:
         detail = f"job file {where_in_file[name]}: {detail}"
-    for given in sorted(flags_given, key=len, reverse=True):
+    # Without a job file every field is a flag's (given or left at its default).
+    flagged = flags_given if where_in_file else set(SPEC_FLAGS)
+    for given in sorted(flagged, key=len, reverse=True):
         if "_" in given and given in SPEC_FLAGS:  # one-word names (workers) read as words
             detail = re.sub(rf"(?<![\w-]){given}\b", SPEC_FLAGS[given], detail)
     return detail

@@ -321,7 +321,12 @@ def validation_view(result: dict[str, Any]) -> RenderableType:
         head.add_row(key, format_spec_value(value))
     kind = plan_kind(result) or "data"
     if kind == "data":
-        head.add_row("plan", f"data parallel, SPB {format_plan(plan)}  ({num_blocks} blocks)")
+        blocks = (
+            counted(num_blocks, "block")
+            if result.get("num_blocks")
+            else "blocks unknown until the workers report them"
+        )
+        head.add_row("plan", f"data parallel, SPB {format_plan(plan)}  ({blocks})")
     else:
         head.add_row("plan", long_plan(result))
     iteration = prediction.get("iteration_time_s")

@@ -208,6 +208,23 @@ ROWS = [
         never=["None"],
     ),
     Row(
+        "dry run of an entrypoint says it is not checked",
+        [
+            "submit",
+            "--dry-run",
+            "--name",
+            "ep",
+            "--model",
+            "mypkg.train:main",
+            "--workers",
+            "2",
+            "--iterations",
+            "5",
+        ],
+        ["the entrypoint mypkg.train:main is not checked", "blocks unknown until the workers"],
+        never=["the spec is valid", "1 blocks"],
+    ),
+    Row(
         "dry run of one worker counts it in words",
         ["submit", "--dry-run", *MLP, "--workers", "1"],
         ["data x 1 worker "],

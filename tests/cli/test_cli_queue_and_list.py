@@ -9,6 +9,7 @@ outranks it, so nothing preempts it); the rest wait behind it."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,3 +168,40 @@ def test_describe_of_an_elastic_job_says_why_it_keeps_its_size(
     assert describe.returncode == 0, describe.stderr
     assert "never resized:" in describe.stdout
     assert "the policy las does not resize jobs" in describe.stdout, describe.stdout
+
+
+def test_status_of_a_running_job_gives_its_rate_and_time_left(
+    cli: Cli, jobs: dict[str, str]
+) -> None:
+    deadline = time.monotonic() + 30
+    while "it/s, " not in (shown := cli("status", "hog").stdout):  # by name
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.5)
+    progress = next(line for line in shown.splitlines() if line.startswith("Progress"))
+    assert " left" in progress and "d" in progress.split("it/s, ")[1], progress  # days left
+
+
+def test_list_watch_prints_a_line_per_change(
+    server: ServerProcess, cli: Cli, jobs: dict[str, str]
+) -> None:
+    """Last in the module: it cancels q1."""
+    process = cli.popen("list", "--name", "q*", "-w")
+    assert process.stdout is not None
+    guard = threading.Timer(60, process.kill)  # a missing line fails the test, never hangs it
+    guard.start()
+    try:
+        table = [process.stdout.readline() for _ in range(4)]  # the header and q3, q2, q1
+        assert jobs["q1"] in table[3] and "PENDING" in table[3], table
+        response = httpx.post(
+            f"{server.url}/api/v1/jobs/{jobs['q1']}/cancel",
+            headers={"Authorization": f"Bearer {server.admin_token}"},
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+        change = process.stdout.readline()
+    finally:
+        guard.cancel()
+        process.terminate()
+        process.communicate(timeout=15)
+    assert change.startswith(jobs["q1"]) and "CANCELLED" in change, change
+    assert "cancelled by admin" in change, change
