@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from api.schemas.common import Public, Timestamp
 
 
 class DecisionPublic(Public):
-    kind: Literal["start", "preempt", "replan", "resize"]
+    kind: str = Field(
+        examples=["start"],
+        description="the decision's type: start, preempt, replan, resize (and any type a "
+        "later policy adds; a client shows an unknown one as it is)",
+    )
     job_id: str
     reason: str
     at: Timestamp

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cli.conftest import (
     Cli,
@@ -303,3 +304,16 @@ def test_cancel_by_state_and_all_confirm_with_a_count(cli: Cli, jobs: dict[str, 
 
     both = cli("cancel", jobs["pipe"], "--all")
     assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_simulate_prints_yaml_and_names_the_rates_of_a_gavel_replay(cli: Cli) -> None:
+    args = ["simulate", "tests/data/philly_excerpt.csv", "--limit", "5", "--gpus", "8"]
+    as_yaml = cli(*args, "-o", "yaml")
+    assert as_yaml.returncode == 0, as_yaml.stderr
+    summary = yaml.safe_load(as_yaml.stdout)
+    assert summary["policy"] == "jigsaw" and summary["jobs"] == 5
+    gavel = cli("simulate", "tests/data/gavel_excerpt.trace", "--limit", "3", "--gpus", "8")
+    assert gavel.returncode == 0, gavel.stderr
+    assert "a Gavel trace without --throughputs: jobs run at the oracle's predicted rates" in (
+        gavel.stderr
+    )

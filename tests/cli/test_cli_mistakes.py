@@ -249,6 +249,12 @@ MISTAKES = [
     Mistake("id without its j-", ["status", "0123456789ab"], "did you mean j-0123456789ab?"),
     Mistake("no job of that name", ["describe", "no-such-job"], "no job with id or name"),
     Mistake(
+        "a revoked or unknown token",
+        ["list"],
+        "invalid or revoked token; ask an admin for a new one",
+        env={"JIGSAW_TOKEN": "jgs_nope"},
+    ),
+    Mistake(
         "an empty token sends none",
         ["list"],
         "JIGSAW_TOKEN is set but empty, so no token was sent",
