@@ -265,6 +265,20 @@ def test_submit_echoes_one_worker_and_the_plan_type(cli: Cli) -> None:
     assert "parallelism auto: pipeline (PENDING)" in chosen.stdout, chosen
 
 
+def test_a_pipeline_with_a_low_eta_is_warned_about(cli: Cli) -> None:
+    """At lr 0.05 2BW's one-step weight delay leaves digits_wide_mlp's pipeline η 0.04."""
+    forced = cli(
+        "submit", "--name", "slow", "--model", "digits_wide_mlp", "--workers", "4",
+        "--iterations", "5", "--parallelism", "pipeline",
+    )  # fmt: skip
+    assert forced.returncode == 0, forced.stderr
+    assert "warning: this pipeline plan's η is 0.04 (2BW's one-step weight delay)" in (
+        forced.stderr
+    )
+    calm = cli("submit", *PIPE, "--iterations", "5", "--parallelism", "pipeline")  # lr 0.001
+    assert calm.returncode == 0 and "warning" not in calm.stderr, calm.stderr
+
+
 def test_logs_json_is_one_object_per_line(cli: Cli, jobs: dict[str, str]) -> None:
     result = cli("logs", jobs["pipe"], "--tail", "2", "-o", "json")
     assert result.returncode == 0, result.stderr
