@@ -39,6 +39,7 @@ from cli.views import (
 )
 from cli.watch import watch_jobs
 from jigsaw.model.wording import counted
+from jigsaw.scheduling.seams import JOB_SORT_KEYS
 
 JobArgument = Annotated[
     str, typer.Argument(help="Job id, as printed by submit and list, or the job's name.")
@@ -74,7 +75,7 @@ def job_states(values: list[str] | None) -> list[str]:
     return states
 
 
-SORT_KEYS = ("submitted", "name", "user", "queue", "state", "priority")
+SORT_KEYS = JOB_SORT_KEYS
 DESCENDING_FIRST = ("submitted", "priority")
 """Keys listed highest first by default: the newest jobs, the highest priorities."""
 LIST_WATCH_S = 2.0
@@ -138,7 +139,7 @@ def list_jobs(
         else:
             print_renderable(jobs_table(page.get("items", []), page.get("total"), wide=wide))
         if watch:
-            _watch_list(client, query, limit, offset, page.get("items", []))
+            _watch_list(client, query, limit, offset, page.get("items", []), output)
 
 
 def _watch_list(
@@ -147,9 +148,11 @@ def _watch_list(
     limit: int,
     offset: int,
     shown: list[dict[str, Any]],
+    output: ListFormat,
 ) -> None:
     """``kubectl get -w``: after the table, one line per job whose state, reason or place in
-    the queue changed (or that appeared), until Ctrl-C."""
+    the queue changed (or that appeared), until Ctrl-C; with -o json or yaml, the job as a
+    JSON line (JSON Lines, as ``logs -o json``)."""
     seen = {job["id"]: watch_key(job) for job in shown}
     try:
         while True:
@@ -157,8 +160,13 @@ def _watch_list(
             page = client.list_jobs(**query, limit=limit, offset=offset)
             for job in reversed(page.get("items", [])):
                 key = watch_key(job)
-                if seen.get(job["id"]) != key:
-                    seen[job["id"]] = key
+                if seen.get(job["id"]) == key:
+                    continue
+                seen[job["id"]] = key
+                if output in (ListFormat.json, ListFormat.yaml):
+                    sys.stdout.write(json.dumps(job, ensure_ascii=False) + "\n")
+                    sys.stdout.flush()
+                else:
                     stdout.print(job_change_line(job), highlight=False, soft_wrap=True)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None

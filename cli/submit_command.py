@@ -17,7 +17,8 @@ from cli.errors import ApiError
 from cli.jobfile import load_job_file, resolve_spec
 from cli.output import OutputFormat, OutputOption, emit, note
 from cli.plans import chosen_kind
-from cli.views import typed_eta, validation_view
+from cli.validation_view import validation_view
+from cli.views import typed_eta
 from cli.watch import watch_jobs
 from jigsaw.model.wording import counted
 
