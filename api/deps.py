@@ -105,7 +105,11 @@ async def current_principal(
     if principal is None:  # a cache miss queries the database: not on the event loop
         principal = await run_in_threadpool(state.principals.get, token)
     if principal is None:
-        raise ApiError(401, "invalid or revoked token; create one with `jigsaw-cli token create`")
+        raise ApiError(
+            401,
+            "invalid or revoked token; ask an admin for a new one (an admin token creates "
+            "one with `jigsaw-cli token create --user NAME`)",
+        )
     return principal
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from api import resize_view
 from api.elastic_checks import check_elastic
 from api.errors import ApiError, not_found
 from api.idempotency import Claim, IdempotencyKeys, Replay, request_hash
 from api.presenters import eta_public, job_json, plan_types_public
+from api.queue_reasons import ClusterNow
 from api.schemas.jobs import JobCreate
 from api.state import AppState
 from api.store.telemetry import Telemetry
@@ -108,6 +110,31 @@ def last_loss(state: AppState, job: Job) -> float | None:
     if job.iterations_done <= 0:
         return None
     return Telemetry(state.engine).last_losses([job.id]).get(job.id)
+
+
+def resize_story(state: AppState, job: Job, rate: float | None) -> list[str] | None:
+    """Why an elastic job has or has not been resized (:mod:`api.resize_view`); ``None`` for
+    a job of fixed size (and no query is made for one)."""
+    if not job.spec.is_elastic:
+        return None
+    now = time.time()
+    active = state.store.active_jobs()
+    totals = state.store.gpu_totals()
+    alive = totals.alive if totals.recorded else state.settings.gpus
+    cluster = ClusterNow.of(active, alive)
+    waiting = [j for j in active if j.state.is_waiting and j.spec.workers <= alive]
+    leader = state.store.leader_state()
+    return resize_view.resize_story(
+        job,
+        policy=state.settings.policy,
+        options=state.settings.policy_options,
+        events=state.store.events(job.id),
+        last_decisions=leader.last_decisions if leader is not None else [],
+        free_gpus=cluster.free_gpus,
+        waiting_jobs=len(waiting),
+        rate=rate,
+        now=now,
+    )
 
 
 def visible_job(state: AppState, principal: Principal, job_id: str) -> Job:

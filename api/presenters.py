@@ -15,6 +15,7 @@ from api.schemas.jobs import (
     PlanTypesPublic,
     ProgressSamplePublic,
 )
+from api.schemas.scheduler import QueueEntry
 from api.timefmt import iso
 from jigsaw.efficiency.online import candidate_etas, job_eta, noise_summary, table_prior
 from jigsaw.efficiency.pipeline import ENGINE_MOMENTUM
@@ -117,8 +118,16 @@ def job_public(
     last_loss: float | None = None,
     eta: EtaPublic | None = None,
     plan_types: PlanTypesPublic | None = None,
+    *,
+    waiting: QueueEntry | None = None,
+    rate: float | None = None,
+    resizing: list[str] | None = None,
 ) -> JobPublic:
+    """``waiting``: the job's queue entry (:mod:`api.queue_view`); ``rate``: its observed
+    iterations per second while it runs; ``resizing``: an elastic job's resize story
+    (:mod:`api.resize_view`)."""
     spec = job.spec
+    running = job.state.holds_resources and rate is not None and rate > 0
     return JobPublic(
         id=job.id,
         name=spec.name,
@@ -150,6 +159,10 @@ def job_public(
         last_loss=last_loss,
         preempted_by=job.preempted_by,
         eta=eta,
+        waiting=waiting if job.state.is_waiting else None,
+        iterations_per_s=rate if running else None,
+        remaining_s=job.remaining_iterations / rate if running and rate else None,
+        resizing=resizing,
     )
 
 

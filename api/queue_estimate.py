@@ -1,9 +1,9 @@
 """Queue positions and estimated start times for waiting jobs (an estimate, and labelled so).
 
-The estimate replays the queue in submission order: each running job frees its GPUs when its
-remaining iterations are done at its rate, and each waiting job starts as soon as enough GPUs
-are free and every job ahead of it has started (strict FIFO). Policies that reorder or pack
-(las, maxmin, jigsaw) make this approximate.
+The estimate replays the queue in the policy's order (:mod:`api.queue_order`): each running job
+frees its GPUs when its remaining iterations are done at its rate, and each waiting job starts
+as soon as enough GPUs are free and every job ahead of it has started. Policies that preempt,
+pack or resize (las, maxmin, jigsaw) may start a job sooner: it is an estimate.
 """
 
 from __future__ import annotations
@@ -24,15 +24,18 @@ class QueueEstimate:
 
 
 def estimate_queue(
-    jobs: Sequence[Job], total_gpus: int, now: float, rate_of: Callable[[Job], float]
+    running: Sequence[Job],
+    waiting: Sequence[Job],
+    total_gpus: int,
+    now: float,
+    rate_of: Callable[[Job], float],
 ) -> list[QueueEstimate]:
-    running = [job for job in jobs if job.state.holds_resources]
-    waiting = sorted(
-        (job for job in jobs if job.state.is_waiting), key=lambda j: (j.submitted_at, j.id)
-    )
+    """``waiting`` in the order the policy takes them; ``running``: the jobs holding GPUs."""
     releases: list[tuple[float, int]] = []
     free = total_gpus
     for job in running:
+        if not job.state.holds_resources:
+            continue
         gpus = len(job.placement) or job.spec.workers
         free -= gpus
         heapq.heappush(releases, (now + _duration(job, rate_of), gpus))

@@ -7,6 +7,7 @@ machine-readable fields (``job_id``, ``field``) say which case it is.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Set
 from typing import Any
 
@@ -21,6 +22,11 @@ SPEC_FLAGS = {
         "spb",
         "parallelism",
         "batch_size",
+        "min_workers",
+        "max_workers",
+        "batch_policy",
+        "min_global_batch",
+        "max_global_batch",
         "optimizer",
         "learning_rate",
         "seed",
@@ -69,12 +75,19 @@ def spec_in_user_words(
     """A refusal of a job spec's field said where the user wrote the field: the flag
     (``--spb: unknown plan ...``) or the job file's line (``job file job.yaml:5: field
     'spb': ...``). ``flags_given``: the fields set by flags (they override the file);
-    ``where_in_file``: ``path:line`` of each field in the job file."""
+    ``where_in_file``: ``path:line`` of each field in the job file. A field the user set by
+    a flag, or every field when there is no job file, is called by its flag
+    (``--min-global-batch (192) is above --max-global-batch (24)``)."""
     if not isinstance(field, str):
         return detail
     name = field.split(".")[0]
     if name in flags_given:
-        return in_flag_words(detail, field, SPEC_FLAGS)
-    if name in where_in_file:
-        return f"job file {where_in_file[name]}: {detail}"
+        detail = in_flag_words(detail, field, SPEC_FLAGS)
+    elif name in where_in_file:
+        detail = f"job file {where_in_file[name]}: {detail}"
+    # Without a job file every field is a flag's (given or left at its default).
+    flagged = flags_given if where_in_file else set(SPEC_FLAGS)
+    for given in sorted(flagged, key=len, reverse=True):
+        if "_" in given and given in SPEC_FLAGS:  # one-word names (workers) read as words
+            detail = re.sub(rf"(?<![\w-]){given}\b", SPEC_FLAGS[given], detail)
     return detail

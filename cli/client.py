@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from cli.api_words import cli_detail
-from cli.config import CliConfig
+from cli.config import CliConfig, config_path
 from cli.errors import ApiError, ServerUnreachableError, UsageError
 
 API = "/api/v1"
@@ -74,18 +74,31 @@ class JigsawClient:
         states: Sequence[str] = (),
         user: str | None = None,
         queue: str | None = None,
+        name: str | None = None,
+        since: str | None = None,
+        sort: str | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> dict[str, Any]:
+        """A page of jobs; newest first unless ``sort`` (``name``, ``-priority``, ...) says
+        otherwise. ``since``: an ISO-8601 time."""
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if states:
             params["state"] = list(states)
         # An empty filter goes to the server, which refuses it: dropping it here listed every job.
-        if user is not None:
-            params["user"] = user
-        if queue is not None:
-            params["queue"] = queue
-        flags = {name: f"--{name}" for name in ("state", "user", "queue", "limit")}
+        for key, value in (
+            ("user", user),
+            ("queue", queue),
+            ("name", name),
+            ("since", since),
+            ("sort", sort),
+        ):
+            if value is not None:
+                params[key] = value
+        flags = {
+            name: f"--{name}"
+            for name in ("state", "user", "queue", "name", "since", "sort", "limit", "offset")
+        }
         return self._request("GET", f"{API}/jobs", params=params, flags=flags)
 
     def all_jobs(
@@ -94,7 +107,10 @@ class JigsawClient:
         """Every job matching, page by page (``list`` shows at most 1000)."""
         found: list[dict[str, Any]] = []
         while True:
-            page = self.list_jobs(states=states, user=user, limit=PAGE, offset=len(found))
+            # Oldest first: a job submitted meanwhile lands on the last page, not shifting pages.
+            page = self.list_jobs(
+                states=states, user=user, sort="submitted", limit=PAGE, offset=len(found)
+            )
             items = list(page.get("items", []))
             found.extend(items)
             if not items or len(found) >= int(page.get("total", 0)):
@@ -147,8 +163,9 @@ class JigsawClient:
     def scheduler(self) -> dict[str, Any]:
         return self._request("GET", f"{API}/scheduler")
 
-    def queue(self) -> list[dict[str, Any]]:
-        return list(self._request("GET", f"{API}/scheduler/queue")["items"])
+    def queue(self) -> dict[str, Any]:
+        """The waiting jobs (``items``), how the policy orders them (``order``) and a note."""
+        return self._request("GET", f"{API}/scheduler/queue")
 
     def models(self, workers: int, batch_size: int) -> dict[str, Any]:
         params = {"workers": workers, "batch_size": batch_size}
@@ -224,12 +241,17 @@ class JigsawClient:
         else:
             detail = str(raw_detail or f"HTTP {response.status_code} from {self.config.url}")
         if response.status_code == 401 and not self.config.token:
-            detail = (
-                f'no token configured; set JIGSAW_TOKEN or put token = "..." in '
-                f"{self.config.source}"
-            )
+            detail = _no_token(self.config)
         said = cli_detail(response.status_code, error_body, detail, flags)
         raise ApiError(response.status_code, said, error_body, rephrased=said != detail)
+
+
+def _no_token(config: CliConfig) -> str:
+    """Why no token was sent, and how to send one."""
+    if config.source == "JIGSAW_TOKEN":
+        where = f" (unset it to use the token in {config_path()})" if config.file_token else ""
+        return f"JIGSAW_TOKEN is set but empty, so no token was sent; set it to a token{where}"
+    return f'no token configured; set JIGSAW_TOKEN or put token = "..." in {config.source}'
 
 
 def _pydantic_detail(items: list[Any]) -> str:

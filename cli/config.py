@@ -21,6 +21,8 @@ class CliConfig:
     token: str | None
     source: str
     """Where the token came from (``JIGSAW_TOKEN`` or the config file path), for messages."""
+    file_token: bool = False
+    """The config file holds a token (used unless ``JIGSAW_TOKEN`` is set, even empty)."""
 
 
 def config_path() -> Path:
@@ -49,12 +51,14 @@ def load_config() -> CliConfig:
     path = config_path()
     file_values = read_config_file(path)
     url = os.environ.get("JIGSAW_URL") or file_values.get("url") or DEFAULT_URL
-    if os.environ.get("JIGSAW_TOKEN"):
-        token = check_token(os.environ["JIGSAW_TOKEN"], "JIGSAW_TOKEN")
-        return CliConfig(url.rstrip("/"), token, "JIGSAW_TOKEN")
+    if "JIGSAW_TOKEN" in os.environ:
+        # Set but empty means "no token", never "the config file's" (often an admin token).
+        raw = os.environ["JIGSAW_TOKEN"]
+        token = check_token(raw, "JIGSAW_TOKEN") if raw else None
+        return CliConfig(url.rstrip("/"), token, "JIGSAW_TOKEN", file_token="token" in file_values)
     from_file = file_values.get("token")
     checked = check_token(from_file, str(path)) if from_file else None
-    return CliConfig(url.rstrip("/"), checked, str(path))
+    return CliConfig(url.rstrip("/"), checked, str(path), file_token=checked is not None)
 
 
 def check_token(token: str, source: str) -> str:

@@ -33,3 +33,21 @@ def iso_before(seconds: float, now: datetime | None = None) -> str:
     """The ISO-8601 UTC time ``seconds`` ago (what the API's ``since`` takes)."""
     moment = (now or datetime.now(UTC)) - timedelta(seconds=seconds)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def since_time(text: str, flag: str) -> str:
+    """``--since`` as the API's ISO-8601 time: a duration back from now (``2h``) or a moment
+    (``2026-11-27``, ``2026-11-27T01:30``, ``...Z`` or with an offset; without one, UTC)."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    except ValueError:
+        try:
+            return iso_before(parse_duration(text, flag))
+        except UsageError:
+            raise UsageError(
+                f"{flag} {text!r} is neither a duration (30s, 10m, 2h, 1d) nor a time "
+                "(2026-11-27 or 2026-11-27T01:30Z)"
+            ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -14,24 +14,48 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.text import Text
 
+from cli.client import JigsawClient
 from cli.context import make_client
-from cli.durations import iso_before, parse_duration
+from cli.durations import iso_before, parse_duration, since_time
 from cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ApiError, CliError, UsageError
 from cli.formatting import STATE_STYLES, TERMINAL_STATES, format_time
-from cli.output import OutputFormat, OutputOption, emit, note, stdout
+from cli.job_lookup import job_id_of, job_ids_of
+from cli.output import (
+    ListFormat,
+    OutputFormat,
+    OutputOption,
+    emit,
+    note,
+    print_renderable,
+    stdout,
+)
 from cli.views import (
+    job_change_line,
     job_description,
     job_summary,
     jobs_table,
     plan_changes,
+    watch_key,
 )
 from cli.watch import watch_jobs
 from jigsaw.model.wording import counted
+from jigsaw.scheduling.seams import JOB_SORT_KEYS
 
-JobArgument = Annotated[str, typer.Argument(help="Job id, as printed by submit and list.")]
+JobArgument = Annotated[
+    str, typer.Argument(help="Job id, as printed by submit and list, or the job's name.")
+]
 LOG_POLL_S = 1.0
 ACTIVE_STATES = [state for state in STATE_STYLES if state not in TERMINAL_STATES]
 
+
+ListOutputOption = Annotated[
+    ListFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        help="table for people, wide adds why each job waits; json or yaml for scripts.",
+    ),
+]
 
 StateOption = Annotated[
     list[str] | None,
@@ -51,22 +75,107 @@ def job_states(values: list[str] | None) -> list[str]:
     return states
 
 
+SORT_KEYS = JOB_SORT_KEYS
+DESCENDING_FIRST = ("submitted", "priority")
+"""Keys listed highest first by default: the newest jobs, the highest priorities."""
+LIST_WATCH_S = 2.0
+
+
 def list_jobs(
     state: StateOption = None,
     user: Annotated[str | None, typer.Option(help="Only this user's jobs (admins).")] = None,
     queue: Annotated[str | None, typer.Option(help="Only jobs in this queue.")] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(help="Only jobs of this name (any case); * matches anything: 'train-*'."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="Only jobs submitted in the last DURATION (30m, 2h, 1d) or since a time "
+            "(2026-11-27T01:30Z)."
+        ),
+    ] = None,
+    sort: Annotated[
+        str,
+        typer.Option(
+            help=f"Sort by {', '.join(SORT_KEYS)}; submitted and priority list the highest "
+            "first, the others A to Z."
+        ),
+    ] = "submitted",
+    reverse: Annotated[bool, typer.Option("--reverse", help="Reverse the order.")] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many jobs.")] = 50,
-    output: OutputOption = OutputFormat.table,
+    offset: Annotated[
+        int, typer.Option(min=0, help="Skip this many jobs first (the next page).")
+    ] = 0,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch", "-w", help="Then print a line for each change, until Ctrl-C (kubectl -w)."
+        ),
+    ] = False,
+    output: ListOutputOption = ListFormat.table,
 ) -> None:
-    """List jobs, optionally only those in some states, of a user or in a queue."""
+    """List jobs, newest first: optionally only those in some states, of a user, in a queue,
+    of a name or submitted since a time. -o wide adds why each waiting job waits."""
     states = job_states(state)
+    key = sort.strip().lower()
+    if key not in SORT_KEYS:
+        raise UsageError(f"--sort {sort!r} is not a sort key; choose from {', '.join(SORT_KEYS)}")
+    descending = (key in DESCENDING_FIRST) != reverse
+    query: dict[str, Any] = {
+        "states": states,
+        "user": user,
+        "queue": queue,
+        "name": name,
+        "since": since_time(since, "--since") if since is not None else None,
+        "sort": f"-{key}" if descending else key,
+    }
+    wide = output is ListFormat.wide
     with make_client() as client:
-        page = client.list_jobs(states=states, user=user, queue=queue, limit=limit)
-    emit(page, output, lambda: jobs_table(page.get("items", []), page.get("total")))
+        page = client.list_jobs(**query, limit=limit, offset=offset)
+        if output in (ListFormat.json, ListFormat.yaml):
+            emit(page, OutputFormat(output.value), lambda: None)
+        else:
+            print_renderable(jobs_table(page.get("items", []), page.get("total"), wide=wide))
+        if watch:
+            _watch_list(client, query, limit, offset, page.get("items", []), output)
+
+
+def _watch_list(
+    client: JigsawClient,
+    query: dict[str, Any],
+    limit: int,
+    offset: int,
+    shown: list[dict[str, Any]],
+    output: ListFormat,
+) -> None:
+    """``kubectl get -w``: after the table, one line per job whose state, reason or place in
+    the queue changed (or that appeared), until Ctrl-C; with -o json or yaml, the job as a
+    JSON line (JSON Lines, as ``logs -o json``)."""
+    seen = {job["id"]: watch_key(job) for job in shown}
+    try:
+        while True:
+            time.sleep(LIST_WATCH_S)
+            page = client.list_jobs(**query, limit=limit, offset=offset)
+            for job in reversed(page.get("items", [])):
+                key = watch_key(job)
+                if seen.get(job["id"]) == key:
+                    continue
+                seen[job["id"]] = key
+                if output in (ListFormat.json, ListFormat.yaml):
+                    sys.stdout.write(json.dumps(job, ensure_ascii=False) + "\n")
+                    sys.stdout.flush()
+                else:
+                    stdout.print(job_change_line(job), highlight=False, soft_wrap=True)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def status(
-    job_ids: Annotated[list[str], typer.Argument(metavar="JOB", help="One or more job ids.")],
+    job_ids: Annotated[
+        list[str], typer.Argument(metavar="JOB", help="One or more job ids or names.")
+    ],
     watch: Annotated[
         bool, typer.Option("--watch", "-w", help="Follow until finished (Ctrl-C detaches).")
     ] = False,
@@ -74,6 +183,7 @@ def status(
 ) -> None:
     """Show a job's state and progress; with --watch, follow it live."""
     with make_client() as client:
+        job_ids = job_ids_of(client, job_ids)
         code = EXIT_OK
         if watch:
             code = watch_jobs(client, job_ids)
@@ -89,6 +199,7 @@ def status(
 def describe(job_id: JobArgument, output: OutputOption = OutputFormat.table) -> None:
     """Everything about a job: spec, placement, SPB plan history and events."""
     with make_client() as client:
+        job_id = job_id_of(client, job_id)
         job = client.get_job(job_id)
         events = client.events(job_id)
         progress = client.progress(job_id)
@@ -117,6 +228,7 @@ def logs(
     since_at = iso_before(parse_duration(since, "--since")) if since is not None else None
     after: int | None = None
     with make_client() as client:
+        job_id = job_id_of(client, job_id)
         try:
             page = client.logs(job_id, tail=tail, since=since_at)
             while True:
@@ -194,7 +306,7 @@ def cancel(
             if not _confirmed(len(targets), states, user, yes):
                 raise typer.Exit(EXIT_USAGE)
         else:
-            targets = list(job_ids or [])
+            targets = job_ids_of(client, list(job_ids or []))
         for job_id in targets:
             try:
                 cancelled.append(client.cancel(job_id))

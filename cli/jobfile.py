@@ -72,8 +72,7 @@ def load_job_file(path: str) -> JobFile:
     except RepeatedKey as repeat:
         raise UsageError(f"job file {path}:{repeat.line}: {repeat}") from repeat
     except (json.JSONDecodeError, yaml.YAMLError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UsageError(f"job file {path} is not valid {_kind(path)}: {first_line}") from error
+        raise UsageError(_syntax_error(path, error)) from error
     if data is None:
         raise UsageError(f"job file {path} is empty")
     if not isinstance(data, Mapping):
@@ -86,6 +85,23 @@ def load_job_file(path: str) -> JobFile:
         if problem is not None:
             raise UsageError(f"job file {job_file.where(key)}: field {key!r} {problem}")
     return job_file
+
+
+def _syntax_error(path: str, error: json.JSONDecodeError | yaml.YAMLError) -> str:
+    """``job file job.yaml:3: not valid YAML: mapping values are not allowed here (column
+    9)``: the line, as every other job-file error gives it."""
+    name = "(stdin)" if path == "-" else path
+    if isinstance(error, json.JSONDecodeError):
+        return f"job file {name}:{error.lineno}: not valid JSON: {error.msg} (column {error.colno})"
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is not None and problem:
+        return (
+            f"job file {name}:{mark.line + 1}: not valid {_kind(path)}: {problem} "
+            f"(column {mark.column + 1})"
+        )
+    first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return f"job file {name} is not valid {_kind(path)}: {first_line}"
 
 
 def _value_problem(value: Any, inside: tuple[int, ...] = ()) -> str | None:
@@ -139,8 +155,11 @@ def _key_lines(text: str) -> dict[str, int]:
     return {str(key.value): int(key.start_mark.line) + 1 for key, _value in node.value}
 
 
-def resolve_spec(file_values: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
-    """File values overridden by any flag that was given; plans given as lists become strings."""
+def resolve_spec(
+    file_values: Mapping[str, Any], flags: Mapping[str, Any], file: str | None = None
+) -> dict[str, Any]:
+    """File values overridden by any flag that was given; plans given as lists become strings.
+    ``file``: the job file's path, when one was given (a missing field names it)."""
     spec = dict(file_values)
     spec.update({key: value for key, value in flags.items() if value is not None})
     for key, value in flags.items():
@@ -152,7 +171,13 @@ def resolve_spec(file_values: Mapping[str, Any], flags: Mapping[str, Any]) -> di
     missing = [name for name in REQUIRED_FIELDS if name not in spec]
     if missing:
         flags_text = ", ".join(f"--{name}" for name in missing)
-        raise UsageError(f"missing {flags_text} (give the flag or put it in a job file with -f)")
+        if file is None:
+            raise UsageError(
+                f"missing {flags_text} (give the flag or put it in a job file with -f)"
+            )
+        fields = ", ".join(f"{name}:" for name in missing)
+        where = "the job file on stdin" if file == "-" else file
+        raise UsageError(f"missing {flags_text}: give the flag or add {fields} to {where}")
     return spec
 
 

@@ -22,10 +22,11 @@ def cluster(output: OutputOption = OutputFormat.table) -> None:
 
 
 def queue(output: OutputOption = OutputFormat.table) -> None:
-    """Waiting jobs in scheduling order, with their estimated start and why each waits."""
+    """Waiting jobs in the order the policy takes them (priority first under las and jigsaw),
+    with their estimated start and why each waits."""
     with make_client() as client:
-        items = client.queue()
-    emit({"items": items}, output, lambda: queue_table(items))
+        data = client.queue()
+    emit(data, output, lambda: queue_table(data.get("items", []), data.get("order")))
 
 
 def models(

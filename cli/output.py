@@ -36,6 +36,15 @@ class OutputFormat(StrEnum):
     yaml = "yaml"
 
 
+class ListFormat(StrEnum):
+    """``list``'s formats: the others' and ``wide`` (more columns, as ``kubectl get -o wide``)."""
+
+    table = "table"
+    wide = "wide"
+    json = "json"
+    yaml = "yaml"
+
+
 OutputOption = Annotated[
     OutputFormat,
     typer.Option("--output", "-o", help="table for people; json or yaml for scripts."),

@@ -60,14 +60,20 @@ def short_plan(job: Mapping[str, Any]) -> str:
     return kind
 
 
-def long_plan(job: Mapping[str, Any]) -> str:
-    """For a job's summary: the plan type and the whole plan."""
+def long_plan(job: Mapping[str, Any], *, in_describe: bool = False) -> str:
+    """For a job's summary: the plan type and the whole plan. ``in_describe``: the summary
+    heads ``describe``, which shows the plan types itself."""
     kind = plan_kind(job)
     if kind is None:
         chosen = chosen_kind(job)
         if chosen is None:
             return "- (chosen at start)"
-        return f"- (not started; the oracle chose {chosen}, see describe)"
+        if in_describe:
+            return f"- (not started; the oracle chose {chosen}: plan types below)"
+        return (
+            f"- (not started; the oracle chose {chosen}: `jigsaw-cli describe {job.get('id')}` "
+            "compares the plan types)"
+        )
     if kind == "data":
         return f"data parallel, SPB stop depths {format_plan(job.get('plan'))}"
     plan = parsed_plan(job)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import math
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+import yaml
 from rich.console import Console, Group
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -25,7 +27,7 @@ from jigsaw.oracle import SharingSettings
 from jigsaw.policies import policy_names
 from jigsaw.simulator.replay import ReplayResult
 from jigsaw.simulator.run import ETA_SOURCES, KNOWLEDGE
-from jigsaw.simulator.semantics import Semantics, semantics_for
+from jigsaw.simulator.semantics import Semantics, semantics_for, trace_format
 from jigsaw.simulator.trace_replay import (
     PreparedTrace,
     check_policy_options,
@@ -77,7 +79,7 @@ def simulate(
     worker_type: Annotated[
         str | None, typer.Option(help="Gavel worker type: v100, p100 or k80.")
     ] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+    output: Annotated[str, typer.Option("--output", "-o", help="table, json or yaml.")] = "table",
     plot: Annotated[
         Path | None, typer.Option(help="Write the JCT CDF and utilization to this PNG.")
     ] = None,
@@ -119,9 +121,16 @@ def simulate(
         problem = f"--eta must be one of {', '.join(ETA_SOURCES)}, got {eta!r}"
     if problem is None and knowledge not in KNOWLEDGE:
         problem = f"--knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}"
+    problem = problem or _date_problem("--start", start) or _date_problem("--end", end)
     options = _parse_policy_options(policy_options) if problem is None else {}
     if problem:
         _fail(problem)
+    if trace_format(trace) == "gavel" and throughputs is None:
+        note(
+            "a Gavel trace without --throughputs: jobs run at the oracle's predicted rates "
+            "under jigsaw's semantics; give --throughputs simulation_throughputs.json for "
+            "Gavel's measured rates and rounds"
+        )
     try:
         setup = simulation_setup(
             trace,
@@ -143,11 +152,14 @@ def simulate(
     except (JigsawError, OSError, ValueError) as error:
         _fail(str(error).replace("policy options", "--policy-options"))
     summaries = [result.summary for result in results]
-    if output == "json":
+    if output in ("json", "yaml"):
         payload: dict[str, Any] = (
             summaries[0] if len(summaries) == 1 else {"trace": str(trace), "results": summaries}
         )
-        typer.echo(json.dumps(_finite(payload), sort_keys=True))
+        if output == "json":
+            typer.echo(json.dumps(_finite(payload), sort_keys=True))
+        else:
+            typer.echo(yaml.safe_dump(_finite(payload), sort_keys=True), nl=False)
     else:
         _print_table(summaries, semantics)
     if plot is not None:
@@ -182,16 +194,29 @@ def _check_arguments(
 ) -> str | None:
     known = policy_names()
     unknown = [name for name in policies if name not in known]
-    if not policies or unknown:
-        return f"unknown policy {unknown[0] if unknown else policies!r}; choose from {known}"
-    if output not in ("table", "json"):
-        return f"--output must be table or json, got {output!r}"
+    if not policies:
+        return f"--policy names no policy; choose from {', '.join(known)}"
+    if unknown:
+        return f"unknown policy {unknown[0]!r}; choose from {', '.join(known)}"
+    if output not in ("table", "json", "yaml"):
+        return f"--output must be table, json or yaml, got {output!r}"
     if gpus < 1 or per_node < 1:
         return "--gpus and --gpus-per-node must be at least 1"
     if round_s is not None and not round_s > 0:
         return "--round-seconds must be positive"
     if limit is not None and limit < 1:
         return "--limit must be at least 1"
+    return None
+
+
+def _date_problem(flag: str, value: str | None) -> str | None:
+    """A Philly window bound that is no date, named by its flag (None: it is one)."""
+    if value is None:
+        return None
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return f"{flag} {value!r} is not a date such as 2017-10-02"
     return None
 
 

@@ -17,7 +17,8 @@ from cli.errors import ApiError
 from cli.jobfile import load_job_file, resolve_spec
 from cli.output import OutputFormat, OutputOption, emit, note
 from cli.plans import chosen_kind
-from cli.views import validation_view
+from cli.validation_view import validation_view
+from cli.views import typed_eta
 from cli.watch import watch_jobs
 from jigsaw.model.wording import counted
 
@@ -103,7 +104,7 @@ def submit(
         "queue": queue,
     }
     job_file = load_job_file(file) if file else None
-    spec = resolve_spec(job_file.values if job_file else {}, flags)
+    spec = resolve_spec(job_file.values if job_file else {}, flags, file)
     given = {key for key, value in flags.items() if value is not None}
     where = {key: job_file.where(key) for key in job_file.values} if job_file else {}
     with make_client() as client:
@@ -121,6 +122,9 @@ def submit(
             emit(result, output, lambda: validation_view(result))
             return
         emit(job, output, lambda: _submitted_line(job))
+        warning = low_eta_warning(job)
+        if warning is not None:
+            note(warning)
         if watch:
             raise typer.Exit(watch_jobs(client, [job["id"]]))
 
@@ -153,6 +157,25 @@ def submit_keyed(
             f"retrying in {poll_s:g} s"
         )
         time.sleep(poll_s)
+
+
+LOW_ETA = 0.5
+"""Below this η a pipeline's samples make less than half the progress of full data parallel's:
+worth a warning at submit (2BW's weight delay at a high learning rate)."""
+
+
+def low_eta_warning(job: dict[str, Any]) -> str | None:
+    """A warning when the job's plan type makes little progress per sample (``None``: no)."""
+    whole = typed_eta(job)
+    if whole is None or whole["eta"] >= LOW_ETA:
+        return None
+    kind = chosen_kind(job)
+    why = str(whole.get("source") or "").split(":")[0]
+    return (
+        f"warning: this {kind} plan's η is {whole['eta']:.2f} ({why}): each sample makes "
+        f"{whole['eta']:.0%} of full backprop's progress; a lower --learning-rate, or "
+        "--parallelism hybrid or data if they fit, may finish sooner"
+    )
 
 
 def _submitted_line(job: dict[str, Any]) -> str:

@@ -7,14 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from cli.elastic_views import optimizer_cell, resizes_table, size_cell
 from cli.formatting import (
-    depth_bar,
     format_age,
-    format_bytes,
     format_duration,
     format_gpu,
     format_loss,
@@ -22,11 +21,13 @@ from cli.formatting import (
     format_plan,
     format_spec_value,
     format_time,
+    parse_time,
     progress_fraction,
     styled_state,
 )
 from cli.plan_types_view import plan_types_view
 from cli.plans import chosen_kind, long_plan, parsed_plan, plan_kind, short_plan, worker_role
+from jigsaw.model.wording import counted
 
 
 def plain_table(*columns: str, no_wrap: bool = False) -> Table:
@@ -37,12 +38,17 @@ def plain_table(*columns: str, no_wrap: bool = False) -> Table:
     return table
 
 
-def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> RenderableType:
-    table = plain_table(
-        "ID", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "PLAN", "LOSS", "AGE", no_wrap=True
-    )
+def jobs_table(
+    items: Sequence[dict[str, Any]], total: int | None = None, *, wide: bool = False
+) -> RenderableType:
+    """The ``list`` table; ``wide`` adds the priority and, for a waiting job, its place in
+    the queue and why it waits (the queue's words)."""
+    columns = ["ID", "NAME", "USER", "QUEUE", "STATE", "PROGRESS", "PLAN", "LOSS", "AGE"]
+    if wide:
+        columns[5:5] = ["PRIORITY", "WAITING (POS, EST. START: REASON)"]
+    table = plain_table(*columns, no_wrap=True)
     for job in items:
-        table.add_row(
+        cells: list[RenderableType] = [
             job["id"],
             job.get("name", "-"),
             job.get("user", "-"),
@@ -52,7 +58,10 @@ def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> Ren
             short_plan(job),
             format_loss(job.get("last_loss")),
             format_age(job.get("created_at")),
-        )
+        ]
+        if wide:
+            cells[5:5] = [str(job.get("priority", 0)), Text(waiting_words(job) or "-")]
+        table.add_row(*cells)
     if not items:
         return Text("No jobs match.", style="dim")
     if total is not None and total > len(items):
@@ -60,7 +69,39 @@ def jobs_table(items: Sequence[dict[str, Any]], total: int | None = None) -> Ren
     return table
 
 
-def job_summary(job: dict[str, Any]) -> RenderableType:
+def waiting_words(job: dict[str, Any]) -> str | None:
+    """Where a waiting job stands, in the queue's words: ``#2, est. start in 3m36s
+    (01:23:45Z): needs 2 GPUs, 0 free, behind one (#1)``; ``None`` for a job not waiting."""
+    waiting = job.get("waiting")
+    if not waiting:
+        return None
+    reason = str(waiting.get("reason") or "")
+    if waiting.get("blocked"):
+        return f"#{waiting.get('position')}, never starts: {reason}"
+    wait = waiting.get("estimated_wait_s")
+    start = parse_time(waiting.get("estimated_start_at"))
+    when = "est. start unknown"
+    if isinstance(wait, int | float) and start is not None:
+        when = f"est. start in {format_duration(wait)} ({start.strftime('%H:%M:%SZ')})"
+    return f"#{waiting.get('position')}, {when}: {reason}"
+
+
+def watch_key(job: dict[str, Any]) -> tuple[Any, ...]:
+    """What ``list --watch`` prints a line for when it changes."""
+    waiting = job.get("waiting") or {}
+    return (job.get("state"), job.get("reason"), waiting.get("position"), waiting.get("reason"))
+
+
+def job_change_line(job: dict[str, Any]) -> str:
+    """One ``list --watch`` line (markup): id, name, state and why, or where it waits."""
+    detail = waiting_words(job) or str(job.get("reason") or "")
+    return (
+        f"{job['id']}  {escape(str(job.get('name', '-')))}  {styled_state(job['state'])}  "
+        f"{_progress_cell(job).strip()}  [dim]{escape(detail)}[/]"
+    )
+
+
+def job_summary(job: dict[str, Any], *, in_describe: bool = False) -> RenderableType:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -70,10 +111,15 @@ def job_summary(job: dict[str, Any]) -> RenderableType:
         ("User", job.get("user", "-")),
         ("Queue", f"{job.get('queue', '-')}  (priority {job.get('priority', 0)})"),
         ("State", f"{styled_state(job['state'])}  {_reason(job)}"),
-        ("Progress", _progress_cell(job)),
+    ]
+    waiting = waiting_words(job)
+    if waiting is not None:
+        rows.append(("Waiting", escape(waiting)))
+    rows += [
+        ("Progress", _progress_cell(job) + _speed(job)),
         ("Size", size_cell(job)),
         ("Optimizer", optimizer_cell(job)),
-        ("Plan", long_plan(job)),
+        ("Plan", long_plan(job, in_describe=in_describe)),
         ("η", _eta_cell(job)),
         ("Placement", format_placement(job.get("placement"))),
         ("Last loss", format_loss(job.get("last_loss"))),
@@ -85,6 +131,14 @@ def job_summary(job: dict[str, Any]) -> RenderableType:
     for label, value in rows:
         table.add_row(label, value)
     return table
+
+
+def _speed(job: dict[str, Any]) -> str:
+    """``  9.8 it/s, 56s left`` for a running job that reported its rate."""
+    rate = job.get("iterations_per_s")
+    if not isinstance(rate, int | float) or rate <= 0:
+        return ""
+    return f"  {rate:.1f} it/s, {format_duration(job.get('remaining_s'))} left"
 
 
 def job_description(
@@ -99,7 +153,7 @@ def job_description(
         spec.add_row(key, format_spec_value(value))
     return Group(
         Text("Job", style="bold underline"),
-        job_summary(job),
+        job_summary(job, in_describe=True),
         Text(""),
         Text("Spec", style="bold underline"),
         spec,
@@ -119,7 +173,7 @@ def job_description(
         else Text(f"  {long_plan(job)}, for the whole run (only SPB depths change)", style="dim"),
         Text(""),
         Text("Resizes", style="bold underline"),
-        resizes_table(events),
+        resizes_table(events, job),
         Text(""),
         Text("Events", style="bold underline"),
         events_table(events),
@@ -177,13 +231,24 @@ def _eta_cell(job: dict[str, Any]) -> str:
     if not eta:
         return "-"
     current = eta.get("current")
-    measured = (
-        f"{eta.get('blocks_measured', 0)} blocks measured, fewest "
-        f"{eta.get('fewest_observations', 0)}/{eta.get('needed_observations', 0)} observations"
-    )
+    measured = _noise_words(eta)
     if not current:
         return f"- (known once the job runs a plan; {measured})"
     return f"{current['eta']:.3f} ({current['source']}; {measured})"
+
+
+def _noise_words(eta: dict[str, Any]) -> str:
+    """How much gradient noise the job has measured: ``4 blocks measured, each at least 676
+    times (10 needed)`` or ``fewest 3 of the 10 observations needed``."""
+    blocks = int(eta.get("blocks_measured") or 0)
+    fewest = int(eta.get("fewest_observations") or 0)
+    needed = int(eta.get("needed_observations") or 0)
+    what = counted(blocks, "block")
+    if blocks == 0:
+        return f"no block measured yet; each needs {needed} observations"
+    if fewest >= needed:
+        return f"{what} measured, each at least {fewest} times ({needed} needed)"
+    return f"{what} measured, the least-measured {fewest} of the {needed} times needed"
 
 
 def placement_table(job: dict[str, Any]) -> RenderableType:
@@ -242,61 +307,8 @@ def events_table(events: Sequence[dict[str, Any]]) -> RenderableType:
     return table
 
 
-def validation_view(result: dict[str, Any]) -> RenderableType:
-    spec = result.get("spec", {})
-    prediction = result.get("prediction") or {}
-    plan = result.get("plan") or []
-    num_blocks = int(result.get("num_blocks") or (max(plan, default=0) + 1))
-    head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold")
-    head.add_column()
-    for key, value in spec.items():
-        head.add_row(key, format_spec_value(value))
-    kind = plan_kind(result) or "data"
-    if kind == "data":
-        head.add_row("plan", f"data parallel, SPB {format_plan(plan)}  ({num_blocks} blocks)")
-    else:
-        head.add_row("plan", long_plan(result))
-    iteration = prediction.get("iteration_time_s")
-    head.add_row(
-        "iteration time",
-        f"{iteration:.4f} s (predicted, {prediction.get('source', 'oracle')})"
-        if isinstance(iteration, int | float)
-        else "-",
-    )
-    workers = plain_table(
-        "RANK", "DEPTH", "BACKPROP", "COMPUTE", "MEMORY (WITH WORKSPACE)", "SENT", no_wrap=True
-    )
-    memory = prediction.get("per_worker_memory_bytes") or []
-    compute = prediction.get("per_worker_compute_s") or []
-    sent = prediction.get("per_worker_bytes_sent") or []
-    depths: Sequence[int | None] = plan if kind == "data" else [None] * len(memory)
-    for rank, depth in enumerate(depths):
-        workers.add_row(
-            str(rank),
-            str(depth) if depth is not None else "-",
-            depth_bar(depth, num_blocks) if depth is not None else kind,
-            f"{compute[rank]:.4f} s" if rank < len(compute) else "-",
-            format_bytes(memory[rank]) if rank < len(memory) else "-",
-            format_bytes(sent[rank]) if rank < len(sent) else "-",
-        )
-    return Group(
-        Text("Dry run: the spec is valid; nothing was submitted.", style="bold green"),
-        head,
-        Text(""),
-        workers,
-        Text(
-            "  MEMORY (WITH WORKSPACE): the whole worker, model and runtime workspace; the plan "
-            "types' MODEL MEMORY is the model's part, what the per-worker limit covers",
-            style="dim",
-        ),
-        Text(""),
-        Text("Plan types", style="bold underline"),
-        plan_types_view(result.get("plan_types")),
-    )
-
-
-def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
+def queue_table(items: Sequence[dict[str, Any]], order: str | None = None) -> RenderableType:
+    """The waiting jobs; ``order``: how the server's policy orders them (a footnote)."""
     if not items:
         return Text("The queue is empty: no job is waiting.", style="dim")
     table = plain_table("POS", "JOB", "NAME", "USER", "EST. START", "EST. WAIT", "REASON")
@@ -311,6 +323,8 @@ def queue_table(items: Sequence[dict[str, Any]]) -> RenderableType:
             format_duration(item.get("estimated_wait_s")) if not blocked else "-",
             Text(str(item.get("reason") or blocked or "")),
         )
+    if order:
+        return Group(table, Text(f"order: {order}; start times are estimates", style="dim"))
     return table
 
 

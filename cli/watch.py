@@ -34,6 +34,7 @@ from cli.formatting import (
 )
 from cli.output import stderr
 from cli.plans import parsed_plan, plan_kind, short_plan, worker_role
+from cli.views import waiting_words
 
 SPEC_FIELDS = (
     "name",
@@ -209,6 +210,9 @@ def render(jobs: list[WatchedJob]) -> RenderableType:
             Text(f"loss {format_loss(job.get('last_loss'))}"),
         )
         rows.append(head)
+        waiting = waiting_words(job)
+        if waiting is not None:
+            rows.append(Text(f"  waiting: {waiting}", style="dim"))
         rows.append(_workers_line(watched))
     return Group(*rows)
 
@@ -237,6 +241,9 @@ def plain_line(watched: WatchedJob) -> str:
     job = watched.job
     rate = f"{watched.rate:.1f} it/s" if watched.rate else "- it/s"
     stamp = datetime.now(UTC).strftime("%H:%M:%S")
+    waiting = waiting_words(job)
+    if waiting is not None:
+        return f"[{stamp}] {watched.label} {watched.state} {waiting}"
     return (
         f"[{stamp}] {watched.label} {watched.state} "
         f"{int(job.get('iterations_done') or 0)}/{job.get('iterations', '?')} "

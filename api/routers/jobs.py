@@ -13,6 +13,8 @@ from api.idempotency import MAX_KEY_LENGTH
 from api.json_body import JsonRoute
 from api.presenters import eta_public, event_public, job_public, plan_types_public
 from api.privacy import privacy_mask
+from api.queue_view import queue_view
+from api.routers.time_params import parse_since
 from api.schemas.common import COMMON_ERRORS, NO_CONTROL_CHARACTERS, NOT_FOUND, ErrorBody
 from api.schemas.jobs import (
     JobCreate,
@@ -25,6 +27,7 @@ from api.schemas.jobs import (
 from api.store.telemetry import Telemetry
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import SPBPlan, plan_to_json
+from jigsaw.scheduling.seams import JOB_SORT_KEYS
 
 router = APIRouter(
     route_class=JsonRoute,
@@ -102,6 +105,9 @@ def validate_job(body: JobCreate, principal: Submitter, state: StateDep) -> JobV
     )
 
 
+SORT_PATTERN = f"^-?({'|'.join(JOB_SORT_KEYS)})$"
+
+
 @router.get("/jobs", response_model=JobList, operation_id="list_jobs")
 def list_jobs(
     principal: Submitter,
@@ -113,10 +119,36 @@ def list_jobs(
     queue: Annotated[
         str | None, Query(min_length=1, max_length=128, pattern=NO_CONTROL_CHARACTERS)
     ] = None,
+    name: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=128,
+            pattern=NO_CONTROL_CHARACTERS,
+            description="the whole name, case-insensitively; `*` matches any run of characters",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="ISO-8601 time: only jobs submitted at or after it",
+            json_schema_extra={"format": "date-time"},
+        ),
+    ] = None,
+    sort: Annotated[
+        str,
+        Query(
+            pattern=SORT_PATTERN,
+            description=f"one of {', '.join(JOB_SORT_KEYS)}; a leading `-` sorts descending "
+            "(ties: by submission time, in the same direction)",
+        ),
+    ] = "-submitted",
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> JobList:
-    """Jobs, oldest first. Users see their own; admins everyone's (filter with `user`)."""
+    """Jobs, newest first unless `sort` says otherwise. Users see their own; admins
+    everyone's (filter with `user`). A waiting job carries `waiting`, as the queue shows it."""
     if not principal.is_admin:
         if user is not None and user != principal.user:
             raise ApiError(
@@ -125,13 +157,34 @@ def list_jobs(
                 field="user",
             )
         user = principal.user
-    found = state.store.list_jobs(states=states, user=user, queue=queue, limit=limit, offset=offset)
-    total = state.store.count_jobs(states=states, user=user, queue=queue)
+    submitted_since = parse_since(since) if since is not None else None
+    store = state.store
+    found = store.list_jobs(
+        states=states,
+        user=user,
+        queue=queue,
+        name=name,
+        since=submitted_since,
+        sort=sort,
+        limit=limit,
+        offset=offset,
+    )
+    total = store.count_jobs(
+        states=states, user=user, queue=queue, name=name, since=submitted_since
+    )
     losses = Telemetry(state.engine).last_losses([job.id for job in found])
     mask = privacy_mask(state, principal)
+    waits = queue_view(state, mask).entries if any(j.state.is_waiting for j in found) else {}
     return JobList(
         items=[
-            mask.job(job_public(job, losses.get(job.id), eta_public(job, state.oracle)))
+            mask.job(
+                job_public(
+                    job,
+                    losses.get(job.id),
+                    eta_public(job, state.oracle),
+                    waiting=waits.get(job.id),
+                )
+            )
             for job in found
         ],
         total=total,
@@ -147,12 +200,25 @@ def list_jobs(
     responses=NOT_FOUND,
 )
 def get_job(job_id: str, principal: Submitter, state: StateDep) -> Response:
+    """A job; a waiting one with its place in the queue (``waiting``), a running one with its
+    rate and time left, an elastic one with why it has or has not been resized."""
     job = jobs_service.visible_job(state, principal, job_id)
+    mask = privacy_mask(state, principal)
     # Serialized once here; returning a Response skips FastAPI's second validation pass.
     eta = eta_public(job, state.oracle)
     plan_types = plan_types_public(job.spec, state.planner)
-    shown = job_public(job, jobs_service.last_loss(state, job), eta, plan_types)
-    body = privacy_mask(state, principal).job(shown).model_dump_json().encode()
+    waiting = queue_view(state, mask).entries.get(job.id) if job.state.is_waiting else None
+    rate = state.store.observed_rates([job.id]).get(job.id) if job.state.holds_resources else None
+    shown = job_public(
+        job,
+        jobs_service.last_loss(state, job),
+        eta,
+        plan_types,
+        waiting=waiting,
+        rate=rate,
+        resizing=jobs_service.resize_story(state, job, rate),
+    )
+    body = mask.job(shown).model_dump_json().encode()
     return json_response(body, 200)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from api.schemas.common import Forbidding, Integer, NonBlankText, Public, Text, Timestamp, integral
+from api.schemas.scheduler import QueueEntry
 from jigsaw.model.plan import PLAN_TEXT_PATTERN
 from jigsaw.model.profiles import ZOO_MODELS
 from jigsaw.model.spec_checks import MAX_ITERATIONS, MAX_WORKERS, NAME_MAX_LENGTH
@@ -247,6 +248,28 @@ class JobPublic(Public):
     finished_at: Timestamp
     last_loss: float | None
     preempted_by: str | None
+    waiting: QueueEntry | None = Field(
+        default=None,
+        description="A waiting job's place in the queue, estimated start and why it waits, "
+        "as GET /scheduler/queue gives them; null once it runs or finished",
+    )
+    iterations_per_s: float | None = Field(
+        default=None,
+        examples=[9.8],
+        description="A running job's observed rate (its workers' recent reports); null "
+        "before it reported",
+    )
+    remaining_s: float | None = Field(
+        default=None,
+        examples=[42.0],
+        description="A running job's iterations left at iterations_per_s (an estimate)",
+    )
+    resizing: list[str] | None = Field(
+        default=None,
+        examples=[["the policy fifo does not resize jobs"]],
+        description="An elastic job (one job's view only): why it has, or has not, been "
+        "resized, in phrases; null for a job of fixed size",
+    )
 
 
 class JobList(Public):

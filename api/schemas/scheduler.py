@@ -9,7 +9,10 @@ from jigsaw.model.decisions import DecisionKind
 
 
 class DecisionPublic(Public):
-    kind: DecisionKind
+    kind: DecisionKind = Field(
+        examples=["start"],
+        description="the decision's type: start, preempt, replan or resize",
+    )
     job_id: str
     reason: str
     at: Timestamp
@@ -50,7 +53,12 @@ class QueueEntry(Public):
 
 class QueuePublic(Public):
     items: list[QueueEntry]
+    order: str = Field(
+        default="",
+        examples=["las: priority, then least attained service, then arrival"],
+        description="how the server's policy orders waiting jobs: the order of items",
+    )
     note: str = Field(
         default="estimated_start_at and estimated_wait_s are estimates, assuming jobs start in "
-        "queue order as running jobs finish at their current rates"
+        "this order as running jobs finish at their current rates"
     )

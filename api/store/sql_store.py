@@ -32,6 +32,7 @@ from jigsaw.model.domain import Job, JobEvent
 from jigsaw.model.errors import ConflictError, JobNotFoundError
 from jigsaw.model.lifecycle import TERMINAL_STATES, JobState, sources_of
 from jigsaw.model.reasons import ReasonCode
+from jigsaw.scheduling.seams import parsed_sort
 
 _TERMINAL = [state.value for state in TERMINAL_STATES]
 
@@ -118,13 +119,21 @@ class SqlStore:
         states: Iterable[JobState] | None = None,
         user: str | None = None,
         queue: str | None = None,
+        name: str | None = None,
+        since: float | None = None,
+        sort: str = "submitted",
         limit: int = 100,
         offset: int = 0,
     ) -> list[Job]:
-        query = _filtered(select(jobs), states, user, queue)
-        query = query.order_by(jobs.c.submitted_at, jobs.c.id).limit(limit).offset(offset)
+        key, descending = parsed_sort(sort)
+        query = _filtered(select(jobs), states, user, queue, name, since)
+        order = [_SORT_COLUMNS[key], jobs.c.submitted_at, jobs.c.id]
+        if key == "submitted":
+            order = order[1:]
+        query = query.order_by(*(c.desc() if descending else c.asc() for c in order))
         with self._autocommit.connect() as conn:
-            return [job_from_row(row) for row in conn.execute(query).mappings()]
+            rows = conn.execute(query.limit(limit).offset(offset)).mappings()
+            return [job_from_row(row) for row in rows]
 
     def count_jobs(
         self,
@@ -132,8 +141,10 @@ class SqlStore:
         states: Iterable[JobState] | None = None,
         user: str | None = None,
         queue: str | None = None,
+        name: str | None = None,
+        since: float | None = None,
     ) -> int:
-        query = _filtered(select(func.count()).select_from(jobs), states, user, queue)
+        query = _filtered(select(func.count()).select_from(jobs), states, user, queue, name, since)
         with self._autocommit.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
@@ -312,6 +323,8 @@ def _filtered(
     states: Iterable[JobState] | None,
     user: str | None,
     queue: str | None,
+    name: str | None = None,
+    since: float | None = None,
 ) -> Select[Any]:
     if states is not None:
         query = query.where(jobs.c.state.in_([JobState(state).value for state in states]))
@@ -319,7 +332,29 @@ def _filtered(
         query = query.where(jobs.c.username == user)
     if queue is not None:
         query = query.where(jobs.c.queue == queue)
+    if name is not None:
+        query = query.where(jobs.c.name.ilike(_like_pattern(name), escape="\\"))
+    if since is not None:
+        query = query.where(jobs.c.submitted_at >= since)
     return query
+
+
+def _like_pattern(name: str) -> str:
+    """The ``name`` filter (``*`` for any run of characters, the rest literal) as a LIKE
+    pattern: the same matches as :func:`~jigsaw.scheduling.seams.name_matcher`."""
+    literal = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return literal.replace("*", "%")
+
+
+_SORT_COLUMNS = {
+    "submitted": jobs.c.submitted_at,
+    "name": jobs.c.name,
+    "user": jobs.c.username,
+    "queue": jobs.c.queue,
+    "state": jobs.c.state,
+    "priority": jobs.c.priority,
+}
+"""The column :meth:`SqlStore.list_jobs` sorts by, per key of ``JOB_SORT_KEYS``."""
 
 
 def _with_version(job: Job, version: int) -> Job:

@@ -153,14 +153,14 @@ def check_elasticity(spec: SpecFields) -> None:
                 "stays workers * batch_size",
             )
         uneven = [n for n in range(low, high + 1) if spec.global_batch % n]
-        require(
-            not uneven,
-            "batch_size",
-            f"batch_policy fixed keeps the global batch {spec.global_batch} (workers * "
-            f"batch_size) at every size, but it does not split evenly over {uneven[:1]} "
-            "workers: choose a global batch every size in min_workers..max_workers divides, "
-            "or batch_policy adaptive",
-        )
+        if uneven:
+            raise InvalidSpecError(
+                f"batch_policy fixed keeps the global batch {spec.global_batch} (workers * "
+                f"batch_size) at every size, but it does not split evenly over {uneven[0]} "
+                "workers: choose a global batch every size in min_workers..max_workers "
+                "divides, or batch_policy adaptive",
+                field="batch_size",
+            )
         return
     for name in ("min_global_batch", "max_global_batch"):
         value = getattr(spec, name)
@@ -171,10 +171,43 @@ def check_elasticity(spec: SpecFields) -> None:
         )
     lowest, highest = spec.batch_range
     require(
+        lowest <= highest,
+        "min_global_batch",
+        f"min_global_batch ({lowest}) is above max_global_batch ({highest})",
+    )
+    check_every_size_has_a_batch(low, high, lowest, highest)
+    require(
         lowest <= spec.global_batch <= highest,
         "batch_size",
         f"the initial global batch {spec.global_batch} (workers * batch_size) must lie in "
         f"min_global_batch..max_global_batch ({lowest}..{highest})",
+    )
+
+
+def sizes_without_a_batch(low: int, high: int, lowest: int, highest: int) -> list[int]:
+    """The worker counts in ``low..high`` at which no global batch in ``lowest..highest``
+    splits into the same whole number of samples (at least one) per worker: the adaptive
+    rule could never run the job at those sizes."""
+    return [n for n in range(low, high + 1) if -(-lowest // n) > highest // n]
+
+
+def check_every_size_has_a_batch(low: int, high: int, lowest: int, highest: int) -> None:
+    """Refuse adaptive bounds that some allowed size can never use (at 3 workers a global
+    batch of at most 2 gives some worker nothing), saying what to change."""
+    missing = sizes_without_a_batch(low, high, lowest, highest)
+    if not missing:
+        return
+    # The smallest max_global_batch that gives every size a batch: a multiple of each size
+    # at or above min_global_batch.
+    enough = max(-(-lowest // n) * n for n in missing)
+    usable = [n for n in range(low, high + 1) if n not in missing]
+    fewer = f", or max_workers to {max(usable)}" if usable and missing[0] > max(usable) else ""
+    sizes = ", ".join(str(n) for n in missing)
+    raise InvalidSpecError(
+        f"batch_policy adaptive: at {sizes} worker(s) no global batch in min_global_batch.."
+        f"max_global_batch ({lowest}..{highest}) gives every worker the same whole number "
+        f"of samples; raise max_global_batch to {enough}{fewer}",
+        field="max_global_batch",
     )
 
 

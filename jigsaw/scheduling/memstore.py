@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
 from jigsaw.model.domain import Job, JobEvent
 from jigsaw.model.errors import ConflictError, JobNotFoundError
 from jigsaw.model.lifecycle import JobState, sources_of
+from jigsaw.scheduling.seams import name_matcher, parsed_sort
+
+_SORT_VALUES: dict[str, Callable[[Job], Any]] = {
+    "submitted": lambda job: job.submitted_at,
+    "name": lambda job: job.spec.name,
+    "user": lambda job: job.spec.user,
+    "queue": lambda job: job.spec.queue,
+    "state": lambda job: job.state.value,
+    "priority": lambda job: job.spec.priority,
+}
+"""The value :meth:`InMemoryStore.list_jobs` sorts by, per key of ``JOB_SORT_KEYS``."""
 
 
 class InMemoryStore:
@@ -44,18 +56,42 @@ class InMemoryStore:
         states: Iterable[JobState] | None = None,
         user: str | None = None,
         queue: str | None = None,
+        name: str | None = None,
+        since: float | None = None,
+        sort: str = "submitted",
         limit: int = 100,
         offset: int = 0,
     ) -> list[Job]:
+        key, descending = parsed_sort(sort)
+        named = name_matcher(name) if name is not None else None
         wanted = set(states) if states is not None else None
         jobs = [
             job
-            for job in sorted(self._jobs.values(), key=lambda j: (j.submitted_at, j.id))
+            for job in self._jobs.values()
             if (wanted is None or job.state in wanted)
             and (user is None or job.spec.user == user)
             and (queue is None or job.spec.queue == queue)
+            and (named is None or named.fullmatch(job.spec.name) is not None)
+            and (since is None or job.submitted_at >= since)
         ]
+        jobs.sort(key=lambda j: (_SORT_VALUES[key](j), j.submitted_at, j.id), reverse=descending)
         return jobs[offset : offset + limit]
+
+    def count_jobs(
+        self,
+        *,
+        states: Iterable[JobState] | None = None,
+        user: str | None = None,
+        queue: str | None = None,
+        name: str | None = None,
+        since: float | None = None,
+    ) -> int:
+        everything = len(self._jobs)
+        return len(
+            self.list_jobs(
+                states=states, user=user, queue=queue, name=name, since=since, limit=everything
+            )
+        )
 
     def save(self, job: Job, *, expected_version: int, event: JobEvent | None = None) -> Job:
         current = self.get(job.id)

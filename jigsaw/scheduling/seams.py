@@ -6,6 +6,7 @@ service plugs in the SQL store, the Ray executor and the wall clock. Nothing els
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -15,6 +16,25 @@ from jigsaw.model.errors import JigsawError
 from jigsaw.model.executor_events import ExecutorEvent
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import Plan
+
+JOB_SORT_KEYS = ("submitted", "name", "user", "queue", "state", "priority")
+"""What :meth:`Store.list_jobs` sorts by."""
+
+
+def parsed_sort(sort: str) -> tuple[str, bool]:
+    """``-name`` as ``("name", True)`` (descending); a key outside :data:`JOB_SORT_KEYS` is a
+    ValueError naming them."""
+    key = sort.removeprefix("-")
+    if key not in JOB_SORT_KEYS:
+        raise ValueError(f"sort must be one of {', '.join(JOB_SORT_KEYS)}, got {sort!r}")
+    return key, sort.startswith("-")
+
+
+def name_matcher(pattern: str) -> re.Pattern[str]:
+    """The ``name`` filter of :meth:`Store.list_jobs` as a regular expression: the whole
+    name, case-insensitively, ``*`` matching any run of characters."""
+    body = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.compile(body, re.IGNORECASE | re.DOTALL)
 
 
 class Clock(Protocol):
@@ -41,9 +61,17 @@ class Store(Protocol):
         states: Iterable[JobState] | None = None,
         user: str | None = None,
         queue: str | None = None,
+        name: str | None = None,
+        since: float | None = None,
+        sort: str = "submitted",
         limit: int = 100,
         offset: int = 0,
-    ) -> list[Job]: ...
+    ) -> list[Job]:
+        """Jobs matching every filter given: ``name`` case-insensitively, ``*`` matching any
+        run of characters; ``since``: submitted at or after. ``sort`` is one of
+        :data:`JOB_SORT_KEYS`, ``-`` before it for descending; ties go by submission time,
+        then id, in the same direction."""
+        ...
 
     def save(self, job: Job, *, expected_version: int, event: JobEvent | None = None) -> Job: ...
 

@@ -27,13 +27,41 @@ REFUSED = [
         "max_workers",
         "quota",
     ),
-    ("uneven fixed batch", {"max_workers": 5}, "batch_size", "does not split evenly over [5]"),
+    (
+        "uneven fixed batch",
+        {"max_workers": 5},
+        "batch_size",
+        "does not split evenly over 5 workers",
+    ),
     ("adaptive without bounds", {"batch_policy": "adaptive"}, "min_global_batch", "needs"),
     (
         "adaptive bounds miss the initial batch",
         {"batch_policy": "adaptive", "min_global_batch": 32, "max_global_batch": 64},
         "batch_size",
         "must lie in min_global_batch",
+    ),
+    (
+        # Issue 30 item 8: no batch_size can fix inverted bounds; the bounds are named.
+        "inverted adaptive bounds",
+        {"batch_policy": "adaptive", "min_global_batch": 192, "max_global_batch": 24},
+        "min_global_batch",
+        "min_global_batch (192) is above max_global_batch (24)",
+    ),
+    (
+        # Issue 30 item 9: at 3 or 4 workers no global batch in 1..2 gives each a sample.
+        "adaptive bounds some size can never use",
+        {
+            "batch_size": 1,
+            "min_workers": 1,
+            "max_workers": 4,
+            "batch_policy": "adaptive",
+            "min_global_batch": 1,
+            "max_global_batch": 2,
+        },
+        "max_global_batch",
+        "at 3, 4 worker(s) no global batch in min_global_batch..max_global_batch (1..2) gives "
+        "every worker the same whole number of samples; raise max_global_batch to 4, or "
+        "max_workers to 2",
     ),
     (
         "bounds under a fixed batch",

@@ -20,11 +20,14 @@ def test_submit_returns_the_job_as_the_contract_describes(api: ApiClient) -> Non
         "iterations_done", "progress", "plan", "placement", "attempt", "preemptions",
         "failures", "reason", "version", "created_at", "started_at", "finished_at",
         "last_loss", "preempted_by", "plan_kind", "num_blocks", "eta", "plan_detail",
-        "plan_types", "current_workers", "worker_batch", "global_batch",
+        "plan_types", "current_workers", "worker_batch", "global_batch", "waiting",
+        "iterations_per_s", "remaining_s", "resizing",
     }  # fmt: skip
     assert set(job) == expected
     fetched = api.client.get(f"/api/v1/jobs/{job['id']}", headers=api.headers("alice")).json()
-    assert fetched == job
+    # Only GET says where a waiting job stands in the queue (a submission is not queued yet).
+    assert job["waiting"] is None and fetched.pop("waiting")["position"] == 1
+    assert fetched == {key: value for key, value in job.items() if key != "waiting"}
 
 
 def test_list_filters_by_state_queue_and_pages(any_api: ApiClient) -> None:
@@ -34,10 +37,10 @@ def test_list_filters_by_state_queue_and_pages(any_api: ApiClient) -> None:
     any_api.client.post(f"/api/v1/jobs/{a['id']}/cancel", headers=any_api.headers("alice"))
     get = any_api.client.get
     page = get("/api/v1/jobs?limit=2&offset=1", headers=any_api.headers("alice")).json()
-    assert [j["name"] for j in page["items"]] == ["b", "c"]
+    assert [j["name"] for j in page["items"]] == ["b", "a"]  # newest first
     assert (page["total"], page["limit"], page["offset"]) == (3, 2, 1)
     pending = get("/api/v1/jobs?state=PENDING", headers=any_api.headers("alice")).json()
-    assert [j["name"] for j in pending["items"]] == ["b", "c"]
+    assert [j["name"] for j in pending["items"]] == ["c", "b"]
     both = get(
         "/api/v1/jobs?state=PENDING&state=CANCELLED", headers=any_api.headers("alice")
     ).json()

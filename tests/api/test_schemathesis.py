@@ -92,10 +92,15 @@ CROSS_FIELD_RULES = {
     "batch_policy": ("only data-parallel",),
     # adamw runs on the data-parallel engine only, with its moments in the memory limit
     "optimizer": ("runs data parallel only", "per-worker memory limit"),
-    "min_global_batch": ("bounds an adaptive batch", "batch_policy adaptive needs"),
+    "min_global_batch": (
+        "bounds an adaptive batch",
+        "batch_policy adaptive needs",
+        "is above max_global_batch",
+    ),
     "max_global_batch": (
         "bounds an adaptive batch",
         "batch_policy adaptive needs",
+        "gives every worker the same whole number of samples",
         "training samples",
     ),
     # the same key with another body (documented as this operation's 422)

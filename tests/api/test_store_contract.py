@@ -144,6 +144,34 @@ def test_list_jobs_filters_orders_and_pages(store: Store) -> None:
     assert [j.id for j in store.list_jobs(limit=1, offset=1)] == ["b"]
 
 
+def test_list_jobs_sorts_newest_first_and_by_any_key(store: Store) -> None:
+    add(store, new_job("c", 3.0, user="bob", priority=5))
+    add(store, new_job("a", 1.0, user="carol"))
+    add(store, new_job("b", 2.0, user="alice", priority=5))
+    assert [j.id for j in store.list_jobs(sort="-submitted")] == ["c", "b", "a"]
+    assert [j.id for j in store.list_jobs(sort="-submitted", limit=2, offset=1)] == ["b", "a"]
+    assert [j.id for j in store.list_jobs(sort="user")] == ["b", "c", "a"]
+    # Ties (priority 5) go by submission time, in the sort's direction.
+    assert [j.id for j in store.list_jobs(sort="-priority")] == ["c", "b", "a"]
+    assert [j.id for j in store.list_jobs(sort="priority")] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="sort must be one of"):
+        store.list_jobs(sort="age")
+
+
+def test_list_jobs_by_name_and_since(store: Store) -> None:
+    add(store, new_job("a", 1.0, name="train-q2"))
+    add(store, new_job("b", 2.0, name="Train-Q2"))
+    add(store, new_job("c", 3.0, name="eval_1"))
+    add(store, new_job("d", 4.0, name="evalx1"))
+    assert [j.id for j in store.list_jobs(name="train-q2")] == ["a", "b"]
+    assert [j.id for j in store.list_jobs(name="train")] == []  # the whole name, not a part
+    assert [j.id for j in store.list_jobs(name="*q2")] == ["a", "b"]
+    assert [j.id for j in store.list_jobs(name="eval_*")] == ["c"]  # _ is no wildcard
+    assert [j.id for j in store.list_jobs(name="e*1")] == ["c", "d"]
+    assert [j.id for j in store.list_jobs(since=2.0)] == ["b", "c", "d"]
+    assert [j.id for j in store.list_jobs(since=2.5, name="*1")] == ["c", "d"]
+
+
 def test_progress_save_keeps_state_and_events(store: Store) -> None:
     job = admit(store, add(store, new_job("a", 1.0)))
     saved = store.save(replace(job, iterations_done=42.5), expected_version=job.version)

@@ -78,7 +78,7 @@ def test_packing_lists_only_gpus_shared_by_several_jobs(api: ApiClient) -> None:
     assert len(packing["items"][0]["workers"]) == 2
 
 
-def test_queue_estimate_waits_for_gpus_in_fifo_order() -> None:
+def test_queue_estimate_waits_for_gpus_in_queue_order() -> None:
     now = time.time()
 
     def job(job_id: str, workers: int, state: JobState, done: float = 0.0, gpus: int = 0) -> Job:
@@ -93,7 +93,7 @@ def test_queue_estimate_waits_for_gpus_in_fifo_order() -> None:
         job("w2", 1, JobState.PENDING),  # FIFO: not before w1 -> +10 s
         job("w3", 9, JobState.PENDING),  # never fits a 4-GPU cluster
     ]
-    estimates = estimate_queue(jobs, 4, now, lambda _job: 10.0)
+    estimates = estimate_queue(jobs[:2], jobs[2:], 4, now, lambda _job: 10.0)
     starts = {e.job.id: e.start_at for e in estimates}
     assert [e.position for e in estimates] == [1, 2, 3]
     assert starts["w1"] == starts["w2"] == now + 10

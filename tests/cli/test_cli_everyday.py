@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cli.conftest import (
     Cli,
@@ -208,6 +209,23 @@ ROWS = [
         never=["None"],
     ),
     Row(
+        "dry run of an entrypoint says it is not checked",
+        [
+            "submit",
+            "--dry-run",
+            "--name",
+            "ep",
+            "--model",
+            "mypkg.train:main",
+            "--workers",
+            "2",
+            "--iterations",
+            "5",
+        ],
+        ["the entrypoint mypkg.train:main is not checked", "blocks unknown until the workers"],
+        never=["the spec is valid", "1 blocks"],
+    ),
+    Row(
         "dry run of one worker counts it in words",
         ["submit", "--dry-run", *MLP, "--workers", "1"],
         ["data x 1 worker "],
@@ -245,6 +263,20 @@ def test_submit_echoes_one_worker_and_the_plan_type(cli: Cli) -> None:
     assert ", 4 workers, 5 iterations, parallelism pipeline (PENDING)" in pipeline.stdout
     chosen = cli("submit", *PIPE, "--iterations", "5")  # auto: the oracle picks the type
     assert "parallelism auto: pipeline (PENDING)" in chosen.stdout, chosen
+
+
+def test_a_pipeline_with_a_low_eta_is_warned_about(cli: Cli) -> None:
+    """At lr 0.05 2BW's one-step weight delay leaves digits_wide_mlp's pipeline η 0.04."""
+    forced = cli(
+        "submit", "--name", "slow", "--model", "digits_wide_mlp", "--workers", "4",
+        "--iterations", "5", "--parallelism", "pipeline",
+    )  # fmt: skip
+    assert forced.returncode == 0, forced.stderr
+    assert "warning: this pipeline plan's η is 0.04 (2BW's one-step weight delay)" in (
+        forced.stderr
+    )
+    calm = cli("submit", *PIPE, "--iterations", "5", "--parallelism", "pipeline")  # lr 0.001
+    assert calm.returncode == 0 and "warning" not in calm.stderr, calm.stderr
 
 
 def test_logs_json_is_one_object_per_line(cli: Cli, jobs: dict[str, str]) -> None:
@@ -286,3 +318,16 @@ def test_cancel_by_state_and_all_confirm_with_a_count(cli: Cli, jobs: dict[str, 
 
     both = cli("cancel", jobs["pipe"], "--all")
     assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_simulate_prints_yaml_and_names_the_rates_of_a_gavel_replay(cli: Cli) -> None:
+    args = ["simulate", "tests/data/philly_excerpt.csv", "--limit", "5", "--gpus", "8"]
+    as_yaml = cli(*args, "-o", "yaml")
+    assert as_yaml.returncode == 0, as_yaml.stderr
+    summary = yaml.safe_load(as_yaml.stdout)
+    assert summary["policy"] == "jigsaw" and summary["jobs"] == 5
+    gavel = cli("simulate", "tests/data/gavel_excerpt.trace", "--limit", "3", "--gpus", "8")
+    assert gavel.returncode == 0, gavel.stderr
+    assert "a Gavel trace without --throughputs: jobs run at the oracle's predicted rates" in (
+        gavel.stderr
+    )

@@ -20,6 +20,7 @@ from tests.conftest import ServerProcess
 pytestmark = pytest.mark.integration
 
 JOB = ["--name", "m", "--model", "digits_cnn", "--workers", "2", "--iterations", "5"]
+ADAPTIVE = [*JOB, "--batch-size", "24", "--batch-policy", "adaptive"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,6 +184,82 @@ MISTAKES = [
     Mistake("empty job id", ["describe", ""], "'' is not a job id"),
     Mistake("job id with a query", ["logs", "?x=1"], "is not a job id"),
     Mistake("job id of dots", ["cancel", ".."], "is not a job id"),
+    # -- issue 30: flags named as typed, no Python reprs, the queue's and list's flags -----------
+    Mistake(
+        "inverted adaptive bounds from flags",
+        ["submit", *ADAPTIVE, "--min-global-batch", "192", "--max-global-batch", "24"],
+        "error: --min-global-batch (192) is above --max-global-batch (24)",
+    ),
+    Mistake(
+        "adaptive bounds some size can never use",
+        [
+            "submit",
+            *JOB,
+            "--batch-size",
+            "1",
+            "--min-workers",
+            "1",
+            "--max-workers",
+            "4",
+            "--batch-policy",
+            "adaptive",
+            "--min-global-batch",
+            "1",
+            "--max-global-batch",
+            "2",
+        ],
+        "at 3, 4 worker(s) no global batch in --min-global-batch..--max-global-batch (1..2)",
+    ),
+    Mistake(
+        "inverted adaptive bounds in a file",
+        ["submit", "-f", "job.yaml"],
+        "job.yaml:6: min_global_batch (192) is above max_global_batch (24)",
+        file=b"name: a\nmodel: mlp\nworkers: 2\niterations: 5\nbatch_policy: adaptive\n"
+        b"min_global_batch: 192\nmax_global_batch: 24\nbatch_size: 24\n",
+    ),
+    Mistake(
+        "fixed batch over sizes it does not divide",
+        ["submit", *JOB, "--batch-size", "3", "--max-workers", "4"],
+        "does not split evenly over 4 workers",
+    ),
+    Mistake(
+        "YAML syntax error",
+        ["submit", "-f", "job.yaml"],
+        "job.yaml:2: not valid YAML: mapping values are not allowed here (column 11)",
+        file=b"name: a\nmodel: mlp: x\nworkers: 1\niterations: 5\n",
+    ),
+    Mistake(
+        "a required field missing from the file",
+        ["submit", "-f", "job.yaml"],
+        "missing --iterations: give the flag or add iterations: to ",
+        file=b"name: a\nmodel: mlp\nworkers: 1\n",
+    ),
+    Mistake(
+        "simulate with an unknown policy",
+        ["simulate", "tests/data/philly_excerpt.csv", "--policy", "nope"],
+        "choose from fifo, jigsaw, las",
+    ),
+    Mistake(
+        "simulate window not a date",
+        ["simulate", "tests/data/philly_excerpt.csv", "--start", "monday"],
+        "--start 'monday' is not a date such as 2017-10-02",
+    ),
+    Mistake("list sorted by no key", ["list", "--sort", "age"], "--sort 'age' is not a sort key"),
+    Mistake("list since no time", ["list", "--since", "soon"], "--since 'soon' is neither"),
+    Mistake("id without its j-", ["status", "0123456789ab"], "did you mean j-0123456789ab?"),
+    Mistake("no job of that name", ["describe", "no-such-job"], "no job with id or name"),
+    Mistake(
+        "a revoked or unknown token",
+        ["list"],
+        "invalid or revoked token; ask an admin for a new one",
+        env={"JIGSAW_TOKEN": "jgs_nope"},
+    ),
+    Mistake(
+        "an empty token sends none",
+        ["list"],
+        "JIGSAW_TOKEN is set but empty, so no token was sent",
+        env={"JIGSAW_TOKEN": ""},
+    ),
     Mistake(
         "bad token scope",
         ["token", "create", "--name", "t", "--user", "u", "--scope", "x"],

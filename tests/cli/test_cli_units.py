@@ -498,8 +498,8 @@ def test_size_shows_the_running_size_then_the_initial_one() -> None:
     spec = {"workers": 2, "batch_size": 24, "min_workers": 1, "max_workers": 4}
     running = {"spec": spec, "current_workers": 4, "worker_batch": 12}
     assert size_cell(running) == (
-        "4 worker(s) x 12 = global batch 48; elastic 1..4 workers, batch fixed"
+        "4 workers x 12 = global batch 48; elastic 1..4 workers, batch fixed"
     )
     # Finished: no current size; the last per-worker batch (12) is not the initial one (24).
     finished = {"spec": spec, "current_workers": None, "worker_batch": 12}
-    assert size_cell(finished).startswith("2 worker(s) x 24 = global batch 48 (initial)")
+    assert size_cell(finished).startswith("2 workers x 24 = global batch 48 (initial)")

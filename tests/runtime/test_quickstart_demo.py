@@ -77,7 +77,7 @@ def assert_the_elastic_act(out: str) -> None:
     ``min_workers`` for the newcomer, which it names, grows back, and reaches SUCCEEDED with
     every iteration done; each resize is an event with its reason."""
     act = out[out.index("==> elastic:") :]
-    assert "Size       4 worker(s) x 12 = global batch 48; elastic 1..4 workers, batch fixed" in act
+    assert "Size       4 workers x 12 = global batch 48; elastic 1..4 workers, batch fixed" in act
     newcomer = re.search(r"(j-\w+) \(mlp-newcomer\)", act)
     assert newcomer, act
     resizes = act[act.index("==> the elastic job's resizes") : act.index("==> final evaluation")]

@@ -12,6 +12,7 @@ import pytest
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.decisions import Preempt, Resize, Start
 from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.hardware import preset
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import SPBPlan, full_backprop
@@ -94,7 +95,9 @@ def test_an_adaptive_batch_stays_within_its_bounds() -> None:
     assert worker_batch(replace(job, worker_batch=32), 1) == 64  # 64 at one worker
     assert worker_batch(replace(job, worker_batch=16), 3) == 11  # 33: at least 32
     tight = {"batch_policy": "adaptive", "min_global_batch": 41, "max_global_batch": 43}
-    assert worker_batch(running("t", 2, batch_size=21, max_workers=4, **tight), 4) is None
+    # No global batch in 41..43 splits over 4 workers: such bounds are refused at submit.
+    with pytest.raises(InvalidSpecError, match="raise max_global_batch to 44"):
+        running("t", 2, batch_size=21, max_workers=4, **tight)
 
 
 @pytest.mark.parametrize("policy", ["fifo", "las", "maxmin", "timeslice"])
