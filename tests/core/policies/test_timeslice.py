@@ -14,6 +14,8 @@ from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.plan import SPBPlan, full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.options import policy_options
@@ -27,6 +29,10 @@ NOW = 3_600.0
 @pytest.fixture(scope="module")
 def oracle() -> Oracle:
     return make_oracle(SimulationSetup())
+
+
+def _planner(oracle: Oracle) -> Planner:
+    return Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))
 
 
 def _running(oracle: Oracle, job_id: str, model: str, gpus: tuple[GpuId, ...], work: int) -> Job:
@@ -59,7 +65,7 @@ def _starts(decisions: list[Decision]) -> list[Start]:
 def test_a_waiting_one_gpu_job_takes_turns_with_a_full_backprop_gang(oracle: Oracle) -> None:
     host = _two_node_gang(oracle)
     snapshot = Snapshot(NOW, _cluster(oracle), (_guest(),), (host,))
-    decisions = TimeslicePolicy(oracle).decide(snapshot)
+    decisions = TimeslicePolicy(oracle, _planner(oracle)).decide(snapshot)
     assert not [d for d in decisions if isinstance(d, Replan)]  # the host keeps its plan
     (start,) = _starts(decisions)
     assert start.job_id == "guest"
@@ -71,7 +77,7 @@ def test_a_waiting_one_gpu_job_takes_turns_with_a_full_backprop_gang(oracle: Ora
 def test_a_free_gpu_comes_first(oracle: Oracle) -> None:
     host = _running(oracle, "host", "resnet50_32", ((0, 0), (0, 1), (0, 2), (0, 3)), 1_000_000)
     snapshot = Snapshot(NOW, _cluster(oracle), (_guest(),), (host,))
-    (start,) = _starts(TimeslicePolicy(oracle).decide(snapshot))
+    (start,) = _starts(TimeslicePolicy(oracle, _planner(oracle)).decide(snapshot))
     assert start.placement[0][0] == 1  # the empty node, not the gang's
     assert "exclusive" in start.reason
 
@@ -81,7 +87,12 @@ def test_jigsaw_bar_stops_a_turn_that_gains_less(oracle: Oracle) -> None:
     below jigsaw's (0.25)."""
     host = _two_node_gang(oracle)
     snapshot = Snapshot(NOW, _cluster(oracle), (_guest(),), (host,))
-    assert TimeslicePolicy(oracle, config=TimesliceConfig(pack_gain=0.25)).decide(snapshot) == []
+    assert (
+        TimeslicePolicy(oracle, _planner(oracle), config=TimesliceConfig(pack_gain=0.25)).decide(
+            snapshot
+        )
+        == []
+    )
 
 
 def test_a_guest_longer_than_its_host_has_left_waits(oracle: Oracle) -> None:
@@ -90,22 +101,31 @@ def test_a_guest_longer_than_its_host_has_left_waits(oracle: Oracle) -> None:
     host = _running(oracle, "host", "resnet18_32", ((0, 0),), 200_000)
     cluster = _cluster(oracle, gpus=1)
     short = Snapshot(NOW, cluster, (_guest(work=2_000),), (host,))
-    assert [s.job_id for s in _starts(TimeslicePolicy(oracle).decide(short))] == ["guest"]
+    assert [s.job_id for s in _starts(TimeslicePolicy(oracle, _planner(oracle)).decide(short))] == [
+        "guest"
+    ]
     long = Snapshot(NOW, cluster, (_guest(work=2_000_000),), (host,))
-    assert TimeslicePolicy(oracle).decide(long) == []
-    unguarded = TimeslicePolicy(oracle, config=TimesliceConfig(completion_guard=False))
+    assert TimeslicePolicy(oracle, _planner(oracle)).decide(long) == []
+    unguarded = TimeslicePolicy(
+        oracle, _planner(oracle), config=TimesliceConfig(completion_guard=False)
+    )
     assert [s.job_id for s in _starts(unguarded.decide(long))] == ["guest"]
 
 
 def test_no_turns_where_memory_does_not_fit(oracle: Oracle) -> None:
     host = _two_node_gang(oracle)
-    probe = TimeslicePolicy(oracle)
+    probe = TimeslicePolicy(oracle, _planner(oracle))
     host_memory = probe.catalog.footprint(host, host.plan, host.placement)[0][2]
     guest_memory = probe.catalog.default_option(_guest()).memories[0]
     tight = _cluster(oracle, memory=host_memory + guest_memory - 1)
-    assert TimeslicePolicy(oracle).decide(Snapshot(NOW, tight, (_guest(),), (host,))) == []
+    assert (
+        TimeslicePolicy(oracle, _planner(oracle)).decide(Snapshot(NOW, tight, (_guest(),), (host,)))
+        == []
+    )
     roomy = _cluster(oracle, memory=host_memory + guest_memory)
-    assert _starts(TimeslicePolicy(oracle).decide(Snapshot(NOW, roomy, (_guest(),), (host,))))
+    assert _starts(
+        TimeslicePolicy(oracle, _planner(oracle)).decide(Snapshot(NOW, roomy, (_guest(),), (host,)))
+    )
 
 
 def test_one_guest_per_gpu(oracle: Oracle) -> None:
@@ -114,7 +134,9 @@ def test_one_guest_per_gpu(oracle: Oracle) -> None:
         replace(_guest(), id=f"g{i}", spec=replace(_guest().spec, name=f"g{i}")) for i in range(10)
     )
     starts = _starts(
-        TimeslicePolicy(oracle).decide(Snapshot(NOW, _cluster(oracle), guests, (host,)))
+        TimeslicePolicy(oracle, _planner(oracle)).decide(
+            Snapshot(NOW, _cluster(oracle), guests, (host,))
+        )
     )
     gpus = [s.placement[0] for s in starts]
     assert len(gpus) == len(set(gpus)) >= 2
@@ -125,7 +147,7 @@ def test_no_spb_plan_is_ever_chosen(oracle: Oracle) -> None:
     """On an empty cluster jigsaw gives a 4-worker auto gang its best plan; timeslice only
     ever offers full backprop."""
     spec = JobSpec("gang", "resnet50_32", 4, 10_000, batch_size=32)
-    policy = TimeslicePolicy(oracle)
+    policy = TimeslicePolicy(oracle, _planner(oracle))
     assert all(
         o.is_full_backprop for o in policy.catalog.options(Job("gang", spec, submitted_at=0))
     )
