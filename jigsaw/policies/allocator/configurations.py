@@ -116,12 +116,20 @@ def exclusive_problem(
         choices = size_choices(job, goodput, sizes, fair_share, per_node)
         problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
         problem.by_job.append([])
-        held = len(current) if guest_of is None else -1
-        changed = choices.sizes != held
-        costs = objective.costs(job, choices.speedups, changed)
-        for size, speedup, cost in zip(choices.sizes, choices.speedups, costs, strict=True):
-            kind = EXCLUSIVE if size > 0 else OFF
-            problem.add(Column(index, kind, int(size), float(cost), float(speedup)))
+    # One vector pass prices every job's sizes (the same arithmetic, element by element, as
+    # pricing each job alone).
+    counts = [len(view.choices.sizes) for view in problem.views]
+    sizes_all = np.concatenate([view.choices.sizes for view in problem.views])
+    speedups_all = np.concatenate([view.choices.speedups for view in problem.views])
+    held = np.repeat([len(v.current) if v.guest_of is None else -1 for v in problem.views], counts)
+    weights = np.repeat([objective.weight(job) for job in jobs], counts)
+    discounts = np.repeat([objective.discount(job) for job in jobs], counts)
+    costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
+    owners = np.repeat(np.arange(len(jobs)), counts)
+    for owner, size, speedup, cost in zip(
+        owners.tolist(), sizes_all.tolist(), speedups_all.tolist(), costs.tolist(), strict=True
+    ):
+        problem.add(Column(owner, EXCLUSIVE if size > 0 else OFF, size, cost, speedup))
     return problem
 
 

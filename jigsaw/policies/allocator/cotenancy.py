@@ -16,7 +16,7 @@ takes one guest (:mod:`.solve`). Memory is a hard limit: the host's worker there
 guest fit the GPU.
 
 The round stays small: at most ``MAX_SLOTS`` slots (those with the most idle compute), at
-most ``2 x MAX_SLOTS`` guests (the heaviest-weighted), and each guest on its
+most ``MAX_GUESTS`` guests (the heaviest-weighted, then the oldest), and each guest on its
 ``guest_slots_per_job`` cheapest slots.
 """
 
@@ -45,7 +45,10 @@ from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
+MAX_GUESTS = 96
 SPB_PLANS_PER_HOST = 2
+_ANY_GPU: GpuId = (0, 0)
+"""Where a host-and-guest pair is priced: one GPU, the same for every slot."""
 _MIN_SLACK = 0.05
 """A GPU whose host worker leaves less than this share idle is not offered."""
 
@@ -62,6 +65,7 @@ class _Slot:
     host_speedup: float
     host_changed: bool
     timing: GangTiming
+    """The host's timing reduced to this GPU (:data:`_ANY_GPU`)."""
 
 
 class Cotenancy:
@@ -85,6 +89,11 @@ class Cotenancy:
             return
         guests = self._guests(problem)
         priced: dict[tuple[object, ...], tuple[float, float] | None] = {}
+        objective = self.objective
+        terms: dict[int, tuple[float, float]] = {}
+        for index in {slot.host for slot in slots} | {entry[0] for entry in guests}:
+            job = problem.views[index].job
+            terms[index] = (objective.weight(job), objective.discount(job))
         for job_index, plan, speedup in guests:
             view = problem.views[job_index]
             job = view.job
@@ -103,7 +112,7 @@ class Cotenancy:
             for slot in slots:
                 if slot.host == job_index or memory > slot.free_memory:
                     continue
-                key = (job.spec.model, job.spec.batch_size, plan, slot.column, slot.gpu)
+                key = (job.spec.model, job.spec.batch_size, plan, slot.timing)
                 if key not in priced:
                     priced[key] = self._shares(job, plan, slot)
                 shares = priced[key]
@@ -111,11 +120,13 @@ class Cotenancy:
                     continue
                 guest_share, host_factor = shares
                 stays = view.guest_of is not None and view.current == (slot.gpu,)
-                cost = self.objective.cost(job, speedup * guest_share, changed=not stays)
-                host = problem.views[slot.host].job
-                loss = self.objective.cost(
-                    host, slot.host_speedup * host_factor, changed=slot.host_changed
-                ) - self.objective.cost(host, slot.host_speedup, changed=slot.host_changed)
+                weight, discount = terms[job_index]
+                cost = objective.term(weight, discount, speedup * guest_share, changed=not stays)
+                weight, discount = terms[slot.host]
+                changed = slot.host_changed
+                loss = objective.term(
+                    weight, discount, slot.host_speedup * host_factor, changed=changed
+                ) - objective.term(weight, discount, slot.host_speedup, changed=changed)
                 total = cost + loss
                 if total < off:
                     options.append(
@@ -157,9 +168,14 @@ class Cotenancy:
                 timing = self.catalog.timing(job, column_plan, placement)
                 if timing is None:
                     continue
+                busy = dict(timing.busy_s)
                 for gpu, load, used in self.catalog.footprint(job, column_plan, placement):
                     if occupants.get(gpu, 0) != 1 or load > 1.0 - _MIN_SLACK:
                         continue
+                    # Alone with one guest, the host's other GPUs share nothing: its timing
+                    # on this GPU alone gives the same co-located times, and slots of hosts
+                    # of one shape price alike (one co-location solve per shape and guest).
+                    here = GangTiming(timing.alone_s, ((_ANY_GPU, busy[gpu]),), timing.profile)
                     slots.append(
                         _Slot(
                             column,
@@ -169,7 +185,7 @@ class Cotenancy:
                             index,
                             speedup,
                             changed,
-                            timing,
+                            here,
                         )
                     )
         slots.sort(key=lambda s: (-s.idle, s.column, s.gpu))
@@ -229,28 +245,33 @@ class Cotenancy:
     # -- guests -----------------------------------------------------------------------------
     def _guests(self, problem: Problem) -> list[tuple[int, Plan, float]]:
         """(job index, plan on one GPU, speedup alone on one GPU) of the jobs that may be
-        guests: waiting or guests now, allowed one GPU, with a known profile."""
-        found: list[tuple[float, int, Plan, float]] = []
+        guests: waiting or guests now, allowed one GPU; the ``MAX_GUESTS`` heaviest-weighted
+        (then oldest) of them."""
+        candidates: list[tuple[float, float, int, float]] = []
         for index, view in enumerate(problem.views):
             job = view.job
             if (view.current and view.guest_of is None) or view.pinned:
                 continue
             if job.state is JobState.ADMITTED:
                 continue
-            sizes = list(view.choices.sizes)
+            sizes = view.choices.sizes.tolist()
             if 1 not in sizes:
                 continue
             speedup = float(view.choices.speedups[sizes.index(1)])
+            weight = self.objective.weight(job)
+            candidates.append((-weight, job.submitted_at, index, speedup))
+        candidates.sort()
+        found: list[tuple[int, Plan, float]] = []
+        for _, _, index, speedup in candidates[:MAX_GUESTS]:
+            view = problem.views[index]
             plan = (
-                self.planner.resized_plan(job, 1)
+                self.planner.resized_plan(view.job, 1)
                 if view.goodput is not None
-                else self.planner.start_plan(job)
+                else self.planner.start_plan(view.job)
             )
-            if plan.num_workers != 1:
-                continue
-            found.append((-self.objective.weight(job), index, plan, speedup))
-        found.sort(key=lambda entry: (entry[0], entry[1]))
-        return [(index, plan, speedup) for _, index, plan, speedup in found[: 2 * MAX_SLOTS]]
+            if plan.num_workers == 1:
+                found.append((index, plan, speedup))
+        return found
 
     def _memory(self, job: Job, plan: Plan) -> int | None:
         try:
@@ -260,7 +281,7 @@ class Cotenancy:
 
     def _shares(self, guest: Job, plan: Plan, slot: _Slot) -> tuple[float, float] | None:
         """(guest's share of its solo speed, host's share of its own) on ``slot``."""
-        alone = self.catalog.timing(guest, plan, (slot.gpu,))
+        alone = self.catalog.timing(guest, plan, (_ANY_GPU,))
         if alone is None:
             return None
         host_id = "\0host"  # no job id starts with a NUL

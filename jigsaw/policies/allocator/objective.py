@@ -79,12 +79,34 @@ class Objective:
     ) -> NDArray[np.float64]:
         """The job's term for each of its configurations (``speedups``; ``changed``: the
         configuration restarts or moves the job)."""
-        discount = np.where(changed, self.discount(job), 1.0)
+        count = len(speedups)
+        weights = np.full(count, self.weight(job))
+        discounts = np.full(count, self.discount(job))
+        return self.costs_many(weights, discounts, speedups, changed)
+
+    def costs_many(
+        self,
+        weights: NDArray[np.float64],
+        discounts: NDArray[np.float64],
+        speedups: NDArray[np.float64],
+        changed: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """:meth:`costs` of many jobs' configurations at once, element by element."""
+        discount = np.where(changed, discounts, 1.0)
         scaled = speedups * discount / self.per_node
         terms = (scaled + ZERO_GUARD) ** self.config.fairness_power
         churn = np.where(changed, 1.0 + self.config.churn, 1.0)
-        result: NDArray[np.float64] = self.weight(job) * terms * churn
+        result: NDArray[np.float64] = weights * terms * churn
         return result
 
     def cost(self, job: Job, speedup: float, *, changed: bool) -> float:
-        return float(self.costs(job, np.array([speedup]), np.array([changed]))[0])
+        return self.term(self.weight(job), self.discount(job), speedup, changed=changed)
+
+    def term(self, weight: float, discount: float, speedup: float, *, changed: bool) -> float:
+        """:meth:`costs` for one configuration, from the job's weight and discount (the
+        scalar path: co-tenancy prices thousands of pairs a round)."""
+        config = self.config
+        scaled = speedup * (discount if changed else 1.0) / self.per_node
+        churn = 1.0 + config.churn if changed else 1.0
+        term: float = weight * (scaled + ZERO_GUARD) ** config.fairness_power * churn
+        return term

@@ -50,22 +50,44 @@ def solve(problem: Problem, time_limit_s: float, rel_gap: float) -> Solution:
     exclusive = solve_exclusive(problem)
     if not any(column.kind == GUEST for column in problem.columns):
         return exclusive
-    joint = _solve_milp(problem, time_limit_s, rel_gap)
+    joint = _solve_milp(problem, _touched(problem), exclusive, time_limit_s, rel_gap)
     if joint is not None and joint.cost < exclusive.cost - _IMPROVEMENT * abs(exclusive.cost):
         return joint
     return exclusive
 
 
-def _solve_milp(problem: Problem, time_limit_s: float, rel_gap: float) -> Solution | None:
+def _touched(problem: Problem) -> set[int]:
+    """The jobs co-tenancy touches: guests, and every job owning a column a guest needs."""
+    found: set[int] = set()
+    for column in problem.columns:
+        if column.kind == GUEST and column.needs is not None:
+            found.add(column.job)
+            found.add(problem.columns[column.needs].job)
+    return found
+
+
+def _solve_milp(
+    problem: Problem,
+    touched: set[int],
+    exclusive: Solution,
+    time_limit_s: float,
+    rel_gap: float,
+) -> Solution | None:
+    """The 0-1 program over the jobs co-tenancy touches; every other job keeps its column of
+    the exclusive optimum, and the GPUs those take are not offered (so the exclusive optimum
+    stays feasible, and at 2,000 jobs HiGHS sees a few hundred columns, not thousands)."""
     columns = problem.columns
     count = len(columns)
+    fixed = {exclusive.chosen[job] for job in range(len(problem.views)) if job not in touched}
     rows: list[int] = []
     cols: list[int] = []
     values: list[float] = []
     lower: list[float] = []
     upper: list[float] = []
     row = 0
-    for indices in problem.by_job:
+    for job, indices in enumerate(problem.by_job):
+        if job not in touched:
+            indices = [exclusive.chosen[job]]
         for index in indices:
             rows.append(row)
             cols.append(index)
@@ -74,7 +96,7 @@ def _solve_milp(problem: Problem, time_limit_s: float, rel_gap: float) -> Soluti
         upper.append(1.0)
         row += 1
     for index, column in enumerate(columns):
-        if column.gpus:
+        if column.gpus and (column.job in touched or index in fixed):
             rows.append(row)
             cols.append(index)
             values.append(float(column.gpus))
@@ -98,18 +120,21 @@ def _solve_milp(problem: Problem, time_limit_s: float, rel_gap: float) -> Soluti
         row += 1
     matrix = coo_array((values, (rows, cols)), shape=(row, count)).tocsr()
     costs = np.array([column.cost for column in columns])
+    live = np.array(
+        [column.job in touched or index in fixed for index, column in enumerate(columns)]
+    )
     result = milp(
         costs,
         constraints=LinearConstraint(matrix, np.array(lower), np.array(upper)),
         integrality=np.ones(count),
-        bounds=Bounds(0.0, 1.0),
+        bounds=Bounds(0.0, live.astype(np.float64)),
         options={"time_limit": time_limit_s, "mip_rel_gap": rel_gap, "disp": False},
     )
     if result.x is None:
         return None
     x = np.round(result.x)
     chosen: list[int] = []
-    for indices in problem.by_job:
+    for indices in problem.by_job:  # a job not touched has its fixed column at 1
         picked = [index for index in indices if x[index] > 0.5]
         if len(picked) != 1:
             return None

@@ -59,15 +59,21 @@ def choose_options(
     forbidden ones."""
     best = np.full(capacity + 1, UNREACHABLE)
     best[0] = 0.0
-    used = np.arange(capacity + 1)
-    picks = np.zeros((len(options), capacity + 1), dtype=np.int64)
+    picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
     for index, (sizes, costs) in enumerate(options):
-        before = used[:, np.newaxis] - sizes[np.newaxis, :]
-        candidates = np.where(
-            before >= 0, best[np.maximum(before, 0)] + costs[np.newaxis, :], UNREACHABLE
-        )
-        picks[index] = np.argmin(candidates, axis=1)
-        best = candidates[used, picks[index]]
+        # Each option shifts the best-so-far by its size and adds its cost; the first
+        # strictly cheaper option wins (argmin's tie rule), one vector pass per option.
+        new = np.full(capacity + 1, UNREACHABLE)
+        pick = picks[index]
+        for option, (size, cost) in enumerate(zip(sizes.tolist(), costs.tolist(), strict=True)):
+            if size > capacity:
+                continue
+            shifted = np.full(capacity + 1, UNREACHABLE)
+            shifted[size:] = best[: capacity + 1 - size] + cost
+            better = shifted < new
+            new = np.where(better, shifted, new)
+            pick[better] = option
+        best = new
     left = int(np.argmin(best))
     chosen = [0] * len(options)
     for index in range(len(options) - 1, -1, -1):
