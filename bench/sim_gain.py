@@ -18,11 +18,12 @@ Workloads (``--workloads``, comma-separated):
   24,000 jobs (the older tables' "busiest fortnight") cost several times more per replay.
 
 Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and these ablations of
-jigsaw: ``jigsaw-noresize`` (``--policy-options '{"jigsaw": {"config": {"resize":
-false}}}'``: elastic jobs keep their size), ``jigsaw-unpriced`` (``{"resize_priced":
-false}``: the elastic rule without the resize's price, every resize free),
-``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and ``jigsaw-eta1``
-(``--eta one``: every SPB plan priced and run at eta = 1). With
+jigsaw's allocator (docs/ALLOCATOR.md): ``jigsaw-noguests`` (``--policy-options '{"jigsaw":
+{"config": {"guests": false}}}'``: no co-tenancy, pollux's configurations only),
+``jigsaw-nohosts`` (``{"hosts": false}``: guests by time-slicing, no SPB host, the
+timeslice-like lever), ``jigsaw-oracle`` (``{"knowledge": "oracle"}``: the jobs' reports
+ignored, every job keeps its size), ``jigsaw-p05`` (``{"fairness_power": -0.5}``) and
+``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
 (``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on
@@ -64,10 +65,11 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "timeslice": ("timeslice", {}, "table"),
     "pollux": ("pollux", {}, "table"),
     "jigsaw": ("jigsaw", {}, "table"),
-    "jigsaw-nospb": ("jigsaw", {"spb": False}, "table"),
+    "jigsaw-noguests": ("jigsaw", {"config": {"guests": False}}, "table"),
+    "jigsaw-nohosts": ("jigsaw", {"config": {"hosts": False}}, "table"),
+    "jigsaw-oracle": ("jigsaw", {"config": {"knowledge": "oracle"}}, "table"),
+    "jigsaw-p05": ("jigsaw", {"config": {"fairness_power": -0.5}}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
-    "jigsaw-noresize": ("jigsaw", {"config": {"resize": False}}, "table"),
-    "jigsaw-unpriced": ("jigsaw", {"config": {"resize_priced": False}}, "table"),
 }
 """Row label: (policy, its ``--policy-options``, ``--eta``)."""
 INTERFERENCE_ROWS = ("jigsaw", "timeslice")
