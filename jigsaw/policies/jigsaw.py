@@ -32,7 +32,7 @@ from jigsaw.model.cluster import Placement
 from jigsaw.model.decisions import Decision, Preempt, Replan, Resize, Start
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
-from jigsaw.model.plan import Plan
+from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
 from jigsaw.planning.planner import Planner
@@ -157,18 +157,34 @@ class JigsawPolicy(PolicyBase):
                 resize = Resize(job.id, placement, plan, batch, reason)
                 resizes.append((len(placement) - len(view.current), resize))
             elif column.kind == HOST and column.plan is not None and column.plan != job.plan:
-                guests = guests_on.get(chosen[index], [])
-                gain = sum(problem.columns[chosen[g]].speedup for g in guests)
-                total = column.speedup + gain
-                names = ", ".join(problem.views[g].job.id for g in guests) or "nobody"
-                reason = (
-                    f"jigsaw: SPB {_label(column.plan)} on {job.id}: slack for {names}, "
-                    f"goodput of it and its guests {_percent(total, was)}"
-                )
-                replans.append(Replan(job.id, column.plan, view.current, reason))
+                replans.append(self._host_replan(problem, view, column, guests_on, chosen, was))
         # Shrinks free GPUs before grows and starts take them; hosts switch before guests move.
         ordered = [d for _, d in sorted(resizes, key=lambda pair: pair[0])]
         return [*preempts, *ordered, *replans, *moves, *starts]
+
+    def _host_replan(
+        self,
+        problem: Problem,
+        view: JobView,
+        column: Column,
+        guests_on: dict[int, list[int]],
+        chosen: Sequence[int],
+        was: float,
+    ) -> Replan:
+        job, plan = view.job, column.plan
+        assert plan is not None
+        guests = guests_on.get(chosen[column.job], [])
+        if isinstance(plan, SPBPlan) and plan.is_full_backprop:
+            change = _percent(column.speedup, was)
+            reason = f"jigsaw: back to full backprop on {job.id}: goodput {change}"
+            return Replan(job.id, plan, view.current, reason)
+        gain = sum(problem.columns[chosen[g]].speedup for g in guests)
+        names = ", ".join(problem.views[g].job.id for g in guests) or "nobody"
+        reason = (
+            f"jigsaw: SPB {_label(plan)} on {job.id}: slack for {names}, "
+            f"goodput of it and its guests {_percent(column.speedup + gain, was)}"
+        )
+        return Replan(job.id, plan, view.current, reason)
 
     def _start(
         self, problem: Problem, view: JobView, column: Column, placement: Placement

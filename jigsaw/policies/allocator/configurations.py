@@ -171,8 +171,18 @@ def _held(job: Job, now: float, hold_s: float) -> bool:
 
 
 def size_costs(problem: Problem, job: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """The job's exclusive and off columns as (sizes, costs, column indices)."""
-    indices = [i for i in problem.by_job[job] if problem.columns[i].kind in (OFF, EXCLUSIVE)]
-    sizes = np.array([problem.columns[i].gpus for i in indices], dtype=np.int64)
+    """The job's cheapest column of each GPU count, guests aside, as (sizes ascending, costs,
+    column indices): what the dynamic program chooses among (a host column competes with
+    the exclusive column of its size; on a tie the exclusive one, listed first, is kept)."""
+    best: dict[int, int] = {}
+    for index in problem.by_job[job]:
+        column = problem.columns[index]
+        if column.kind == GUEST:
+            continue
+        kept = best.get(column.gpus)
+        if kept is None or column.cost < problem.columns[kept].cost:
+            best[column.gpus] = index
+    sizes = sorted(best)
+    indices = [best[size] for size in sizes]
     costs = np.array([problem.columns[i].cost for i in indices])
-    return sizes, costs, indices
+    return np.array(sizes, dtype=np.int64), costs, indices

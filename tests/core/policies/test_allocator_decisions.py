@@ -256,3 +256,14 @@ def test_pinned_two_nodes_rigid_gangs_and_one_guest() -> None:
 
 def _r18(workers: int) -> Plan:
     return full_backprop(workers, ORACLE.num_blocks("resnet18_32"))
+
+
+def test_a_host_whose_guests_are_gone_goes_back_to_full_backprop() -> None:
+    staircase = replace(_full(4), depths=(0, 3, 3, 3))
+    spec = JobSpec("host", "resnet50_32", 4, 10**6, batch_size=32)
+    host = running_job(spec, ((0, 0), (0, 1), (0, 2), (0, 3)), staircase, 0.0)
+    cluster = Cluster.uniform(4, 4, gpu_memory_bytes=ORACLE.hardware.memory_bytes)
+    (replan,) = _policy().decide(Snapshot(NOW, cluster, (), (host,)))
+    assert isinstance(replan, Replan) and replan.plan == _full(4)
+    assert replan.placement == host.placement
+    assert replan.reason.startswith("jigsaw: back to full backprop on host: goodput +")
