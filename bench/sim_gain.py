@@ -22,7 +22,9 @@ jigsaw's allocator (docs/ALLOCATOR.md): ``jigsaw-noguests`` (``--policy-options 
 {"config": {"guests": false}}}'``: no co-tenancy, pollux's configurations only),
 ``jigsaw-nohosts`` (``{"hosts": false}``: guests by time-slicing, no SPB host, the
 timeslice-like lever), ``jigsaw-oracle`` (``{"knowledge": "oracle"}``: the jobs' reports
-ignored, every job keeps its size), ``jigsaw-p05`` (``{"fairness_power": -0.5}``) and
+ignored, every job keeps its size), ``jigsaw-p05`` (``{"fairness_power": -0.5}``),
+``jigsaw-unweighted`` (``{"service_weight": 0}``: Pollux's objective; with no guest taken it
+decides as pollux) and
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
@@ -69,6 +71,7 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw-nohosts": ("jigsaw", {"config": {"hosts": False}}, "table"),
     "jigsaw-oracle": ("jigsaw", {"config": {"knowledge": "oracle"}}, "table"),
     "jigsaw-p05": ("jigsaw", {"config": {"fairness_power": -0.5}}, "table"),
+    "jigsaw-unweighted": ("jigsaw", {"config": {"service_weight": 0.0}}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
 }
 """Row label: (policy, its ``--policy-options``, ``--eta``)."""

@@ -1,9 +1,9 @@
 """The jigsaw policy's options: which levers it may pull and how the objective weighs them.
 
-With ``guests`` and ``hosts`` off, no starvation promotion (``promote_s`` inf) and a first
-start priced as Pollux prices it (``launch_s`` 30, as Pollux's semantics sets), the objective
-is exactly Pollux's and so are the decisions; the co-tenancy levers are then taken only where
-they lower the same objective.
+With ``guests`` and ``hosts`` off, no attained-service weight (``service_weight`` 0), no
+starvation pin (``promote_s`` inf) and a first start priced as Pollux prices it (``launch_s``
+30, as Pollux's semantics sets), the objective is exactly Pollux's and so are the decisions;
+the co-tenancy levers are then taken only where they lower the same objective.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class JigsawConfig:
     launch_s: float = 0.0
     """A first start's cost in the discount (Pollux charges every allocation 30 s; a service
     job's first start restarts nothing, and a trace's run times include its launch)."""
-    service_weight: float = 0.0
+    service_weight: float = 1.0
     """Tiresias-like weight: a job's objective term counts ``1 + service_weight x
     T / (T + attained GPU-seconds)`` (``T`` = ``service_scale_s``): little attained service
     weighs more. 0: Pollux's unweighted objective."""

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
-from jigsaw.policies.allocator.configurations import GUEST, Problem, size_costs
+from jigsaw.policies.allocator.configurations import GUEST, OFF, Problem, size_costs
 from jigsaw.policies.shared.pollux_allocation import choose_options
 
 _IMPROVEMENT = 1e-9
@@ -50,19 +50,26 @@ def solve(problem: Problem, time_limit_s: float, rel_gap: float) -> Solution:
     exclusive = solve_exclusive(problem)
     if not any(column.kind == GUEST for column in problem.columns):
         return exclusive
-    joint = _solve_milp(problem, _touched(problem), exclusive, time_limit_s, rel_gap)
+    joint = _solve_milp(problem, _touched(problem, exclusive), exclusive, time_limit_s, rel_gap)
     if joint is not None and joint.cost < exclusive.cost - _IMPROVEMENT * abs(exclusive.cost):
         return joint
     return exclusive
 
 
-def _touched(problem: Problem) -> set[int]:
-    """The jobs co-tenancy touches: guests, and every job owning a column a guest needs."""
+def _touched(problem: Problem, exclusive: Solution) -> set[int]:
+    """The jobs the program re-decides: guests, every job owning a column a guest needs, and
+    every job the exclusive optimum changes (its starts and preemptions compete with the
+    guests for the same GPUs). Jobs it keeps as they are stay so."""
     found: set[int] = set()
     for column in problem.columns:
         if column.kind == GUEST and column.needs is not None:
             found.add(column.job)
             found.add(problem.columns[column.needs].job)
+    for job, index in enumerate(exclusive.chosen):
+        keep = problem.keep_column(job)
+        column = problem.columns[index]
+        if index != keep and not (keep is None and column.kind == OFF):
+            found.add(job)
     return found
 
 
@@ -73,9 +80,9 @@ def _solve_milp(
     time_limit_s: float,
     rel_gap: float,
 ) -> Solution | None:
-    """The 0-1 program over the jobs co-tenancy touches; every other job keeps its column of
-    the exclusive optimum, and the GPUs those take are not offered (so the exclusive optimum
-    stays feasible, and at 2,000 jobs HiGHS sees a few hundred columns, not thousands)."""
+    """The 0-1 program over the ``touched`` jobs; every other job keeps its column of the
+    exclusive optimum, and the GPUs those take are not offered (so the exclusive optimum stays
+    feasible, and at 2,000 jobs HiGHS sees a few hundred columns, not thousands)."""
     columns = problem.columns
     count = len(columns)
     fixed = {exclusive.chosen[job] for job in range(len(problem.views)) if job not in touched}

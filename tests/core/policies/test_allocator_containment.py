@@ -37,9 +37,11 @@ from tests.core.support import running_job
 
 ORACLE = make_oracle(SimulationSetup())
 PLANNER = Planner(ORACLE.hardware, catalog=ModelCatalog(ORACLE.profiles))
-POLLUX_LIKE = JigsawConfig(guests=False, hosts=False, promote_s=math.inf, launch_s=30.0)
-"""jigsaw's objective reduced to Pollux's: no co-tenancy, no starvation promotion, a first
-start priced as a restart (as Pollux's semantics sets it)."""
+POLLUX_LIKE = JigsawConfig(
+    guests=False, hosts=False, service_weight=0.0, promote_s=math.inf, launch_s=30.0
+)
+"""jigsaw's objective reduced to Pollux's: no co-tenancy, no attained-service weight, no
+starvation pin, a first start priced as a restart (as Pollux's semantics sets it)."""
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
 
 

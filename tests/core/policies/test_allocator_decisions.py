@@ -251,7 +251,7 @@ def test_pinned_two_nodes_rigid_gangs_and_one_guest() -> None:
     assert isinstance(replan, Replan) and isinstance(start_c, Start) and isinstance(start_d, Start)
     assert replan.plan == replace(_r18(4), depths=(0, 3, 3, 3))
     assert start_c.placement == ((1, 2), (1, 3))
-    assert start_d.placement == ((0, 1),) and start_d.reason.startswith("jigsaw: packed into a's")
+    assert start_d.placement == ((0, 3),) and start_d.reason.startswith("jigsaw: packed into a's")
 
 
 def _r18(workers: int) -> Plan:
