@@ -261,13 +261,16 @@ def summary_markdown(paths: list[Path]) -> str:
             cells.append(f"**{text}**" if label == best else text)
         jigsaw = by_row["jigsaw"]["avg_jct_s"]
         others = {p: v for p, v in peers.items() if p != "pollux"}
-        second = min(others, key=others.__getitem__)
         load = work.get("offered_load")
+        if others:
+            second = min(others, key=others.__getitem__)
+            without = f"{jigsaw / others[second] - 1:+.1%} ({second})"
+        else:
+            without = "—"  # pollux was the only peer run
         lines.append(
             f"| {work['workload']} | {work['jobs']} | "
             f"{'—' if load is None else f'{load:.2f}'} | {' | '.join(cells)} | "
-            f"{jigsaw / peers[best] - 1:+.1%} ({best}) | {jigsaw / others[second] - 1:+.1%} "
-            f"({second}) |"
+            f"{jigsaw / peers[best] - 1:+.1%} ({best}) | {without} |"
         )
     return "\n".join(lines)
 
