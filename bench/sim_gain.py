@@ -18,11 +18,14 @@ Workloads (``--workloads``, comma-separated):
   24,000 jobs (the older tables' "busiest fortnight") cost several times more per replay.
 
 Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and these ablations of
-jigsaw: ``jigsaw-noresize`` (``--policy-options '{"jigsaw": {"config": {"resize":
-false}}}'``: elastic jobs keep their size), ``jigsaw-unpriced`` (``{"resize_priced":
-false}``: the elastic rule without the resize's price, every resize free),
-``jigsaw-nospb`` (``--policy-options '{"jigsaw": {"spb": false}}'``) and ``jigsaw-eta1``
-(``--eta one``: every SPB plan priced and run at eta = 1). With
+jigsaw's allocator (docs/ALLOCATOR.md): ``jigsaw-noguests`` (``--policy-options '{"jigsaw":
+{"config": {"guests": false}}}'``: no co-tenancy, pollux's configurations only),
+``jigsaw-nohosts`` (``{"hosts": false}``: guests by time-slicing, no SPB host, the
+timeslice-like lever), ``jigsaw-oracle`` (``{"knowledge": "oracle"}``: the jobs' reports
+ignored, every job keeps its size), ``jigsaw-p05`` (``{"fairness_power": -0.5}``),
+``jigsaw-unweighted`` (``{"service_weight": 0}``: Pollux's objective; with no guest taken it
+decides as pollux) and
+``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
 (``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on
@@ -63,10 +66,12 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "timeslice": ("timeslice", {}, "table"),
     "pollux": ("pollux", {}, "table"),
     "jigsaw": ("jigsaw", {}, "table"),
-    "jigsaw-nospb": ("jigsaw", {"spb": False}, "table"),
+    "jigsaw-noguests": ("jigsaw", {"config": {"guests": False}}, "table"),
+    "jigsaw-nohosts": ("jigsaw", {"config": {"hosts": False}}, "table"),
+    "jigsaw-oracle": ("jigsaw", {"config": {"knowledge": "oracle"}}, "table"),
+    "jigsaw-p05": ("jigsaw", {"config": {"fairness_power": -0.5}}, "table"),
+    "jigsaw-unweighted": ("jigsaw", {"config": {"service_weight": 0.0}}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
-    "jigsaw-noresize": ("jigsaw", {"config": {"resize": False}}, "table"),
-    "jigsaw-unpriced": ("jigsaw", {"config": {"resize_priced": False}}, "table"),
 }
 """Row label: (policy, its ``--policy-options``, ``--eta``)."""
 INTERFERENCE_ROWS = ("jigsaw", "timeslice")
@@ -255,13 +260,16 @@ def summary_markdown(paths: list[Path]) -> str:
             cells.append(f"**{text}**" if label == best else text)
         jigsaw = by_row["jigsaw"]["avg_jct_s"]
         others = {p: v for p, v in peers.items() if p != "pollux"}
-        second = min(others, key=others.__getitem__)
         load = work.get("offered_load")
+        if others:
+            second = min(others, key=others.__getitem__)
+            without = f"{jigsaw / others[second] - 1:+.1%} ({second})"
+        else:
+            without = "—"  # pollux was the only peer run
         lines.append(
             f"| {work['workload']} | {work['jobs']} | "
             f"{'—' if load is None else f'{load:.2f}'} | {' | '.join(cells)} | "
-            f"{jigsaw / peers[best] - 1:+.1%} ({best}) | {jigsaw / others[second] - 1:+.1%} "
-            f"({second}) |"
+            f"{jigsaw / peers[best] - 1:+.1%} ({best}) | {without} |"
         )
     return "\n".join(lines)
 

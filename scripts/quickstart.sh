@@ -23,7 +23,7 @@ export JIGSAW_DATA_DIR=${JIGSAW_DATA_DIR:-$PWD/.data/quickstart}
 export JIGSAW_EXECUTOR=${JIGSAW_EXECUTOR:-ray}
 export JIGSAW_GPUS=${JIGSAW_GPUS:-4}
 export JIGSAW_POLICY=${JIGSAW_POLICY:-jigsaw}
-export JIGSAW_POLICY_OPTIONS=${JIGSAW_POLICY_OPTIONS:-'{"config": {"pack_gain": 0.0, "min_plan_hold_s": 0.0, "resize_priced": false}}'}
+export JIGSAW_POLICY_OPTIONS=${JIGSAW_POLICY_OPTIONS:-'{}'}
 export JIGSAW_URL="http://127.0.0.1:$PORT"
 # A port in use (another server, an earlier demo) must cost one line and start nothing:
 # not the control plane, not Ray. (`serve` refuses such a port too, before it starts them.)

@@ -22,6 +22,7 @@ FLOORS: list[set[str]] = [
     {"policies.shared"},
     {"policies.speed"},
     {"policies.jigsaw_parts"},
+    {"policies.allocator"},
     {"policies"},
     {"scheduling"},
     {"simulator"},

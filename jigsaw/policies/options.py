@@ -1,10 +1,12 @@
 """Policy options from JSON (``JIGSAW_POLICY_OPTIONS``): plain values in, config objects out.
 
 JSON has no dataclasses, so ``{"config": {"thresholds": [600, 6000]}}`` for ``las`` becomes
-``config=LasConfig(thresholds=(600.0, 6000.0))`` and, for ``jigsaw``, ``{"config":
-{"load_threshold": 1.2, "las": {...}}}`` becomes a :class:`JigsawConfig` holding a
-:class:`LasConfig`. Unknown keys and bad values raise :class:`InvalidSpecError` naming the
-option, never a bare TypeError.
+``config=LasConfig(thresholds=(600.0, 6000.0))``; for ``jigsaw``, ``{"config": {"guests":
+false, "fairness_power": -0.5}}`` becomes a :class:`JigsawConfig` (the allocator's levers and
+objective, :mod:`jigsaw.policies.allocator.config`); for ``timeslice``, ``{"config":
+{"pack_gain": 0.1, "las": {...}}}`` a :class:`TimesliceConfig` holding a :class:`LasConfig`.
+Unknown keys and bad values raise :class:`InvalidSpecError` naming the option, never a bare
+TypeError.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ def policy_options(policy: str, raw: dict[str, Any]) -> dict[str, Any]:
 def merged_options(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """``override`` over ``base`` (the options a trace's semantics sets): key by key, except
     that a JSON ``config`` (a dict) changes only the fields it names of ``base``'s config, and
-    its ``las`` only the fields that one names, so ``{"config": {"pack_gain": 0.1}}`` under
-    Pollux's semantics keeps the Tiresias queues."""
+    its ``las`` only the fields that one names, so ``{"config": {"pack_gain": 0.1}}`` for
+    timeslice under Pollux's semantics keeps the Tiresias queues."""
     merged = {**base, **override}
     config, own = override.get("config"), base.get("config")
     if isinstance(config, dict) and dataclasses.is_dataclass(own) and not isinstance(own, type):
@@ -74,8 +76,14 @@ def _build(cls: type[Any], raw: dict[str, Any], where: str) -> Any:
             value = _build(LasConfig, value, f"{where}.las")
         elif isinstance(value, list):
             value = tuple(float(v) for v in value)
+        elif isinstance(value, int) and not isinstance(value, bool) and _is_float(fields[key]):
+            value = float(value)  # JSON's -1 for a float option
         values[key] = value
     try:
         return cls(**values)
     except (TypeError, ValueError) as error:
         raise InvalidSpecError(f"{where}: {error}", field="policy_options") from None
+
+
+def _is_float(field: dataclasses.Field[Any]) -> bool:
+    return field.type in (float, "float")

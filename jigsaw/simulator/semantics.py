@@ -59,23 +59,16 @@ class Semantics:
     policy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def resize_priced_as_charged(overheads: OverheadModel) -> dict[str, Any]:
-    """The jigsaw policy's resize-cost prior equal to what the replay charges a resize (its
-    ``restart_s``, whatever the checkpoint), so the simulated rule prices the seconds it pays
-    before it has measured any (:mod:`jigsaw.policies.jigsaw_parts.resize_cost`)."""
-    return {
-        "resize_floor_s": overheads.restart_s,
-        "resize_s_per_gb": 0.0,
-        "resize_control_iterations": 0,
-    }
+def restart_as_charged(overheads: OverheadModel) -> JigsawConfig:
+    """The jigsaw policy's restart prior and launch equal to what the replay charges, so its
+    discount prices the seconds it pays before a job has measured one (``Job.resize_s``)."""
+    return JigsawConfig(restart_s=overheads.restart_s, launch_s=overheads.launch_s)
 
 
 JIGSAW = Semantics(
     "jigsaw",
     "jigsaw: events (fifo) or 60 s rounds, 30 s restart, 30 min protection (docs/SCHEDULER.md)",
-    policy_options={
-        "jigsaw": {"config": JigsawConfig(**resize_priced_as_charged(OverheadModel()))}
-    },
+    policy_options={"jigsaw": {"config": restart_as_charged(OverheadModel())}},
 )
 
 _POLLUX_OVERHEADS = OverheadModel(launch_s=30.0, restart_s=30.0, replan_s=30.0)
@@ -94,14 +87,12 @@ POLLUX = Semantics(
             "min_run_s": 0.0,
             "reserve": False,
         },
-        "jigsaw": {
-            "config": JigsawConfig(
-                las=TIRESIAS, min_run_s=0.0, **resize_priced_as_charged(_POLLUX_OVERHEADS)
-            )
-        },
+        "jigsaw": {"config": restart_as_charged(_POLLUX_OVERHEADS)},
         "timeslice": {"config": TimesliceConfig(las=TIRESIAS, min_run_s=0.0)},
     },
 )
+
+_GAVEL_OVERHEADS = OverheadModel(launch_s=0.0, restart_s=0.0, replan_s=0.0)
 
 GAVEL = Semantics(
     "gavel",
@@ -112,12 +103,12 @@ GAVEL = Semantics(
     admit_in_rounds=True,
     rounds_end_when_idle=True,
     allocation_reset_s=1_920.0,
-    overheads=OverheadModel(launch_s=0.0, restart_s=0.0, replan_s=0.0),
+    overheads=_GAVEL_OVERHEADS,
     policy_options={
         "fifo": {"ranking": "gavel"},
         "las": {"min_run_s": 0.0, "reserve": False},
         "maxmin": {"min_run_s": 0.0, "reserve": False, "ranking": "gavel"},
-        "jigsaw": {"config": JigsawConfig(min_run_s=0.0)},
+        "jigsaw": {"config": restart_as_charged(_GAVEL_OVERHEADS)},
         "timeslice": {"config": TimesliceConfig(min_run_s=0.0)},
     },
 )

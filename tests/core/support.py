@@ -3,6 +3,7 @@ executor and virtual clock."""
 
 from __future__ import annotations
 
+from jigsaw.goodput.source import JobGoodput
 from jigsaw.model.cluster import Cluster, Placement
 from jigsaw.model.domain import Job, JobSpec, submitted_event, transition
 from jigsaw.model.lifecycle import JobState
@@ -70,3 +71,14 @@ def running_job(spec: JobSpec, placement: Placement, plan: Plan, started_at: flo
 def planner_for(oracle: Oracle) -> Planner:
     """The planner :func:`jigsaw.policies.builder.build_policy` gives a policy of ``oracle``."""
     return Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))
+
+
+class FixedSource:
+    """A goodput source that knows what it was given (None: the job is not elastic)."""
+
+    def __init__(self, known: dict[str, JobGoodput]) -> None:
+        self.known = known
+
+    def job_goodput(self, job: Job, now: float) -> JobGoodput | None:
+        del now
+        return self.known.get(job.id)

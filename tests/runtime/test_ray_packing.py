@@ -13,6 +13,8 @@ from jigsaw.model.hardware import preset
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import SPBPlan
 from jigsaw.oracle import Oracle
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from tests.runtime.support import make_harness
 
@@ -21,11 +23,13 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("local_
 
 def test_a_guest_runs_on_the_host_gpu_and_both_succeed(tmp_path: Path) -> None:
     # digits_cnn is so small that the oracle sees almost no slack in an SPB plan (a partial
-    # worker keeps 99% of its GPU busy): with eta = 1 (the policy's eta_of seam) and any
-    # positive gain accepted, the switch is still taken, which is what this test needs.
+    # worker keeps 99% of its GPU busy): with eta = 1 (the policy's eta_of seam) and a
+    # restart priced at an hour (so preempting the host never pays), the switch is taken.
+    oracle = Oracle(preset("v100"))
     policy = JigsawPolicy(
-        Oracle(preset("v100")),
-        config=JigsawConfig(min_plan_hold_s=0.0, min_run_s=3600.0, pack_gain=0.0),
+        oracle,
+        Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles)),
+        config=JigsawConfig(restart_s=3600.0),
         eta_of=lambda model, plan: 1.0,
     )
     h = make_harness(tmp_path, gpus=2, policy=policy)

@@ -36,27 +36,50 @@ class SizeCosts:
 
 def choose_sizes(jobs: Sequence[SizeCosts], capacity: int) -> dict[str, int]:
     """The sizes minimising the summed cost within ``capacity`` GPUs. Every job must allow
-    size 0 (finite ``costs[0]``), so a solution always exists."""
+    size 0 (finite ``costs[0]``), so a solution always exists. Only the sizes a job allows
+    (finite costs) are searched (:func:`choose_options`)."""
+    options = []
+    for job in jobs:
+        sizes = np.flatnonzero(np.isfinite(job.costs[: capacity + 1]))
+        options.append((sizes, job.costs[sizes]))
+    picks = choose_options(options, capacity)
+    return {
+        job.job_id: int(sizes[pick])
+        for job, (sizes, _), pick in zip(jobs, options, picks, strict=True)
+    }
+
+
+def choose_options(
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
+) -> list[int]:
+    """For each job's ``(sizes, costs)`` (sizes ascending, each with a finite cost), the index
+    of the option minimising the summed cost with the summed sizes within ``capacity``:
+    dynamic programming over (jobs, GPUs used) in ``O(jobs x GPUs x options per job)``. Ties
+    go to the smaller size, the same answer as a search over every size with inf for the
+    forbidden ones."""
     best = np.full(capacity + 1, UNREACHABLE)
     best[0] = 0.0
-    used = np.arange(capacity + 1)
-    picks = np.zeros((len(jobs), capacity + 1), dtype=np.int64)
-    for index, job in enumerate(jobs):
-        sizes = np.arange(min(len(job.costs), capacity + 1))
-        before = used[:, np.newaxis] - sizes[np.newaxis, :]
-        candidates = np.where(
-            before >= 0,
-            best[np.maximum(before, 0)] + job.costs[np.newaxis, : len(sizes)],
-            UNREACHABLE,
-        )
-        picks[index] = np.argmin(candidates, axis=1)
-        best = candidates[used, picks[index]]
+    picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
+    for index, (sizes, costs) in enumerate(options):
+        # Each option shifts the best-so-far by its size and adds its cost; the first
+        # strictly cheaper option wins (argmin's tie rule), one vector pass per option.
+        new = np.full(capacity + 1, UNREACHABLE)
+        pick = picks[index]
+        for option, (size, cost) in enumerate(zip(sizes.tolist(), costs.tolist(), strict=True)):
+            if size > capacity:
+                continue
+            shifted = np.full(capacity + 1, UNREACHABLE)
+            shifted[size:] = best[: capacity + 1 - size] + cost
+            better = shifted < new
+            new = np.where(better, shifted, new)
+            pick[better] = option
+        best = new
     left = int(np.argmin(best))
-    chosen: dict[str, int] = {}
-    for index in range(len(jobs) - 1, -1, -1):
-        size = int(picks[index, left])
-        chosen[jobs[index].job_id] = size
-        left -= size
+    chosen = [0] * len(options)
+    for index in range(len(options) - 1, -1, -1):
+        pick = int(picks[index, left])
+        chosen[index] = pick
+        left -= int(options[index][0][pick])
     return chosen
 
 

@@ -29,6 +29,10 @@ import numpy as np
 import pytest
 
 from jigsaw.efficiency.table import EfficiencyTable
+from jigsaw.goodput.model import BatchLimits, GoodputModel
+from jigsaw.goodput.noise import GradientNoise
+from jigsaw.goodput.source import JobGoodput
+from jigsaw.goodput.step_time import StepTimeModel
 from jigsaw.model.cluster import Cluster, Placement
 from jigsaw.model.decisions import Decision, Resize
 from jigsaw.model.domain import Job, JobSpec
@@ -44,7 +48,7 @@ from jigsaw.policies.shared.plans import PlanCatalog
 from jigsaw.policies.speed.round_memory import RecordCache, RoundMemory
 from jigsaw.scheduling.poison import restricted
 from jigsaw.simulator import SimulationSetup, make_oracle
-from tests.core.support import running_job
+from tests.core.support import FixedSource, running_job
 
 NOW = 3_600.0
 
@@ -196,7 +200,13 @@ def test_the_worlds_ask_something_of_every_policy(oracle: Oracle) -> None:
     something in the busy world, and jigsaw prices a grow with the resize measured."""
     for name, options in VARIANTS:
         assert build_policy(name, oracle, options).decide(_world(oracle)), (name, options)
-    grows = build_policy("jigsaw", oracle).decide(_growing(oracle))
+    growing = _growing(oracle)
+    (gang,) = growing.running
+    limits = BatchLimits(24, 96, 1, 96)
+    step = StepTimeModel(1e-3, 1e-3, 1e-6, 1e-6, 1e-6, 1e-6, 1.0)  # scales almost perfectly
+    noise = GradientNoise.at_batch(1.0, 10.0, 24)
+    known = {gang.id: JobGoodput(limits, GoodputModel(step, noise, limits), len(gang.placement))}
+    grows = build_policy("jigsaw", oracle, goodput=FixedSource(known)).decide(growing)
     assert [type(d) for d in grows] == [Resize]
 
 

@@ -1,4 +1,4 @@
-"""las and jigsaw keep their ranking (and jigsaw its GPU ledger) across rounds; the decisions
+"""las and timeslice keep their ranking (and timeslice its GPU ledger) across rounds; the decisions
 must be the ones a policy rebuilding both every round takes.
 
 1. Replays of a slice of the real Philly trace, decision log against decision log, with the
@@ -26,12 +26,12 @@ from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
 from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
-from jigsaw.policies import create_policy
 from jigsaw.policies.base import Policy
-from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
+from jigsaw.policies.builder import build_policy
 from jigsaw.policies.jigsaw_parts.placing import Round
 from jigsaw.policies.las import LasPolicy
 from jigsaw.policies.shared.fairness import LasConfig
+from jigsaw.policies.timeslice import TimesliceConfig, TimeslicePolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -41,8 +41,11 @@ TIGHT_LAS = LasConfig(thresholds=(600.0, 6_000.0), promote_knob=2.0, promote_flo
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "las": ("las", {}),
     "las-tight": ("las", {"config": TIGHT_LAS, "min_run_s": 300.0}),
-    "jigsaw": ("jigsaw", {}),
-    "jigsaw-tight": ("jigsaw", {"config": JigsawConfig(las=TIGHT_LAS, min_run_s=300.0)}),
+    "timeslice": ("timeslice", {}),
+    "timeslice-tight": (
+        "timeslice",
+        {"config": TimesliceConfig(las=TIGHT_LAS, min_run_s=300.0)},
+    ),
 }
 
 
@@ -97,24 +100,20 @@ def _running(job: Job, gpus: list[tuple[int, int]], since: float) -> Job:
 
 
 def _policies(name: str) -> tuple[Policy, Policy]:
-    if name == "jigsaw":
-        return JigsawPolicy(ORACLE), JigsawPolicy(ORACLE, incremental=False)
+    if name == "timeslice":
+        return TimeslicePolicy(ORACLE, PLANNER), TimeslicePolicy(ORACLE, PLANNER, incremental=False)
     return LasPolicy(PLANNER), LasPolicy(PLANNER, incremental=False)
 
 
 def _both(kept: Policy, name: str, snapshot: Snapshot) -> list[Decision]:
     """The kept policy's decisions, checked against a fresh policy's on the same snapshot."""
     decisions = kept.decide(snapshot)
-    fresh = (
-        create_policy(name, oracle=ORACLE, planner=PLANNER)
-        if name == "jigsaw"
-        else create_policy(name, planner=PLANNER)
-    )
+    fresh = build_policy(name, ORACLE)
     assert decisions == fresh.decide(snapshot)
     return decisions
 
 
-@pytest.mark.parametrize("name", ["las", "jigsaw"])
+@pytest.mark.parametrize("name", ["las", "timeslice"])
 def test_a_cancelled_gang_and_an_edited_priority_are_seen(name: str) -> None:
     cluster = Cluster.uniform(8, 4)
     hog = _running(
@@ -133,7 +132,7 @@ def test_a_cancelled_gang_and_an_edited_priority_are_seen(name: str) -> None:
     assert set(starts) == {"first", "second"}
 
 
-@pytest.mark.parametrize("name", ["las", "jigsaw"])
+@pytest.mark.parametrize("name", ["las", "timeslice"])
 def test_a_gang_back_on_other_gpus_and_a_lost_node(name: str) -> None:
     cluster = Cluster.uniform(8, 4)
     a = _running(_waiting("a", 4, 0.0), [(0, g) for g in range(4)], 0.0)
@@ -158,7 +157,7 @@ def test_kept_ledger_books_only_what_changed() -> None:
     cluster = Cluster.uniform(16, 4)
     gangs = [_running(_waiting(f"r{i}", 1, float(i)), [(i // 4, i % 4)], 0.0) for i in range(12)]
     queue = [_waiting("w", 8, 50.0)]
-    policy = JigsawPolicy(ORACLE)
+    policy = TimeslicePolicy(ORACLE, PLANNER)
     policy.decide(Snapshot.build(60.0, cluster, gangs + queue))
     booked = policy.memory.rebooked
     assert booked == 12
@@ -173,7 +172,7 @@ def test_a_round_that_raises_leaves_no_half_kept_state() -> None:
     a = _running(_waiting("a", 4, 0.0), [(0, g) for g in range(4)], 0.0)
     d = _running(_waiting("d", 4, 0.5), [(1, g) for g in range(4)], 0.0)
     b = _waiting("b", 4, 1.0)
-    policy = JigsawPolicy(ORACLE)
+    policy = TimeslicePolicy(ORACLE, PLANNER)
     assert policy.decide(Snapshot.build(60.0, cluster, [a, d, b])) == []
     # d has finished (its GPUs are unbooked first), then a record without a plan raises.
     broken = replace(a, plan=None, version=a.version + 1)
@@ -181,17 +180,17 @@ def test_a_round_that_raises_leaves_no_half_kept_state() -> None:
         policy.decide(Snapshot.build(120.0, cluster, [broken, b]))
     snapshot = Snapshot.build(180.0, cluster, [a, b])
     decisions = policy.decide(snapshot)
-    assert decisions == JigsawPolicy(ORACLE, incremental=False).decide(snapshot)
+    assert decisions == TimeslicePolicy(ORACLE, PLANNER, incremental=False).decide(snapshot)
     assert [(x.job_id, x.placement[0][0]) for x in decisions if isinstance(x, Start)] == [("b", 1)]
 
 
 def test_a_shape_that_found_no_place_is_tried_again_once_room_appears() -> None:
-    """Within a round jigsaw skips waiting jobs shaped like one that found no place, but
+    """Within a round timeslice skips waiting jobs shaped like one that found no place, but
     only while the ledger, the reservation and the preemptions are unchanged."""
     cluster = Cluster.uniform(4, 4)
     holder = _running(_waiting("h", 4, 0.0), [(0, 0), (0, 1), (0, 2), (0, 3)], 0.0)
     first, second = _waiting("a", 2, 10.0), _waiting("b", 2, 11.0)
-    policy = JigsawPolicy(ORACLE, config=JigsawConfig(packing=False))
+    policy = TimeslicePolicy(ORACLE, PLANNER, config=TimesliceConfig(packing=False))
     snapshot = Snapshot.build(60.0, cluster, [holder, first, second])
     ledger, footprints = policy._booked_ledger(snapshot)
     state = Round(snapshot, ledger, footprints, [], policy.memory.shape_skip(ledger))

@@ -10,6 +10,7 @@ from jigsaw.policies import create_policy
 from jigsaw.policies.jigsaw import JigsawConfig
 from jigsaw.policies.options import merged_options, policy_options
 from jigsaw.policies.shared.fairness import LasConfig
+from jigsaw.policies.timeslice import TimesliceConfig
 from jigsaw.simulator.semantics import POLLUX, TIRESIAS
 
 
@@ -23,14 +24,26 @@ def test_las_config_from_json() -> None:
     assert policy.min_run_s == 60  # type: ignore[attr-defined]
 
 
-def test_jigsaw_config_with_nested_las() -> None:
+def test_timeslice_config_with_nested_las() -> None:
     options = policy_options(
-        "jigsaw", {"config": {"load_threshold": 1.5, "las": {"promote_floor_s": 60}}}
+        "timeslice", {"config": {"load_threshold": 1.5, "las": {"promote_floor_s": 60}}}
     )
     config = options["config"]
-    assert isinstance(config, JigsawConfig)
+    assert isinstance(config, TimesliceConfig)
     assert config.load_threshold == 1.5
     assert config.las == LasConfig(promote_floor_s=60)
+
+
+def test_jigsaw_config_from_json_takes_the_ablation_switches() -> None:
+    """The table's ablation rows as JSON: JSON's -1 is an int, the option a float."""
+    options = policy_options(
+        "jigsaw",
+        {"config": {"guests": False, "hosts": False, "fairness_power": -1, "knowledge": "oracle"}},
+    )
+    assert options["config"] == JigsawConfig(
+        guests=False, hosts=False, fairness_power=-1.0, knowledge="oracle"
+    )
+    assert isinstance(options["config"].fairness_power, float)
 
 
 @pytest.mark.parametrize(
@@ -40,8 +53,11 @@ def test_jigsaw_config_with_nested_las() -> None:
         ("fifo", {"min_run_s": 5}, "policy 'fifo' has no option 'min_run_s'; its options: ranking"),
         ("las", {"oracle": 1}, "has no option 'oracle'"),
         ("las", {"config": {"thresholds": [10, 5]}}, "las.config: LAS thresholds must be"),
-        ("jigsaw", {"config": {"las": {"knob": 1}}}, "jigsaw.config.las has no option 'knob'"),
-        ("jigsaw", {"config": {"load_threshold": 9}}, "load_threshold must be in"),
+        ("timeslice", {"config": {"las": {"knob": 1}}}, "timeslice.config.las has no option"),
+        ("timeslice", {"config": {"load_threshold": 9}}, "load_threshold must be in"),
+        ("jigsaw", {"config": {"pack_gain": 0.1}}, "jigsaw.config has no option 'pack_gain'"),
+        ("jigsaw", {"config": {"fairness_power": 0.5}}, "fairness_power must be negative"),
+        ("jigsaw", {"config": {"knowledge": "magic"}}, "knowledge must be one of"),
         ("sjf", {}, "unknown policy 'sjf'"),
     ],
 )
@@ -51,13 +67,16 @@ def test_bad_options_name_what_to_fix(policy: str, raw: dict, message: str) -> N
 
 
 def test_user_options_change_only_what_they_name_of_the_semantics_config() -> None:
-    """Under Pollux's semantics jigsaw's config carries Tiresias' queues and no protection;
-    ``{"config": {"pack_gain": 0.1, "las": {"promote_knob": 2}}}`` keeps both."""
-    base = POLLUX.policy_options["jigsaw"]
+    """Under Pollux's semantics timeslice's config carries Tiresias' queues and no protection;
+    ``{"config": {"pack_gain": 0.1, "las": {"promote_knob": 2}}}`` keeps both; jigsaw's
+    carries the restart Pollux charges, and ``{"config": {"guests": false}}`` keeps it."""
+    base = POLLUX.policy_options["timeslice"]
     merged = merged_options(base, {"config": {"pack_gain": 0.1, "las": {"promote_knob": 2}}})
-    config = policy_options("jigsaw", merged)["config"]
+    config = policy_options("timeslice", merged)["config"]
     assert config.pack_gain == 0.1 and config.min_run_s == 0.0
     assert config.las.thresholds == TIRESIAS.thresholds and config.las.promote_knob == 2
-    assert merged_options(base, {"spb": False}) == {**base, "spb": False}
-    replaced = merged_options(base, {"config": JigsawConfig()})  # an object replaces it whole
+    jigsaw = POLLUX.policy_options["jigsaw"]
+    chosen = policy_options("jigsaw", merged_options(jigsaw, {"config": {"guests": False}}))
+    assert chosen["config"] == JigsawConfig(guests=False, restart_s=30.0, launch_s=30.0)
+    replaced = merged_options(jigsaw, {"config": JigsawConfig()})  # an object replaces it whole
     assert replaced["config"] == JigsawConfig()

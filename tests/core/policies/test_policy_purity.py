@@ -1,5 +1,5 @@
 """Policies change nothing: the time a gang last changed plan lives on the job, set by the cycle
-when it applies a re-plan, and jigsaw's plan hold reads it from there.
+when it applies a re-plan or a start, and jigsaw's minimum hold reads it from there.
 
 Poison bisection (jigsaw.scheduling.poison) asks the policy again about parts of a snapshot, and the
 simulator may ask twice about one world: an answer must depend on the snapshot alone.
@@ -17,6 +17,8 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies.base import PolicyBase
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.timeslice import TimeslicePolicy
@@ -54,13 +56,13 @@ def test_asking_twice_about_one_snapshot_gives_the_same_answer() -> None:
     """The first answer re-plans the host for its guests; had deciding recorded that switch,
     the second answer would find the host on hold and pack nobody."""
     oracle = make_oracle(SimulationSetup())
-    policy = JigsawPolicy(oracle)
+    policy = JigsawPolicy(oracle, _planner(oracle))
     snapshot = _host_and_guests(oracle)
     first = policy.decide(snapshot)
     assert _replans(first) == ["host"]
     assert sum(isinstance(d, Start) for d in first) == 3
     assert policy.decide(snapshot) == first
-    assert policy.stable_until(snapshot) == JigsawPolicy(oracle).stable_until(snapshot)
+    assert policy.stable_until(snapshot) is None
 
 
 def test_timeslice_asked_twice_about_one_snapshot_gives_the_same_answer() -> None:
@@ -76,14 +78,19 @@ def test_timeslice_asked_twice_about_one_snapshot_gives_the_same_answer() -> Non
     assert policy.stable_until(snapshot) == _timeslice(oracle).stable_until(snapshot)
 
 
-def test_the_plan_hold_is_read_from_the_job() -> None:
+def test_the_minimum_hold_is_read_from_the_job() -> None:
+    """jigsaw's hold counts from the run start the cycle recorded on the job: within it the
+    host keeps its plan (and its guests wait); after it, the host switches for them."""
     oracle = make_oracle(SimulationSetup())
-    config = JigsawConfig(min_plan_hold_s=600.0)
-    held = _host_and_guests(oracle, plan_changed_at=NOW - 500.0)
-    assert _replans(JigsawPolicy(oracle, config=config).decide(held)) == []
-    assert JigsawPolicy(oracle, config=config).stable_until(held) == NOW - 500.0 + 600.0
-    free = _host_and_guests(oracle, plan_changed_at=NOW - 600.0)
-    assert _replans(JigsawPolicy(oracle, config=config).decide(free)) == ["host"]
+    config = JigsawConfig(min_hold_s=600.0)
+    held = _host_and_guests(oracle)
+    assert JigsawPolicy(oracle, _planner(oracle), config=config).decide(held) == []
+    later = replace(held, now=NOW + 600.0)
+    assert _replans(JigsawPolicy(oracle, _planner(oracle), config=config).decide(later)) == ["host"]
+
+
+def _planner(oracle: Oracle) -> Planner:
+    return Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))
 
 
 class _ReplanAt(PolicyBase):

@@ -15,6 +15,8 @@ from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.plan import SPBPlan, full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.oracle import Oracle
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.options import policy_options
@@ -32,6 +34,10 @@ def _timeslice(oracle: Oracle, **options: Any) -> TimeslicePolicy:
 @pytest.fixture(scope="module")
 def oracle() -> Oracle:
     return make_oracle(SimulationSetup())
+
+
+def _planner(oracle: Oracle) -> Planner:
+    return Planner(oracle.hardware, catalog=ModelCatalog(oracle.profiles))
 
 
 def _running(oracle: Oracle, job_id: str, model: str, gpus: tuple[GpuId, ...], work: int) -> Job:

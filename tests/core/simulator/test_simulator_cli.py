@@ -115,20 +115,26 @@ def test_policy_options_and_eta_reach_the_replay_as_the_bench_sees_it() -> None:
     """``bench/sim_gain.py`` calls :func:`simulate_trace`; the CLI must give the same figures."""
     pollux = ROOT / "tests" / "data" / "pollux_workload_excerpt.csv"
     args = (str(pollux), "--policy", "jigsaw,timeslice", "--gpus", "8", "--gpus-per-node", "4")
-    done = cli(*args, "--policy-options", '{"jigsaw": {"spb": false}}', "-o", "json")
+    solo = '{"jigsaw": {"config": {"guests": false, "hosts": false}}}'
+    done = cli(*args, "--policy-options", solo, "-o", "json")
     assert done.returncode == 0, done.stderr
     by_policy = {r["policy"]: r for r in json.loads(done.stdout)["results"]}
     assert by_policy["jigsaw"]["replans"] == by_policy["jigsaw"]["packed_starts"] == 0
     assert by_policy["timeslice"]["packed_starts"] > 0
     setup = simulation_setup(
-        pollux, gpus=8, gpus_per_node=4, policy_options={"jigsaw": {"spb": False}}
+        pollux,
+        gpus=8,
+        gpus_per_node=4,
+        policy_options={"jigsaw": {"config": {"guests": False, "hosts": False}}},
     )
     for result in simulate_trace(pollux, ["jigsaw", "timeslice"], setup):
         mine = by_policy[result.summary["policy"]]
         assert result.summary["avg_jct_s"] == mine["avg_jct_s"]
         assert result.summary["packed_starts"] == mine["packed_starts"]
     default = json.loads(cli(*args, "-o", "json").stdout)["results"][0]
-    assert default["packed_starts"] > 0  # without the option jigsaw packs SPB workers
+    blind = '{"jigsaw": {"config": {"knowledge": "oracle"}}}'
+    oracle_only = json.loads(cli(*args, "--policy-options", blind, "-o", "json").stdout)
+    assert default["resizes"] > 0 and oracle_only["results"][0]["resizes"] == 0
     unit = json.loads(cli(*args, "--eta", "one", "-o", "json").stdout)["results"][0]
     assert unit["eta_source"] == "ablation: eta = 1 for every plan"
 
@@ -136,8 +142,8 @@ def test_policy_options_and_eta_reach_the_replay_as_the_bench_sees_it() -> None:
 def test_bad_policy_options_exit_2_with_one_line() -> None:
     cases = {
         '{"sjf": {}}': "unknown policy 'sjf'",
-        '{"jigsaw": {"spb": false, "speed": 2}}': "'jigsaw' has no option 'speed'",
-        '{"jigsaw": {"config": {"pack_gain": -1}}}': "pack_gain and replan_gain must be >= 0",
+        '{"jigsaw": {"speed": 2}}': "'jigsaw' has no option 'speed'",
+        '{"jigsaw": {"config": {"fairness_power": 1}}}': "fairness_power must be negative",
         '{"las": {}}': "'las', which is not among the policies run",
         '{"jigsaw": ': "--policy-options is not JSON",
         '["jigsaw"]': "--policy-options must be a JSON object",

@@ -1,0 +1,79 @@
+"""The jigsaw policy's options: which levers it may pull and how the objective weighs them.
+
+With ``guests`` and ``hosts`` off, no attained-service weight (``service_weight`` 0), no
+starvation pin (``promote_s`` inf) and a first start priced as Pollux prices it (``launch_s``
+30, as Pollux's semantics sets), the objective is exactly Pollux's and so are the decisions;
+the co-tenancy levers are then taken only where they lower the same objective.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+KNOWLEDGE = ("reports", "oracle")
+SIZE_SETS = ("all", "powers")
+
+
+@dataclass(frozen=True, slots=True)
+class JigsawConfig:
+    guests: bool = True
+    """Offer guest columns: a waiting one-GPU job runs on a shared GPU of a running gang."""
+    hosts: bool = True
+    """Offer SPB host columns: a running gang switches to a staircase (one or two stop depths)
+    in place, so its partial ranks leave more of their GPU to a guest. Off with ``guests``
+    on: guests share full-backprop gangs' GPUs by time-slicing only (timeslice-like)."""
+    fairness_power: float = -1.0
+    """Exponent of the power mean of speedups (Pollux: -1; closer to 0 is less fair)."""
+    knowledge: str = "reports"
+    """``reports``: elastic jobs are sized from the goodput source (their agents' reports);
+    ``oracle``: the source is ignored and every job keeps the size it asked for (an ablation)."""
+    restart_s: float = 30.0
+    """A restart's cost before the job has measured one (``Job.resize_s``), in the discount."""
+    launch_s: float = 0.0
+    """A first start's cost in the discount (Pollux charges every allocation 30 s; a service
+    job's first start restarts nothing, and a trace's run times include its launch)."""
+    service_weight: float = 1.0
+    """Tiresias-like weight: a job's objective term counts ``1 + service_weight x
+    T / (T + attained GPU-seconds)`` (``T`` = ``service_scale_s``): little attained service
+    weighs more. 0: Pollux's unweighted objective."""
+    service_scale_s: float = 3_600.0
+    promote_s: float = 1_800.0
+    """Starvation guard: a job that has waited longer than this
+    (:meth:`~jigsaw.policies.allocator.objective.Objective.waited_s`) loses its off column,
+    longest-waiting first while the GPUs suffice: it runs this round and is not preempted
+    again. inf: off."""
+    churn: float = 0.0
+    """A change of configuration costs this share of the job's term on top of the restart
+    discount (a small bias towards keeping things as they are)."""
+    min_hold_s: float = 0.0
+    """A job started or resized less than this long ago keeps its configuration."""
+    sizes: str = "all"
+    """``all``: every size in the job's range (as Pollux); ``powers``: powers of two plus the
+    current size and the range's ends (fewer columns at 1,000 GPUs)."""
+    guest_slots_per_job: int = 4
+    """A guest is offered on its best this many slots (the MILP's size)."""
+    host_keep: float = 0.5
+    """Host guard: a host column is offered only if the host keeps this share of its goodput."""
+    solver_time_s: float = 0.5
+    """HiGHS' time limit per round; the exclusive optimum is kept if HiGHS does not beat it."""
+    mip_rel_gap: float = 1e-4
+
+    def __post_init__(self) -> None:
+        if not self.fairness_power < 0:
+            raise ValueError(f"fairness_power must be negative, got {self.fairness_power}")
+        if self.knowledge not in KNOWLEDGE:
+            raise ValueError(f"knowledge must be one of {', '.join(KNOWLEDGE)}")
+        if self.sizes not in SIZE_SETS:
+            raise ValueError(f"sizes must be one of {', '.join(SIZE_SETS)}")
+        for name in ("restart_s", "launch_s", "service_weight", "churn", "min_hold_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0")
+        if not self.service_scale_s > 0 or not self.promote_s > 0:
+            raise ValueError("service_scale_s and promote_s must be > 0")
+        if not 0.0 <= self.host_keep <= 1.0:
+            raise ValueError("host_keep must be in [0, 1]")
+        if self.guest_slots_per_job < 1 or not self.solver_time_s > 0:
+            raise ValueError("guest_slots_per_job must be >= 1 and solver_time_s > 0")
+        if not 0.0 <= self.mip_rel_gap < 1.0 or math.isnan(self.mip_rel_gap):
+            raise ValueError("mip_rel_gap must be in [0, 1)")

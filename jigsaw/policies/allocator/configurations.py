@@ -1,0 +1,188 @@
+"""Each job's configurations this round, as columns of one problem: exclusive sizes and off.
+
+A *column* is a complete answer for one job: how many GPUs of its own it takes (0 for off and
+for a guest), what it costs in the objective (:mod:`.objective`), and for co-tenancy what it
+needs or offers (:mod:`.cotenancy` adds those columns). The solver picks exactly one column
+per job (:mod:`.solve`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jigsaw.goodput.source import JobGoodput
+from jigsaw.model.cluster import GpuId, Placement
+from jigsaw.model.domain import Job
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import Plan
+from jigsaw.policies.allocator.config import JigsawConfig
+from jigsaw.policies.allocator.knowledge import SizeChoices, allowed_sizes, size_choices
+from jigsaw.policies.allocator.objective import Objective
+
+OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    job: int
+    """Index of the job in the round's list."""
+    kind: str
+    gpus: int
+    """GPUs it takes whole: its size for an exclusive or host column, 0 otherwise."""
+    cost: float
+    speedup: float
+    plan: Plan | None = None
+    """A host's plan on its GPUs, a guest's plan on its slot (exclusive: chosen at placing)."""
+    needs: int | None = None
+    """A guest: the column (a host's, or its keep-size exclusive one) it shares a GPU of."""
+    slot: GpuId | None = None
+    """A guest: the GPU it shares."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    job: Job
+    goodput: JobGoodput | None
+    current: Placement
+    """The GPUs it holds now (empty: waiting)."""
+    choices: SizeChoices
+    guest_of: str | None = None
+    """A running one-GPU job sharing another gang's GPU: that gang's id."""
+    pinned: bool = False
+    """It keeps its configuration this round (starting, or within its minimum hold)."""
+
+    @property
+    def resizable(self) -> bool:
+        return self.goodput is not None and self.job.state is JobState.RUNNING
+
+
+@dataclass(slots=True)
+class Problem:
+    views: list[JobView]
+    columns: list[Column] = field(default_factory=list)
+    by_job: list[list[int]] = field(default_factory=list)
+    """Column indices of each job; its exclusive and off columns come first, by size."""
+    capacity: int = 0
+
+    def add(self, column: Column) -> int:
+        self.columns.append(column)
+        self.by_job[column.job].append(len(self.columns) - 1)
+        return len(self.columns) - 1
+
+    def keep_column(self, job: int) -> int | None:
+        """The exclusive column at the size the job holds now (``None``: it waits, or is a
+        guest)."""
+        view = self.views[job]
+        if not view.current or view.guest_of is not None:
+            return None
+        for index in self.by_job[job]:
+            column = self.columns[index]
+            if column.kind == EXCLUSIVE and column.gpus == len(view.current):
+                return index
+        return None
+
+
+def exclusive_problem(
+    jobs: Sequence[Job],
+    goodputs: Sequence[JobGoodput | None],
+    guests_of: dict[str, str],
+    objective: Objective,
+    capacity: int,
+    per_node: int,
+    config: JigsawConfig,
+) -> Problem:
+    """Every job's off and exclusive columns (Pollux's configurations)."""
+    fair_share = -(-capacity // max(len(jobs), 1))
+    problem = Problem([], capacity=capacity)
+    now = objective.now
+    powers = config.sizes == "powers"
+    allowed = [
+        allowed_sizes(job, goodput, capacity, per_node, powers)
+        for job, goodput in zip(jobs, goodputs, strict=True)
+    ]
+    pinned = [job.state is JobState.ADMITTED or _held(job, now, config.min_hold_s) for job in jobs]
+    must_run = _starving(jobs, allowed, pinned, objective, capacity)
+    for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
+        current = job.placement if job.state.holds_resources else ()
+        guest_of = guests_of.get(job.id)
+        sizes = allowed[index]
+        if pinned[index] and current:
+            sizes = [len(current)]
+        elif index in must_run:
+            sizes = [n for n in sizes if n > 0]
+        choices = size_choices(job, goodput, sizes, fair_share, per_node)
+        problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
+        problem.by_job.append([])
+    # One vector pass prices every job's sizes (the same arithmetic, element by element, as
+    # pricing each job alone).
+    counts = [len(view.choices.sizes) for view in problem.views]
+    sizes_all = np.concatenate([view.choices.sizes for view in problem.views])
+    speedups_all = np.concatenate([view.choices.speedups for view in problem.views])
+    held = np.repeat([len(v.current) if v.guest_of is None else -1 for v in problem.views], counts)
+    weights = np.repeat([objective.weight(job) for job in jobs], counts)
+    discounts = np.repeat([objective.discount(job) for job in jobs], counts)
+    costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
+    owners = np.repeat(np.arange(len(jobs)), counts)
+    for owner, size, speedup, cost in zip(
+        owners.tolist(), sizes_all.tolist(), speedups_all.tolist(), costs.tolist(), strict=True
+    ):
+        problem.add(Column(owner, EXCLUSIVE if size > 0 else OFF, size, cost, speedup))
+    return problem
+
+
+def _starving(
+    jobs: Sequence[Job],
+    allowed: list[list[int]],
+    pinned: list[bool],
+    objective: Objective,
+    capacity: int,
+) -> set[int]:
+    """The starving jobs that must run this round: longest-waiting first, while their
+    smallest sizes fit beside the pinned jobs' GPUs."""
+    budget = capacity - sum(
+        len(job.placement) for job, pin in zip(jobs, pinned, strict=True) if pin
+    )
+    starving = sorted(
+        (
+            index
+            for index, job in enumerate(jobs)
+            if not pinned[index] and objective.starving(job) and len(allowed[index]) > 1
+        ),
+        key=lambda index: (-objective.waited_s(jobs[index]), jobs[index].id),
+    )
+    chosen: set[int] = set()
+    for index in starving:
+        smallest = min(n for n in allowed[index] if n > 0)
+        if smallest <= budget:
+            chosen.add(index)
+            budget -= smallest
+    return chosen
+
+
+def _held(job: Job, now: float, hold_s: float) -> bool:
+    """Started or resized less than ``hold_s`` ago: it keeps what it has."""
+    if hold_s <= 0 or job.state is not JobState.RUNNING:
+        return False
+    since = max(t for t in (job.run_started_at, job.resized_at, 0.0) if t is not None)
+    return now - since < hold_s
+
+
+def size_costs(problem: Problem, job: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The job's cheapest column of each GPU count, guests aside, as (sizes ascending, costs,
+    column indices): what the dynamic program chooses among (a host column competes with
+    the exclusive column of its size; on a tie the exclusive one, listed first, is kept)."""
+    best: dict[int, int] = {}
+    for index in problem.by_job[job]:
+        column = problem.columns[index]
+        if column.kind == GUEST:
+            continue
+        kept = best.get(column.gpus)
+        if kept is None or column.cost < problem.columns[kept].cost:
+            best[column.gpus] = index
+    sizes = sorted(best)
+    indices = [best[size] for size in sizes]
+    costs = np.array([problem.columns[i].cost for i in indices])
+    return np.array(sizes, dtype=np.int64), costs, indices

@@ -1,0 +1,306 @@
+"""Co-tenancy columns: guests on a running gang's GPUs, and SPB hosts that make room for them.
+
+A *slot* is one GPU of a running gang (the host) that holds only the host's worker. Every
+gang kept at its size offers its slots under the plan it runs (time-slicing a full-backprop
+worker: its idle share of the GPU goes to the guest). With ``hosts`` on, a gang whose SPB
+request is ``auto`` also gets *host columns*: the same GPUs under one of its two best SPB
+plans (one or two stop depths), switched in place, whose partial ranks leave more of their
+GPU. A host column costs the host its goodput ratio (eta x the new iteration speed) in the
+objective, and is offered only while it keeps ``host_keep`` of it.
+
+A *guest column* puts a one-GPU job (waiting, or a guest now) on one slot. Its cost is the
+guest's own term at the share of its solo speed the co-location model gives it there
+(:mod:`jigsaw.oracle.colocation`, the model every simulator charges), plus what the host's
+term loses to the guest's turns. The guest needs the host's column chosen and each slot
+takes one guest (:mod:`.solve`). Memory is a hard limit: the host's worker there plus the
+guest fit the GPU.
+
+The round stays small: at most ``MAX_SLOTS`` slots (those with the most idle compute), at
+most ``MAX_GUESTS`` guests (the heaviest-weighted, then the oldest), and each guest on its
+``guest_slots_per_job`` cheapest slots.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from jigsaw.model.cluster import Cluster, GpuId
+from jigsaw.model.domain import Job
+from jigsaw.model.errors import InvalidSpecError
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import Plan, SPBPlan, full_backprop
+from jigsaw.oracle import GangTiming, Oracle
+from jigsaw.planning.planner import Planner
+from jigsaw.policies.allocator.config import JigsawConfig
+from jigsaw.policies.allocator.configurations import (
+    GUEST,
+    HOST,
+    OFF,
+    Column,
+    Problem,
+)
+from jigsaw.policies.allocator.objective import Objective
+from jigsaw.policies.shared.plans import PlanCatalog
+
+MAX_SLOTS = 64
+MAX_GUESTS = 96
+SPB_PLANS_PER_HOST = 2
+_ANY_GPU: GpuId = (0, 0)
+"""Where a host-and-guest pair is priced: one GPU, the same for every slot."""
+_MIN_SLACK = 0.05
+"""A GPU whose host worker leaves less than this share idle is not offered."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    column: int
+    """The host's column (exclusive keep-size, or a host column) that offers it."""
+    gpu: GpuId
+    free_memory: int
+    idle: float
+    host: int
+    """The host's job index."""
+    host_speedup: float
+    host_changed: bool
+    timing: GangTiming
+    """The host's timing reduced to this GPU (:data:`_ANY_GPU`)."""
+
+
+class Cotenancy:
+    def __init__(
+        self,
+        catalog: PlanCatalog,
+        oracle: Oracle,
+        planner: Planner,
+        objective: Objective,
+        config: JigsawConfig,
+    ) -> None:
+        self.catalog = catalog
+        self.oracle = oracle
+        self.planner = planner
+        self.objective = objective
+        self.config = config
+
+    def add_columns(self, problem: Problem, cluster: Cluster) -> None:
+        slots = self._slots(problem, cluster)
+        if not slots:
+            return
+        guests = self._guests(problem)
+        priced: dict[tuple[object, ...], tuple[float, float] | None] = {}
+        objective = self.objective
+        terms: dict[int, tuple[float, float]] = {}
+        for index in {slot.host for slot in slots} | {entry[0] for entry in guests}:
+            job = problem.views[index].job
+            terms[index] = (objective.weight(job), objective.discount(job))
+        for job_index, plan, speedup in guests:
+            view = problem.views[job_index]
+            job = view.job
+            off = min(
+                (
+                    problem.columns[i].cost
+                    for i in problem.by_job[job_index]
+                    if problem.columns[i].kind == OFF
+                ),
+                default=math.inf,  # starving: it must run somewhere
+            )  # a guest column costing more than waiting is never chosen
+            options: list[Column] = []
+            memory = self._memory(job, plan)
+            if memory is None:
+                continue
+            for slot in slots:
+                if slot.host == job_index or memory > slot.free_memory:
+                    continue
+                key = (job.spec.model, job.spec.batch_size, plan, slot.timing)
+                if key not in priced:
+                    priced[key] = self._shares(job, plan, slot)
+                shares = priced[key]
+                if shares is None:
+                    continue
+                guest_share, host_factor = shares
+                stays = view.guest_of is not None and view.current == (slot.gpu,)
+                weight, discount = terms[job_index]
+                cost = objective.term(weight, discount, speedup * guest_share, changed=not stays)
+                weight, discount = terms[slot.host]
+                changed = slot.host_changed
+                loss = objective.term(
+                    weight, discount, slot.host_speedup * host_factor, changed=changed
+                ) - objective.term(weight, discount, slot.host_speedup, changed=changed)
+                total = cost + loss
+                if total < off:
+                    options.append(
+                        Column(
+                            job_index,
+                            GUEST,
+                            0,
+                            total,
+                            speedup * guest_share,
+                            plan=plan,
+                            needs=slot.column,
+                            slot=slot.gpu,
+                        )
+                    )
+            options.sort(key=lambda c: c.cost)
+            for column in options[: self.config.guest_slots_per_job]:
+                problem.add(column)
+
+    # -- slots ------------------------------------------------------------------------------
+    def _slots(self, problem: Problem, cluster: Cluster) -> list[_Slot]:
+        occupants: dict[GpuId, int] = {}
+        for view in problem.views:
+            if view.guest_of is None:
+                for gpu in view.current:
+                    occupants[gpu] = occupants.get(gpu, 0) + 1
+        slots: list[_Slot] = []
+        for index, view in enumerate(problem.views):
+            keep = problem.keep_column(index)
+            if keep is None or view.job.state is not JobState.RUNNING:
+                continue
+            job, placement = view.job, view.current
+            plan = job.plan
+            if plan is None or not isinstance(plan, SPBPlan):
+                continue
+            keep_speedup = problem.columns[keep].speedup
+            for column, column_plan, speedup, changed in self._host_columns(
+                problem, index, keep, plan, keep_speedup
+            ):
+                timing = self.catalog.timing(job, column_plan, placement)
+                if timing is None:
+                    continue
+                busy = dict(timing.busy_s)
+                for gpu, load, used in self.catalog.footprint(job, column_plan, placement):
+                    if occupants.get(gpu, 0) != 1 or load > 1.0 - _MIN_SLACK:
+                        continue
+                    # Alone with one guest, the host's other GPUs share nothing: its timing
+                    # on this GPU alone gives the same co-located times, and slots of hosts
+                    # of one shape price alike (one co-location solve per shape and guest).
+                    here = GangTiming(timing.alone_s, ((_ANY_GPU, busy[gpu]),), timing.profile)
+                    slots.append(
+                        _Slot(
+                            column,
+                            gpu,
+                            cluster.gpu_memory(gpu) - used,
+                            1.0 - load,
+                            index,
+                            speedup,
+                            changed,
+                            here,
+                        )
+                    )
+        slots.sort(key=lambda s: (-s.idle, s.column, s.gpu))
+        return slots[:MAX_SLOTS]
+
+    def _host_columns(
+        self, problem: Problem, index: int, keep: int, plan: SPBPlan, keep_speedup: float
+    ) -> list[tuple[int, Plan, float, bool]]:
+        """(column, plan, speedup, changed) of every configuration of the job that keeps its
+        GPUs: the keep-size column under the plan it runs, and host columns."""
+        view = problem.views[index]
+        job, placement = view.job, view.current
+        full = full_backprop(len(placement), plan.num_blocks)
+        base = self.catalog.goodput(job, full, placement)
+        if base <= 0:
+            return []
+        found: list[tuple[int, Plan, float, bool]] = []
+        if plan.is_full_backprop:
+            found.append((keep, plan, keep_speedup, False))
+        else:
+            # A host now: keeping its size keeps its SPB plan; back to full backprop in
+            # place is a host column of its own.
+            ratio = self.catalog.goodput(job, plan, placement) / base
+            current = replace(
+                problem.columns[keep],
+                cost=self.objective.cost(job, keep_speedup * ratio, changed=False),
+                speedup=keep_speedup * ratio,
+                plan=plan,
+            )
+            problem.columns[keep] = current
+            found.append((keep, plan, current.speedup, False))
+            if not view.pinned:
+                found.append(self._host(problem, index, full, keep_speedup))
+        if not self.config.hosts or not job.spec.plan_request.is_auto or view.pinned:
+            return found
+        if len(placement) != job.spec.workers or len(placement) < 2:
+            return found
+        options = [
+            o for o in self.catalog.options(job) if not o.is_full_backprop and o.plan != plan
+        ]
+        for option in options[:SPB_PLANS_PER_HOST]:
+            ratio = self.catalog.goodput(job, option.plan, placement) / base
+            if ratio < self.config.host_keep:
+                continue
+            found.append(self._host(problem, index, option.plan, keep_speedup * ratio))
+        return found
+
+    def _host(
+        self, problem: Problem, index: int, plan: Plan, speedup: float
+    ) -> tuple[int, Plan, float, bool]:
+        job = problem.views[index].job
+        cost = self.objective.cost(job, speedup, changed=True)
+        gpus = len(problem.views[index].current)
+        column = problem.add(Column(index, HOST, gpus, cost, speedup, plan=plan))
+        return column, plan, speedup, True
+
+    # -- guests -----------------------------------------------------------------------------
+    def _guests(self, problem: Problem) -> list[tuple[int, Plan, float]]:
+        """(job index, plan on one GPU, speedup alone on one GPU) of the jobs that may be
+        guests: waiting or guests now, allowed one GPU; the ``MAX_GUESTS`` heaviest-weighted
+        (then oldest) of them."""
+        candidates: list[tuple[float, float, int, float]] = []
+        for index, view in enumerate(problem.views):
+            job = view.job
+            if (view.current and view.guest_of is None) or view.pinned:
+                continue
+            if job.state is JobState.ADMITTED:
+                continue
+            sizes = view.choices.sizes.tolist()
+            if 1 not in sizes:
+                continue
+            speedup = float(view.choices.speedups[sizes.index(1)])
+            weight = self.objective.weight(job)
+            candidates.append((-weight, job.submitted_at, index, speedup))
+        candidates.sort()
+        found: list[tuple[int, Plan, float]] = []
+        for _, _, index, speedup in candidates[:MAX_GUESTS]:
+            view = problem.views[index]
+            plan = (
+                self.planner.resized_plan(view.job, 1)
+                if view.goodput is not None
+                else self.planner.start_plan(view.job)
+            )
+            if plan.num_workers == 1:
+                found.append((index, plan, speedup))
+        return found
+
+    def _memory(self, job: Job, plan: Plan) -> int | None:
+        try:
+            return self.oracle.worker_memory_bytes(job.spec.model, job.spec.batch_size, plan, 0)
+        except InvalidSpecError:
+            return None
+
+    def _shares(self, guest: Job, plan: Plan, slot: _Slot) -> tuple[float, float] | None:
+        """(guest's share of its solo speed, host's share of its own) on ``slot``."""
+        alone = self.catalog.timing(guest, plan, (_ANY_GPU,))
+        if alone is None:
+            return None
+        host_id = "\0host"  # no job id starts with a NUL
+        times = self.oracle.colocation.iteration_times({host_id: slot.timing, guest.id: alone})
+        return alone.alone_s / times[guest.id], slot.timing.alone_s / times[host_id]
+
+
+def guest_hosts(jobs: Sequence[Job]) -> dict[str, str]:
+    """Running one-GPU jobs that share a GPU with a larger (or earlier) gang: guest -> host."""
+    owner: dict[GpuId, Job] = {}
+    guests: dict[str, str] = {}
+    ordered = sorted(jobs, key=lambda j: (-len(j.placement), j.run_started_at or 0.0, j.id))
+    for job in ordered:
+        if not job.state.holds_resources or not job.placement:
+            continue
+        shared = [owner[gpu] for gpu in job.placement if gpu in owner]
+        if shared and len(job.placement) == 1:
+            guests[job.id] = shared[0].id
+            continue
+        for gpu in job.placement:
+            owner.setdefault(gpu, job)
+    return guests

@@ -1,0 +1,39 @@
+"""GPUs for the chosen configurations.
+
+Exclusive and host columns are packed as pollux packs
+(:func:`~jigsaw.policies.shared.pollux_allocation.pack`): sizes kept keep their GPUs (a host
+keeps its size by construction, so its slots stay where they were priced), the rest go
+largest first under Pollux's node rules. A guest then takes the slot its column names, if its
+host kept those GPUs (it always does unless the cluster lost a node this round).
+"""
+
+from __future__ import annotations
+
+from jigsaw.model.cluster import Cluster, Placement
+from jigsaw.policies.allocator.configurations import GUEST, Problem
+from jigsaw.policies.shared.pollux_allocation import PackRequest, pack
+
+
+def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Placement]:
+    """Per job index, its GPUs (empty: it waits)."""
+    requests: list[PackRequest] = []
+    for job, index in enumerate(chosen):
+        column = problem.columns[index]
+        view = problem.views[job]
+        if column.kind == GUEST or column.gpus == 0:
+            continue
+        current = view.current if view.guest_of is None else ()
+        low = column.gpus if view.goodput is None else view.job.spec.worker_range[0]
+        requests.append(PackRequest(view.job.id, column.gpus, current, min_size=low))
+    packed = pack(requests, cluster)
+    placements: dict[int, Placement] = {
+        job: packed.get(view.job.id, ()) for job, view in enumerate(problem.views)
+    }
+    for job, index in enumerate(chosen):
+        column = problem.columns[index]
+        if column.kind != GUEST or column.needs is None or column.slot is None:
+            continue
+        host = problem.columns[column.needs].job
+        if column.slot in placements[host]:
+            placements[job] = (column.slot,)
+    return placements

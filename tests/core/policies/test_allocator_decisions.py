@@ -1,0 +1,269 @@
+"""jigsaw's levers are pulled exactly when the objective says they pay, and never otherwise;
+no job starves; its decisions on three tiny clusters are pinned."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jigsaw.model.cluster import Cluster
+from jigsaw.model.decisions import Preempt, Replan, Resize, Start
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.plan import Plan, full_backprop
+from jigsaw.model.snapshot import Snapshot
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
+from jigsaw.policies.allocator.solve import solve_exclusive
+from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
+from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
+from tests.core.policies.test_allocator_containment import FixedSource, _goodput
+from tests.core.support import running_job
+
+ORACLE = make_oracle(SimulationSetup())
+PLANNER = Planner(ORACLE.hardware, catalog=ModelCatalog(ORACLE.profiles))
+ELASTIC = {
+    "min_workers": 1,
+    "max_workers": 8,
+    "batch_policy": "adaptive",
+    "min_global_batch": 64,
+    "max_global_batch": 4096,
+}
+
+
+def _policy(config: JigsawConfig | None = None, **kwargs: object) -> JigsawPolicy:
+    return JigsawPolicy(ORACLE, PLANNER, config=config, **kwargs)  # type: ignore[arg-type]
+
+
+# -- a resize happens exactly when it pays ---------------------------------------------------
+
+
+def _lone_elastic(age: float, resizes: int) -> tuple[Snapshot, FixedSource]:
+    """One elastic job on 2 of 8 GPUs, measured up to 4 (so it may take 8), ``age`` old."""
+    now = 10_000.0
+    spec = JobSpec("e", "resnet18_32", 2, 10**6, batch_size=64, **ELASTIC)
+    job = running_job(spec, ((0, 0), (0, 1)), full_backprop(2, 4), now - age)
+    job = replace(job, submitted_at=now - age, resizes=resizes, attempt=1)
+    source = FixedSource({"e": _goodput(random.Random(7), 4)})
+    return Snapshot(now, Cluster.uniform(8, 4), (), (job,)), source
+
+
+@pytest.mark.parametrize("age", [60.0, 100.0, 130.0, 200.0, 400.0, 1_000.0, 10_000.0])
+def test_a_resize_happens_exactly_when_the_discounted_speedup_beats_keeping(age: float) -> None:
+    snapshot, source = _lone_elastic(age, resizes=3)
+    policy = _policy(JigsawConfig(guests=False), goodput=source)
+    result = policy.solve_round(snapshot)
+    assert result is not None
+    columns = [result.problem.columns[i] for i in result.problem.by_job[0]]
+    keep = next(c for c in columns if c.gpus == 2)
+    discount = max(age - 3 * 30.0, 0.0) / (age + 30.0)
+    best = max(c.speedup for c in columns if c.gpus not in (0, 2))
+    decisions = policy.decide(snapshot)
+    if best * discount > keep.speedup:
+        (resize,) = decisions
+        assert isinstance(resize, Resize) and len(resize.placement) > 2
+        assert resize.reason.startswith("jigsaw: grew 2→") and "goodput +" in resize.reason
+    else:
+        assert decisions == []
+
+
+def test_the_resize_sweep_sees_both_answers() -> None:
+    """The parametrised test above must see resizes and their absence."""
+    outcomes = {
+        bool(_policy(JigsawConfig(guests=False), goodput=source).decide(snapshot))
+        for snapshot, source in (_lone_elastic(a, 3) for a in (60.0, 10_000.0))
+    }
+    assert outcomes == {True, False}
+
+
+# -- a pack happens exactly when it pays -----------------------------------------------------
+
+NOW = 3_600.0
+
+
+def _host_and_guests(guests: int, age: float) -> Snapshot:
+    """A 4-worker ``spb: auto`` resnet50 gang filling a 4-GPU node, and ``guests`` waiting
+    one-worker resnet18 jobs, ``age`` old."""
+    spec = JobSpec("host", "resnet50_32", 4, 10**6, batch_size=32)
+    host = running_job(spec, ((0, 0), (0, 1), (0, 2), (0, 3)), _full(4), 0.0)
+    waiting = tuple(
+        Job(f"g{i}", JobSpec(f"g{i}", "resnet18_32", 1, 10**5, batch_size=32), NOW - age)
+        for i in range(guests)
+    )
+    cluster = Cluster.uniform(4, 4, gpu_memory_bytes=ORACLE.hardware.memory_bytes)
+    return Snapshot(NOW, cluster, waiting, (host,))
+
+
+def _full(workers: int) -> Plan:
+    return full_backprop(workers, ORACLE.num_blocks("resnet50_32"))
+
+
+@pytest.mark.parametrize("eta", [0.55, 0.7, 0.8, 0.9, 1.0])
+@pytest.mark.parametrize("guests", [1, 3])
+def test_a_pack_happens_exactly_when_it_lowers_the_objective(eta: float, guests: int) -> None:
+    snapshot = _host_and_guests(guests, age=600.0)
+    policy = _policy(eta_of=lambda model, plan: eta)
+    result = policy.solve_round(snapshot)
+    assert result is not None
+    pays = result.solution.cost < solve_exclusive(result.problem).cost
+    decisions = policy.decide(snapshot)
+    replans = [d for d in decisions if isinstance(d, Replan)]
+    packed = [d for d in decisions if isinstance(d, Start) and "packed into host" in d.reason]
+    if pays:
+        assert [d.job_id for d in replans] == ["host"] and packed
+        # The reason names the guests and what the host and they make together (the power
+        # mean may take a pack that lowers it: one job fewer waiting weighs more).
+        assert re.search(r"slack for g0.*goodput of it and its guests [+-]\d+%", replans[0].reason)
+        assert not any(isinstance(d, Preempt) for d in decisions)
+    else:
+        assert replans == [] and packed == []
+
+
+def test_a_free_gpu_beats_a_slot() -> None:
+    """The same guest with a GPU of its own on a second node: packing no longer pays."""
+    snapshot = _host_and_guests(1, age=600.0)
+    policy = _policy(eta_of=lambda model, plan: 1.0)
+    assert any(isinstance(d, Replan) for d in policy.decide(snapshot))
+    roomy = Cluster.uniform(8, 4, gpu_memory_bytes=ORACLE.hardware.memory_bytes)
+    (start,) = policy.decide(replace(snapshot, cluster=roomy))
+    assert isinstance(start, Start) and start.placement[0][0] == 1
+    assert start.reason == "jigsaw: start on 1 GPUs"
+
+
+def test_no_guest_where_memory_does_not_fit() -> None:
+    snapshot = _host_and_guests(3, age=600.0)
+    tight = Cluster.uniform(4, 4, gpu_memory_bytes=2 * 2**30)
+    decisions = _policy(eta_of=lambda model, plan: 1.0).decide(replace(snapshot, cluster=tight))
+    assert not any("packed" in getattr(d, "reason", "") for d in decisions)
+
+
+def test_guest_columns_off_never_pack() -> None:
+    decisions = _policy(JigsawConfig(guests=False), eta_of=lambda m, p: 1.0).decide(
+        _host_and_guests(3, age=600.0)
+    )
+    assert not any(isinstance(d, Replan) for d in decisions)
+    assert not any("packed" in getattr(d, "reason", "") for d in decisions)
+
+
+# -- no job starves ------------------------------------------------------------------------
+
+
+def _stream(tmp_path: Path) -> Path:
+    """A 4-GPU Philly-format trace: a 4-GPU job of two hours arrives behind two one-GPU jobs,
+    then a one-GPU job of 20 minutes every 7 minutes for 30 hours: one-GPU jobs are always
+    there to fill the GPUs, and under Pollux's objective a job left out costs the same
+    whatever its size, so the 4-GPU job never pays for three of them."""
+    start = datetime(2017, 10, 9)
+    rows = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+
+    def row(at_s: float, duration_s: float, gpus: int) -> str:
+        when = (start + timedelta(seconds=at_s)).strftime("%Y-%m-%d %H:%M:%S")
+        return f"{when},{duration_s},{gpus},{duration_s * gpus},c"
+
+    rows += [row(0.0, 1_200.0, 1), row(1.0, 1_200.0, 1), row(30.0, 7_200.0, 4)]
+    at = 60.0
+    while at < 30 * 3_600.0:
+        rows.append(row(at, 1_200.0, 1))
+        at += 420.0
+    trace = tmp_path / "stream.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    return trace
+
+
+def _long_job_finish_h(trace: Path, config: JigsawConfig) -> float:
+    setup = SimulationSetup(gpus=4, gpus_per_node=4, policy_options={"jigsaw": {"config": config}})
+    oracle = make_oracle(setup)
+    rates, arrivals = make_rates(load_jobs(trace, setup, oracle), setup, oracle)
+    result = replay(arrivals, "jigsaw", rates, oracle, setup)
+    assert result.summary["completed"] == len(arrivals)
+    (big,) = [a for a in arrivals if a.spec.workers == 4]
+    finished = result.store.get(big.job_id).finished_at
+    assert finished is not None
+    return finished / 3_600.0
+
+
+def test_a_long_gang_finishes_under_a_steady_stream_of_short_jobs(tmp_path: Path) -> None:
+    trace = _stream(tmp_path)
+    guarded = _long_job_finish_h(trace, JigsawConfig(promote_s=3_600.0))
+    unguarded = _long_job_finish_h(trace, JigsawConfig(promote_s=math.inf))
+    assert guarded < 12.0  # it waits a few hours, then runs its two
+    assert unguarded > 30.0  # without the guard it waits for the stream to end
+
+
+# -- decisions pinned on three tiny clusters -------------------------------------------------
+
+
+def test_pinned_a_lone_elastic_job_doubles_where_its_goodput_peaks() -> None:
+    snapshot, source = _lone_elastic(10_000.0, resizes=0)
+    assert _policy(goodput=source).decide(snapshot) == [
+        Resize(
+            "e",
+            ((0, 0), (0, 1), (0, 2), (0, 3)),
+            full_backprop(4, 4),
+            68,
+            "jigsaw: grew 2→4: goodput +25%, batch 272",
+        )
+    ]
+
+
+def test_pinned_three_guests_in_a_staircase() -> None:
+    staircase = replace(_full(4), depths=(0, 3, 3, 3))
+    decisions = _policy().decide(_host_and_guests(3, age=600.0))
+    assert decisions[0] == Replan(
+        "host",
+        staircase,
+        ((0, 0), (0, 1), (0, 2), (0, 3)),
+        "jigsaw: SPB depths (0, 3, 3, 3) on host: slack for g0, g1, g2, "
+        "goodput of it and its guests +4%",
+    )
+    assert {(d.job_id, d.placement) for d in decisions[1:]} == {
+        ("g0", ((0, 2),)),
+        ("g1", ((0, 1),)),
+        ("g2", ((0, 3),)),
+    }
+    assert all(isinstance(d, Start) and d.plan == full_backprop(1, 4) for d in decisions[1:])
+
+
+def test_pinned_two_nodes_rigid_gangs_and_one_guest() -> None:
+    """8 GPUs: a 4-GPU and a 2-GPU gang run; a 2-GPU gang takes the free pair, the one-GPU
+    job becomes a guest of the 4-GPU gang, and the 4-GPU newcomer waits (no room)."""
+    cluster = Cluster.uniform(8, 4)
+    a = running_job(
+        JobSpec("a", "resnet18_32", 4, 10**6), ((0, 0), (0, 1), (0, 2), (0, 3)), _r18(4), 10.0
+    )
+    b = running_job(JobSpec("b", "resnet18_32", 2, 10**6), ((1, 0), (1, 1)), _r18(2), 10.0)
+    queue = [
+        Job(name, JobSpec(name, "resnet18_32", workers, 10**6), submitted_at=at)
+        for name, workers, at in (("c", 2, 100.0), ("d", 1, 200.0), ("e", 4, 300.0))
+    ]
+    decisions = _policy().decide(Snapshot.build(600.0, cluster, [a, b, *queue]))
+    assert [(type(d).__name__, d.job_id) for d in decisions] == [
+        ("Replan", "a"),
+        ("Start", "c"),
+        ("Start", "d"),
+    ]
+    replan, start_c, start_d = decisions
+    assert isinstance(replan, Replan) and isinstance(start_c, Start) and isinstance(start_d, Start)
+    assert replan.plan == replace(_r18(4), depths=(0, 3, 3, 3))
+    assert start_c.placement == ((1, 2), (1, 3))
+    assert start_d.placement == ((0, 3),) and start_d.reason.startswith("jigsaw: packed into a's")
+
+
+def _r18(workers: int) -> Plan:
+    return full_backprop(workers, ORACLE.num_blocks("resnet18_32"))
+
+
+def test_a_host_whose_guests_are_gone_goes_back_to_full_backprop() -> None:
+    staircase = replace(_full(4), depths=(0, 3, 3, 3))
+    spec = JobSpec("host", "resnet50_32", 4, 10**6, batch_size=32)
+    host = running_job(spec, ((0, 0), (0, 1), (0, 2), (0, 3)), staircase, 0.0)
+    cluster = Cluster.uniform(4, 4, gpu_memory_bytes=ORACLE.hardware.memory_bytes)
+    (replan,) = _policy().decide(Snapshot(NOW, cluster, (), (host,)))
+    assert isinstance(replan, Replan) and replan.plan == _full(4)
+    assert replan.placement == host.placement
+    assert replan.reason.startswith("jigsaw: back to full backprop on host: goodput +")
