@@ -18,7 +18,8 @@ Workloads (``--workloads``, comma-separated):
   24,000 jobs (the older tables' "busiest fortnight") cost several times more per replay.
 
 Rows (``--rows``): fifo, las, maxmin, timeslice, pollux, jigsaw, and these ablations of
-jigsaw's allocator (docs/ALLOCATOR.md): ``jigsaw-noguests`` (``--policy-options '{"jigsaw":
+jigsaw's allocator (docs/SCHEDULER.md, "jigsaw"): ``jigsaw-noguests`` (``--policy-options
+'{"jigsaw":
 {"config": {"guests": false}}}'``: no co-tenancy, pollux's configurations only),
 ``jigsaw-nohosts`` (``{"hosts": false}``: guests by time-slicing, no SPB host, the
 timeslice-like lever), ``jigsaw-oracle`` (``{"knowledge": "oracle"}``: the jobs' reports
@@ -332,6 +333,11 @@ def main() -> None:
     parser.add_argument(
         "--interference", type=float, default=None, help="add the interference sensitivity rows"
     )
+    parser.add_argument(
+        "--eta",
+        default="table",
+        help="the --eta of every row priced from the table (table or curve; jigsaw-eta1 stays one)",
+    )
     parser.add_argument("--table", nargs="+", type=Path, help="print saved outputs as markdown")
     args = parser.parse_args()
     if args.table:
@@ -351,6 +357,11 @@ def main() -> None:
         SharingSettings(args.sharing, args.interference or 0.0)
     except ValueError as error:
         parser.error(str(error))
+    if args.eta not in ("table", "curve"):
+        parser.error(f"--eta must be table or curve, got {args.eta!r}")
+    for label, (policy, options, eta) in list(ROWS.items()):
+        if eta == "table":
+            ROWS[label] = (policy, options, args.eta)
     specs = [w for name in args.workloads.split(",") if name.strip() for w in workloads(name)]
     started = time.perf_counter()
     report = [run_workload(spec, rows, args.sharing, args.interference) for spec in specs]

@@ -1,6 +1,6 @@
 """JigSaw: one configuration for every job each round, chosen jointly by one goodput model.
 
-A round, read top to bottom (docs/ALLOCATOR.md has the why):
+A round, read top to bottom (docs/SCHEDULER.md, "jigsaw" has the why):
 
 1. **Knowledge.** What each job can do at every size it may take: elastic jobs from the
    goodput source (their agents' reports, as pollux sizes them); every other job keeps the

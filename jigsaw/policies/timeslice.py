@@ -29,7 +29,7 @@ gain 0), and a worker that leaves its GPU idle part of each iteration (exposed
 communication, a straggler's wait) gives its guest that idle time (gain > 0).
 
 Options are :class:`TimesliceConfig`'s. This is a peer, not jigsaw: jigsaw decides sizes and
-co-tenancy in one allocator (:mod:`jigsaw.policies.jigsaw`, docs/ALLOCATOR.md), and its
+co-tenancy in one allocator (:mod:`jigsaw.policies.jigsaw`, docs/SCHEDULER.md, "jigsaw"), and its
 ``hosts: false`` row prices the same lever (guests by time-slicing) by its objective.
 """
 

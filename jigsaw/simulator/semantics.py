@@ -28,6 +28,7 @@ from typing import Any
 
 from jigsaw.policies.jigsaw import JigsawConfig
 from jigsaw.policies.shared.fairness import LasConfig
+from jigsaw.policies.shared.gang import DEFAULT_MIN_RUN_S
 from jigsaw.policies.timeslice import TimesliceConfig
 from jigsaw.simulator.rates import OverheadModel
 
@@ -59,16 +60,21 @@ class Semantics:
     policy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def restart_as_charged(overheads: OverheadModel) -> JigsawConfig:
+def restart_as_charged(overheads: OverheadModel, *, min_run_s: float = 0.0) -> JigsawConfig:
     """The jigsaw policy's restart prior and launch equal to what the replay charges, so its
-    discount prices the seconds it pays before a job has measured one (``Job.resize_s``)."""
-    return JigsawConfig(restart_s=overheads.restart_s, launch_s=overheads.launch_s)
+    discount prices the seconds it pays before a job has measured one (``Job.resize_s``);
+    ``min_run_s``: the semantics' protection of a running job from preemption."""
+    return JigsawConfig(
+        restart_s=overheads.restart_s, launch_s=overheads.launch_s, min_run_s=min_run_s
+    )
 
 
 JIGSAW = Semantics(
     "jigsaw",
     "jigsaw: events (fifo) or 60 s rounds, 30 s restart, 30 min protection (docs/SCHEDULER.md)",
-    policy_options={"jigsaw": {"config": restart_as_charged(OverheadModel())}},
+    policy_options={
+        "jigsaw": {"config": restart_as_charged(OverheadModel(), min_run_s=DEFAULT_MIN_RUN_S)}
+    },
 )
 
 _POLLUX_OVERHEADS = OverheadModel(launch_s=30.0, restart_s=30.0, replan_s=30.0)

@@ -9,5 +9,5 @@
 - :mod:`.solve`: the exact sparse dynamic program, and HiGHS when co-tenancy is offered;
 - :mod:`.place`: GPUs for the chosen configurations.
 
-docs/ALLOCATOR.md explains the whole.
+docs/SCHEDULER.md, "jigsaw" explains the whole.
 """

@@ -48,6 +48,11 @@ class JigsawConfig:
     discount (a small bias towards keeping things as they are)."""
     min_hold_s: float = 0.0
     """A job started or resized less than this long ago keeps its configuration."""
+    min_run_s: float = 1_800.0
+    """A running job is not preempted (it loses its off column, not its other sizes) before it
+    has run this long since its start or last resize: it paid a restart to get there, and a
+    gang preempted for a smaller job leaves GPUs idle until its restart. Pollux's and Gavel's
+    semantics set 0 (their policies protect nobody)."""
     sizes: str = "all"
     """``all``: every size in the job's range (as Pollux); ``powers``: powers of two plus the
     current size and the range's ends (fewer columns at 1,000 GPUs)."""
@@ -66,7 +71,14 @@ class JigsawConfig:
             raise ValueError(f"knowledge must be one of {', '.join(KNOWLEDGE)}")
         if self.sizes not in SIZE_SETS:
             raise ValueError(f"sizes must be one of {', '.join(SIZE_SETS)}")
-        for name in ("restart_s", "launch_s", "service_weight", "churn", "min_hold_s"):
+        for name in (
+            "restart_s",
+            "launch_s",
+            "service_weight",
+            "churn",
+            "min_hold_s",
+            "min_run_s",
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0")
         if not self.service_scale_s > 0 or not self.promote_s > 0:

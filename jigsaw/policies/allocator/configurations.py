@@ -104,15 +104,22 @@ def exclusive_problem(
         for job, goodput in zip(jobs, goodputs, strict=True)
     ]
     pinned = [job.state is JobState.ADMITTED or _held(job, now, config.min_hold_s) for job in jobs]
-    must_run = _starving(jobs, allowed, pinned, objective, capacity)
+    protected = [
+        not pin and _held(job, now, config.min_run_s) for job, pin in zip(jobs, pinned, strict=True)
+    ]
+    must_run, reserving = _starving(jobs, allowed, pinned, protected, objective, capacity)
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
         current = job.placement if job.state.holds_resources else ()
         guest_of = guests_of.get(job.id)
         sizes = allowed[index]
         if pinned[index] and current:
             sizes = [len(current)]
-        elif index in must_run:
-            sizes = [n for n in sizes if n > 0]
+        elif index in must_run or (protected[index] and current):
+            sizes = [n for n in sizes if n > 0] or [len(current)]
+        elif reserving and not current:
+            # A starving job waits for protected gangs to end: nobody else starts meanwhile,
+            # so the GPUs they free accumulate for it (no starvation behind a stream).
+            sizes = [0]
         choices = size_choices(job, goodput, sizes, fair_share, per_node)
         problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
         problem.by_job.append([])
@@ -137,29 +144,43 @@ def _starving(
     jobs: Sequence[Job],
     allowed: list[list[int]],
     pinned: list[bool],
+    protected: list[bool],
     objective: Objective,
     capacity: int,
-) -> set[int]:
+) -> tuple[set[int], bool]:
     """The starving jobs that must run this round: longest-waiting first, while their
-    smallest sizes fit beside the pinned jobs' GPUs."""
+    smallest sizes fit beside the pinned jobs' GPUs and the protected jobs' smallest sizes;
+    and whether a starving job did not fit (then no other waiting job may start)."""
     budget = capacity - sum(
         len(job.placement) for job, pin in zip(jobs, pinned, strict=True) if pin
+    )
+    budget -= sum(
+        min((n for n in allowed[index] if n > 0), default=len(job.placement))
+        for index, job in enumerate(jobs)
+        if protected[index] and job.placement
     )
     starving = sorted(
         (
             index
             for index, job in enumerate(jobs)
-            if not pinned[index] and objective.starving(job) and len(allowed[index]) > 1
+            if not pinned[index]
+            and not protected[index]  # already kept running
+            and objective.starving(job)
+            and len(allowed[index]) > 1
         ),
         key=lambda index: (-objective.waited_s(jobs[index]), jobs[index].id),
     )
     chosen: set[int] = set()
+    reserving = False
     for index in starving:
         smallest = min(n for n in allowed[index] if n > 0)
         if smallest <= budget:
             chosen.add(index)
             budget -= smallest
-    return chosen
+        else:
+            reserving = True
+            break
+    return chosen, reserving
 
 
 def _held(job: Job, now: float, hold_s: float) -> bool:

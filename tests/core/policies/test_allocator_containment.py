@@ -38,7 +38,12 @@ from tests.core.support import FixedSource, running_job
 ORACLE = make_oracle(SimulationSetup())
 PLANNER = Planner(ORACLE.hardware, catalog=ModelCatalog(ORACLE.profiles))
 POLLUX_LIKE = JigsawConfig(
-    guests=False, hosts=False, service_weight=0.0, promote_s=math.inf, launch_s=30.0
+    guests=False,
+    hosts=False,
+    service_weight=0.0,
+    promote_s=math.inf,
+    launch_s=30.0,
+    min_run_s=0.0,
 )
 """jigsaw's objective reduced to Pollux's: no co-tenancy, no attained-service weight, no
 starvation pin, a first start priced as a restart (as Pollux's semantics sets it)."""

@@ -77,6 +77,8 @@ def test_user_options_change_only_what_they_name_of_the_semantics_config() -> No
     assert config.las.thresholds == TIRESIAS.thresholds and config.las.promote_knob == 2
     jigsaw = POLLUX.policy_options["jigsaw"]
     chosen = policy_options("jigsaw", merged_options(jigsaw, {"config": {"guests": False}}))
-    assert chosen["config"] == JigsawConfig(guests=False, restart_s=30.0, launch_s=30.0)
+    assert chosen["config"] == JigsawConfig(
+        guests=False, restart_s=30.0, launch_s=30.0, min_run_s=0.0
+    )
     replaced = merged_options(jigsaw, {"config": JigsawConfig()})  # an object replaces it whole
     assert replaced["config"] == JigsawConfig()
