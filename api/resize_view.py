@@ -2,14 +2,12 @@
 
 The policy decides; this module only reads what it left behind and what the rule needs:
 
-- what the server's policy does with sizes (fifo, las and maxmin never resize; pollux sizes
-  every job each round; jigsaw's rule grows into idle GPUs and shrinks for waiting jobs when
-  the time it saves pays the restart);
+- what the server's policy does with sizes (fifo, las and maxmin never resize; pollux and
+  jigsaw's joint allocator size every job each round by goodput, a change paying its restart);
 - the reason of this job's decision in the last round, and of its last resize event (the
   policy writes each change's gain there);
-- the state of the cluster the rule reads: idle GPUs, waiting jobs, the job's hold after its
-  last resize, and an upper bound of what growing could save (linear scaling of the rate it
-  runs at), against the restart the rule must pay.
+- the state of the cluster the allocator reads: idle GPUs, waiting jobs, the job's hold, and
+  the restart a change pays (measured, else the prior) with the resizes it has had.
 """
 
 from __future__ import annotations
@@ -53,7 +51,9 @@ def resize_story(
         if decision.get("job_id") == job.id and decision.get("kind") == "resize":
             story.append(f"the last round resized it: {decision.get('reason')}")
     config = _jigsaw_config(policy, options)
-    if policy not in RESIZING_POLICIES or (policy == "jigsaw" and not _get(config, "resize")):
+    if policy not in RESIZING_POLICIES or (
+        policy == "jigsaw" and _get(config, "knowledge") == "oracle"
+    ):
         story.append(
             f"the policy {policy} does not resize jobs: it keeps the size the job starts with "
             "(a server with JIGSAW_POLICY=jigsaw or pollux resizes elastic jobs)"
@@ -69,11 +69,11 @@ def resize_story(
             f"(range {low}..{high}) while no other size raises the cluster's"
         )
         return story
-    story.extend(_jigsaw_rule(job, config, size, free_gpus, waiting_jobs, rate, now))
+    story.extend(_jigsaw_allocator(job, config, size, free_gpus, waiting_jobs, rate, now))
     return story
 
 
-def _jigsaw_rule(
+def _jigsaw_allocator(
     job: Job,
     config: object,
     size: int,
@@ -82,66 +82,40 @@ def _jigsaw_rule(
     rate: float | None,
     now: float,
 ) -> list[str]:
+    """What holds a running elastic job's size under jigsaw's joint allocator (docs/SCHEDULER.md,
+    "jigsaw: the joint allocator"): the facts a user can check, then the price a change pays."""
+    del rate
     low, high = job.spec.worker_range
-    priced = bool(_get(config, "resize_priced"))
-    margin = float(_get(config, "resize_margin"))
+    hold = float(_get(config, "min_hold_s"))
+    since = max(t for t in (job.run_started_at, job.resized_at, 0.0) if t is not None)
+    if hold > 0 and now - since < hold:
+        return [f"held until {_clock(since + hold)}: min_hold_s is {hold:g} s"]
     restart = job.resize_s
     restart_words = (
         f"its last resize took {restart:.0f} s"
         if restart is not None
-        else f"a restart costs about {float(_get(config, 'resize_floor_s')):.0f} s or more "
-        "before one is measured"
+        else f"{float(_get(config, 'restart_s')):.0f} s before one is measured"
     )
-    if priced and restart is not None and job.resized_at is not None:
-        until = job.resized_at + float(_get(config, "resize_hold")) * restart
-        if now < until:
-            return [
-                f"held until {_clock(until)}: no resize within {_get(config, 'resize_hold'):g} "
-                f"x its last resize's {restart:.0f} s"
-            ]
+    price = (
+        f"a change pays its restart ({restart_words}), discounted by its age and its "
+        f"{counted(job.resizes, 'resize')} so far"
+    )
     if waiting_jobs:
         if size <= low:
             return [f"at its min_workers ({low}) while {_waiting(waiting_jobs)}"]
-        if not priced:
-            return [f"{_waiting(waiting_jobs)}: it shrinks to {low} at the next round"]
         return [
-            f"{_waiting(waiting_jobs)}: it shrinks towards {counted(low, 'worker')} only when "
-            "what they "
-            f"gain pays what it loses plus {1 + margin:g} x the restart ({restart_words})"
+            f"{_waiting(waiting_jobs)}: it shrinks towards {counted(low, 'worker')} when the "
+            f"round's objective says their running is worth more than its speed; {price}"
         ]
     if size >= high:
         return [f"at its max_workers ({high}) and nobody waits"]
     if free_gpus <= 0:
         return [f"no idle GPUs to grow into (at {size} of up to {high} workers)"]
-    target = min(high, size + free_gpus)
-    if not priced:
-        return [f"{counted(free_gpus, 'idle GPU')}: it grows to {target} at the next round"]
-    need = (
-        f"growing must save {1 + margin:g} x the restart ({restart_words})"
-        if restart is None
-        else f"growing must save {1 + margin:g} x {restart:.0f} s = "
-        f"{(1 + margin) * restart:.0f} s ({restart_words})"
-    )
-    if rate is None or rate <= 0:
-        return [
-            f"{counted(free_gpus, 'idle GPU')}, up to {target} workers: {need}; no rate "
-            "reported yet"
-        ]
-    left = job.remaining_iterations / rate
-    most = left * (1 - size / target)
-    said = (
-        f"{counted(free_gpus, 'idle GPU')}: growing to {target} would save at most "
-        f"{most:.0f} s of its {left:.0f} s left (if it scaled linearly); {need}"
-    )
-    floor = (1 + margin) * (
-        restart if restart is not None else float(_get(config, "resize_floor_s"))
-    )
-    if most > floor:
-        said += (
-            "; the policy prices each size at the oracle's predicted rate, which says it "
-            "does not pay yet"
-        )
-    return [said]
+    return [
+        f"{counted(free_gpus, 'idle GPU')}: jigsaw sizes it each round by goodput from the "
+        f"step times its leases measured (at most twice the largest size measured); {price}; "
+        "it keeps its size while no other size raises its discounted speedup"
+    ]
 
 
 def _jigsaw_config(policy: str, options: Mapping[str, Any]) -> object:
@@ -153,13 +127,7 @@ def _jigsaw_config(policy: str, options: Mapping[str, Any]) -> object:
         return None
 
 
-_DEFAULTS = {
-    "resize": True,
-    "resize_priced": True,
-    "resize_margin": 1.0,
-    "resize_hold": 4.0,
-    "resize_floor_s": 14.8,
-}
+_DEFAULTS = {"knowledge": "reports", "min_hold_s": 0.0, "restart_s": 30.0}
 """JigsawConfig's defaults, for a server that sets no config (and a config that lost one)."""
 
 

@@ -66,8 +66,8 @@ def test_las_and_jigsaw_queue_by_priority_first_fifo_by_arrival() -> None:
     fifo = queue_order("fifo", {})
     assert [j.spec.name for j in fifo.waiting(active, NOW, 4)] == ["early", "later", "urgent"]
     assert fifo.words == "fifo: arrival order (priority is not used)"
-    # jigsaw on the max-min base: most owed per unit of share first, the longest wait here.
-    maxmin = queue_order("jigsaw", {"config": {"base": "maxmin"}})
+    # timeslice on the max-min base: most owed per unit of share first, the longest wait here.
+    maxmin = queue_order("timeslice", {"config": {"base": "maxmin"}})
     assert [j.spec.name for j in maxmin.waiting(active, NOW, 1)] == ["early", "later", "urgent"]
     assert "max-min" in maxmin.words
 
@@ -150,26 +150,21 @@ def story(job: Job, policy: str = "jigsaw", **given: Any) -> list[str]:
 STORIES = [
     ("fifo never resizes", elastic(2), {"policy": "fifo"},
      "the policy fifo does not resize jobs"),
-    ("the ablation", elastic(2), {"options": {"config": {"resize": False}}},
+    ("the oracle-only ablation", elastic(2), {"options": {"config": {"knowledge": "oracle"}}},
      "the policy jigsaw does not resize jobs"),
     ("no idle GPUs", elastic(2), {}, "no idle GPUs to grow into (at 2 of up to 4 workers)"),
     ("at max", elastic(4), {"free_gpus": 2}, "at its max_workers (4) and nobody waits"),
-    ("held", elastic(2, resized_at=NOW - 10, resize_s=14.0), {"free_gpus": 2},
-     "held until 08:00:46Z: no resize within 4 x its last resize's 14 s"),
-    ("growing does not pay", elastic(2, iterations_done=900.0, resize_s=14.0),
-     {"free_gpus": 2, "rate": 10.0},
-     "2 idle GPUs: growing to 4 would save at most 5 s of its 10 s left (if it scaled "
-     "linearly); growing must save 2 x 14 s = 28 s (its last resize took 14 s)"),
-    ("the linear bound pays, the policy's rates do not", elastic(2, resize_s=5.0),
-     {"free_gpus": 2, "rate": 1.0},
-     "save at most 500 s of its 1000 s left (if it scaled linearly); growing must save 2 x 5 s "
-     "= 10 s (its last resize took 5 s); the policy prices each size at the oracle's predicted "
-     "rate, which says it does not pay yet"),
-    ("prior before a measure", elastic(2), {"free_gpus": 1},
-     "1 idle GPU, up to 3 workers: growing must save 2 x the restart (a restart costs "
-     "about 15 s or more before one is measured); no rate reported yet"),
+    ("held", elastic(2, resized_at=NOW - 10), {"options": {"config": {"min_hold_s": 60}}},
+     "held until 08:00:50Z: min_hold_s is 60 s"),
+    ("a measured restart", elastic(2, resize_s=14.0, resizes=2), {"free_gpus": 2},
+     "2 idle GPUs: jigsaw sizes it each round by goodput from the step times its leases "
+     "measured (at most twice the largest size measured); a change pays its restart (its last "
+     "resize took 14 s), discounted by its age and its 2 resizes so far"),
+    ("the prior before a measure", elastic(2), {"free_gpus": 1},
+     "a change pays its restart (30 s before one is measured)"),
     ("someone waits", elastic(3), {"waiting_jobs": 2},
-     "2 jobs wait: it shrinks towards 1 worker only when what they gain pays what it loses"),
+     "2 jobs wait: it shrinks towards 1 worker when the round's objective says their running "
+     "is worth more than its speed"),
     ("at min while waiting", elastic(1), {"waiting_jobs": 1},
      "at its min_workers (1) while 1 job waits"),
 ]  # fmt: skip

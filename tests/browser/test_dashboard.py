@@ -207,8 +207,9 @@ def test_dashboard_shows_the_make_run_packing(
     start_server: StartServer, sharing: str, over: str
 ) -> None:
     # The `make run` scenario (scripts/quickstart.sh) with the same policy and options, on the
-    # simulated executor instead of Ray: a 4-worker digits CNN fills 4 GPUs, a 1-worker MLP
-    # arrives, jigsaw packs it onto one of the host's GPUs; the packing view marks that GPU.
+    # simulated executor instead of Ray, with models the allocator packs: a 4-worker resnet50
+    # fills 4 GPUs, a 1-worker resnet18 arrives, jigsaw packs it onto one of the host's GPUs
+    # (the digits CNN of `make run` leaves no slack to share); the packing view marks that GPU.
     chromium, node = browser_tools()
     server = start_server(
         gpus=4,
@@ -222,8 +223,8 @@ def test_dashboard_shows_the_make_run_packing(
     host = submit(
         url,
         token,
-        name="digits-host",
-        model="digits_cnn",
+        name="host",
+        model="resnet50_32",
         workers=4,
         iterations=100000,
         spb="auto",
@@ -236,8 +237,8 @@ def test_dashboard_shows_the_make_run_packing(
     guest = submit(
         url,
         token,
-        name="mlp-guest",
-        model="mlp",
+        name="guest",
+        model="resnet18_32",
         workers=1,
         iterations=100000,
         spb="auto",

@@ -1,7 +1,8 @@
-"""`make run`'s script end to end on a real local Ray: the guest is packed into the host's SPB
-slack, `jigsaw-cli cluster` shows the shared GPU, and both jobs finish with a held-out accuracy
-(scripts/quickstart.sh; docs/SCHEDULER.md, "The `make run` demo"). Its elastic act is issue 23's
-end-to-end elastic test: grown, shrunk for a newcomer, grown back, both jobs SUCCEEDED."""
+"""`make run`'s script end to end on a real local Ray: the joint allocator prices packing the
+guest into the host's GPUs (and shows the shared GPU when it takes it), both jobs finish with a
+held-out accuracy (scripts/quickstart.sh; docs/SCHEDULER.md, "The `make run` demo"), and its
+elastic act is sized by goodput from what the job's leases measured, each resize naming its
+gain."""
 
 from __future__ import annotations
 
@@ -50,14 +51,16 @@ def test_make_run_packs_the_guest_and_prints_both_accuracies(tmp_path: Path) -> 
         os.kill(int(line.split()[0]), signal.SIGKILL)
     assert leftover == [], leftover  # Ray's agents used to outlive the demo
     assert result.returncode == 0, out[-4000:]
-    assert "one GPU runs the host's partial worker and the guest" in out, out
-    # The host's SPB plan is a near tie between staircase and uniform:1 (docs/SCHEDULER.md);
-    # either one opens the slack the guest packs into.
-    packed = r"\(mlp-guest\): .*packed into j-\w+'s slack \(plan (staircase|uniform:1)\)"
-    assert re.search(packed, out), out
+    # The packing act: the allocator prices packing the guest into the host's GPUs. A digits
+    # CNN worker leaves the oracle almost no idle time to share, so today it waits its turn;
+    # if a pack is taken, the shared GPU and the pack's reason are shown.
     shared = [line for line in out.splitlines() if "◆ shared" in line]
-    assert len(shared) == 1, out
-    assert "digits-host/r" in shared[0] and "mlp-guest/r0" in shared[0]
+    if "one GPU runs the host's partial worker and the guest" in out:
+        assert re.search(r"\(mlp-guest\): .*packed into", out), out
+        assert len(shared) == 1 and "mlp-guest/r0" in shared[0], out
+    else:
+        assert "no GPU is shared: the allocator priced packing the guest" in out, out
+        assert not shared, out
     accuracies = {
         name: json.loads(metrics)["accuracy"]
         for name, metrics in re.findall(
@@ -72,24 +75,23 @@ def test_make_run_packs_the_guest_and_prints_both_accuracies(tmp_path: Path) -> 
 
 
 def assert_the_elastic_act(out: str) -> None:
-    """Issue 23's "done means": an elastic job submitted with ``jigsaw-cli submit`` on local
-    Ray grows into the idle GPUs (its fixed global batch split four ways), shrinks to
-    ``min_workers`` for the newcomer, which it names, grows back, and reaches SUCCEEDED with
-    every iteration done; each resize is an event with its reason."""
+    """Issue 29's demo: an elastic job submitted with ``jigsaw-cli submit`` on local Ray is
+    sized by the joint allocator from what its leases measured, each resize an event whose
+    reason names its gain (``jigsaw: grew 1→2: goodput +N%``), and it reaches SUCCEEDED with
+    every iteration done, beside a newcomer."""
     act = out[out.index("==> elastic:") :]
-    assert "Size       4 workers x 12 = global batch 48; elastic 1..4 workers, batch fixed" in act
     newcomer = re.search(r"(j-\w+) \(mlp-newcomer\)", act)
     assert newcomer, act
     resizes = act[act.index("==> the elastic job's resizes") : act.index("==> final evaluation")]
     reasons = [line for line in resizes.splitlines() if "Running/Resized" in line]
-    assert "2 -> 4 workers into GPUs nobody waits for" in reasons[0], resizes
-    shrink = f"4 -> 1 workers 1 job(s) wait, {newcomer.group(1)} first: back to min_workers"
-    assert any(shrink in line for line in reasons), resizes
-    assert len(reasons) >= 3 and "into GPUs nobody waits for" in reasons[-1], resizes
+    assert reasons, resizes
+    assert all(
+        re.search(r"jigsaw: (grew|shrank) \d+→\d+: goodput ([+-]\d+%|new)", r) for r in reasons
+    ), resizes
     final = act[act.rindex("==> final state") : act.index("==> the elastic job's resizes")]
     jobs = final.split("\nID ")
     assert len(jobs) == 3, final  # the text before the first job, then one block per job
     for block in jobs[1:]:
         assert re.search(r"^State +SUCCEEDED", block, flags=re.MULTILINE), block
-    assert re.search(r"^Progress +100\.0% +3000/3000$", jobs[1], flags=re.MULTILINE), jobs[1]
-    assert re.search(r"^mlp-elastic: .*finished at 3000/3000 ", act, flags=re.MULTILINE), act
+    assert re.search(r"^Progress +100\.0% +60000/60000$", jobs[1], flags=re.MULTILINE), jobs[1]
+    assert re.search(r"^mlp-elastic: .*finished at 60000/60000 ", act, flags=re.MULTILINE), act
