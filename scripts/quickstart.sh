@@ -130,7 +130,7 @@ echo "==> final state"
 "$CLI" status "$host" "$guest"
 echo "==> final evaluation (held-out digits)"
 for job in "$host" "$guest"; do
-  echo "$(job_field "$job" name): $("$CLI" logs "$job" | grep "finished at" | tail -1 || true)"
+  echo "$(job_field "$job" name): $("$CLI" logs "$job" --tail 50 | grep "finished at" | tail -1 || true)"
 done
 
 resized() { "$CLI" describe "$1" | grep -q "Running/Resized"; }
@@ -158,6 +158,6 @@ text = sys.stdin.read()
 print(text[text.index("Resizes"):text.index("Events")].rstrip())'
 echo "==> final evaluation (held-out digits)"
 for job in "$elastic" "$newcomer"; do
-  echo "$(job_field "$job" name): $("$CLI" logs "$job" | grep "finished at" | tail -1 || true)"
+  echo "$(job_field "$job" name): $("$CLI" logs "$job" --tail 50 | grep "finished at" | tail -1 || true)"
 done
 echo "==> demo took $(( $(date +%s) - started )) s"

@@ -80,8 +80,7 @@ def assert_the_elastic_act(out: str) -> None:
     reason names its gain (``jigsaw: grew 1→2: goodput +N%``), and it reaches SUCCEEDED with
     every iteration done, beside a newcomer."""
     act = out[out.index("==> elastic:") :]
-    newcomer = re.search(r"(j-\w+) \(mlp-newcomer\)", act)
-    assert newcomer, act
+    assert re.search(r"mlp-newcomer +ADMITTED -> RUNNING", act), act
     resizes = act[act.index("==> the elastic job's resizes") : act.index("==> final evaluation")]
     reasons = [line for line in resizes.splitlines() if "Running/Resized" in line]
     assert reasons, resizes
