@@ -10,12 +10,7 @@ from typing import Any, get_args
 
 import pytest
 
-from api.db import make_engine
-from api.metrics import Metrics
-from api.oracle_view import oracle_view_for
 from api.scheduler.recorder import ProgressRecorder, RoundRecorder
-from api.scheduler.service import SchedulerService
-from api.settings import Settings
 from api.store import SqlStore
 from api.store.telemetry import Telemetry
 from jigsaw.model.cluster import Cluster, Placement
@@ -24,7 +19,6 @@ from jigsaw.model.domain import Job, JobSpec, submitted_event
 from jigsaw.model.executor_events import Failed
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import full_backprop
-from jigsaw.model.reasons import ReasonCode
 from jigsaw.scheduling.clock import VirtualClock
 from jigsaw.scheduling.cycle import SchedulingCycle
 from tests.api.conftest import ApiClient
@@ -160,53 +154,6 @@ def test_a_recorder_that_raises_loses_no_decision_and_no_heartbeat(
     assert [d["job_id"] for d in leader.last_decisions] == ["a", "b", "c"]
     failures = [r for r in caplog.records if "could not record the start" in r.getMessage()]
     assert len(failures) == 3 and all(r.exc_info for r in failures)
-
-
-def test_a_service_round_with_a_resize_records_it_and_writes_the_heartbeat(
-    sqlite_url: str, tmp_path: object
-) -> None:
-    """The jigsaw policy on the simulated service: an elastic job on both GPUs shrinks 2 -> 1
-    for a newcomer; the round that resizes it writes its record."""
-    engine = make_engine(sqlite_url)
-    settings = Settings(
-        database_url=sqlite_url,
-        data_dir=tmp_path,  # type: ignore[arg-type]
-        gpus=2,
-        policy="jigsaw",
-        round_seconds=0.05,
-    )
-    service = SchedulerService(settings, engine, Metrics(engine), oracle_view_for(settings))
-    epoch = service.leadership.try_acquire()
-    assert epoch is not None
-    term = service.open_term(epoch)
-    try:
-        store = term.store
-        add(store, "e", 2, batch_size=16, **{**ELASTIC, "max_workers": 2})
-        deadline = time.monotonic() + 30
-        while store.get("e").state is not JobState.RUNNING:
-            assert time.monotonic() < deadline, "the elastic job never ran"
-            term.run_round()
-            time.sleep(0.05)
-        add(store, "n", 1)
-        round_before = SqlStore(engine).leader_state()
-        assert round_before is not None
-        report = term.run_round()
-        assert [type(d) for d in report.decisions] == [Resize], report.decisions
-        leader = SqlStore(engine).leader_state()
-        assert leader is not None
-        assert leader.round == round_before.round + 1
-        assert leader.heartbeat_at is not None and leader.heartbeat_at > report.at
-        assert [(d["kind"], d["job_id"]) for d in leader.last_decisions] == [
-            ("start", "e"),
-            ("resize", "e"),
-        ]
-        resized = [e for e in store.events("e") if e.code == ReasonCode.RESIZED]
-        assert len(store.get("e").placement) == 1 and len(resized) == 1
-        assert leader.last_decisions[-1]["reason"] == resized[0].reason
-    finally:
-        term.handle.shutdown()
-        service.leadership.release()
-        engine.dispose()
 
 
 def test_a_failed_gangs_traceback_and_output_tail_land_in_the_jobs_log(api: ApiClient) -> None:

