@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jigsaw.goodput.model import compact_nodes
 from jigsaw.goodput.source import GoodputSource, JobGoodput
 from jigsaw.model.cluster import Placement
 from jigsaw.model.decisions import Decision, Preempt, Resize, Start
@@ -44,6 +43,7 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import Plan
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.planning.planner import Planner
+from jigsaw.policies.allocator.knowledge import size_choices, worker_batch
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
 
@@ -143,37 +143,14 @@ class PolluxPolicy(PolicyBase):
             cap = min(high, explored, goodput.limits.max_replicas(), capacity)
             cap = min(cap, MAX_NODES_PER_JOB * per_node)
             allowed[max(low, 1) : max(cap, min(low, capacity)) + 1] = True
-        speedup = self._speedups(goodput, current, fair_share, per_node, capacity)
+        everything = list(range(capacity + 1))
+        speedup = size_choices(job, goodput, everything, fair_share, per_node).speedups
         changed = sizes != len(current)
         discount = np.where(changed, self._restart_discount(job, now), 1.0)
         # A speedup of one node's worth of GPUs counts 1 (Pollux's dominant-share scaling).
         scaled = speedup * discount / per_node
         costs = np.where(allowed, (scaled + ZERO_GUARD) ** self.fairness_power, np.inf)
         return _JobView(job, current, goodput, costs)
-
-    def _speedups(
-        self,
-        goodput: JobGoodput | None,
-        current: Placement,
-        fair_share: int,
-        per_node: int,
-        capacity: int,
-    ) -> np.ndarray:
-        sizes = np.arange(capacity + 1)
-        linear = sizes / fair_share
-        model = goodput.model if goodput is not None else None
-        if model is None:
-            return linear
-        replicas = np.maximum(sizes, 1)
-        nodes = np.array([compact_nodes(int(n), per_node) for n in replicas])
-        if current:
-            nodes[len(current)] = len({gpu[0] for gpu in current})
-        values, _, _ = model.best_many(nodes, replicas)
-        base = model.best(1, fair_share).goodput
-        if base <= 0:
-            return linear
-        speedups: np.ndarray = np.where(sizes > 0, values / base, 0.0)
-        return speedups
 
     def _restart_discount(self, job: Job, now: float) -> float:
         """Pollux's ``max(age - restarts x delay, 0) / (age + delay)``."""
@@ -195,7 +172,7 @@ class PolluxPolicy(PolicyBase):
             if view.current and not placement:
                 preempts.append(Preempt(job.id, "pollux: no GPUs this round"))
             elif view.current and view.resizable:
-                batch = self._worker_batch(view, placement)
+                batch = worker_batch(view.job, view.goodput, placement)
                 assert batch is not None
                 reason = (
                     f"pollux: {len(view.current)} -> {len(placement)} GPUs, "
@@ -209,7 +186,7 @@ class PolluxPolicy(PolicyBase):
                     )
                 )
             elif not view.current and placement:
-                batch = self._worker_batch(view, placement)
+                batch = worker_batch(view.job, view.goodput, placement)
                 plan = (
                     self.planner.resized_plan(job, len(placement))
                     if view.goodput
@@ -227,23 +204,6 @@ class PolluxPolicy(PolicyBase):
                 )
         # Shrinks free GPUs before grows and starts take them.
         return [*preempts, *(d for _, d in sorted(resizes, key=lambda x: x[0])), *starts]
-
-    def _worker_batch(self, view: _JobView, placement: Placement) -> int | None:
-        goodput = view.goodput
-        if goodput is None:
-            return None
-        spec, workers = view.job.spec, len(placement)
-        if spec.batch_policy == "fixed":
-            return spec.global_batch // workers
-        limits = goodput.limits
-        if goodput.model is not None:
-            nodes = len({gpu[0] for gpu in placement})
-            choice = goodput.model.best(nodes, workers)
-            if choice.goodput > 0:
-                return choice.worker_batch
-        # Nothing measured yet: the smallest batch the size allows, as Pollux starts.
-        smallest = max(limits.min_batch, limits.min_local * workers)
-        return math.ceil(smallest / workers)
 
 
 register("pollux", uses=frozenset({"planner", "goodput"}))(PolluxPolicy)
