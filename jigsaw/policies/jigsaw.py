@@ -24,6 +24,7 @@ The policy keeps no state between rounds; its plan catalog is a memo of oracle f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.configurations import (
     GUEST,
     HOST,
+    OFF,
     Column,
     JobView,
     Problem,
@@ -93,12 +95,82 @@ class JigsawPolicy(PolicyBase):
         self.resizes_running_jobs = self._source is not None or self.config.guests
         """Sizes move round after round when jobs report; slots open as gangs run."""
         self.catalog = PlanCatalog(oracle, spb=self.config.hosts, eta_of=eta_of, planner=planner)
+        self._last_round: tuple[Snapshot, RoundResult | None] | None = None
+        """The last round decided (a memo for :meth:`stable_until`, asked of the same
+        snapshot right after; it never changes a decision)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         result = self.solve_round(snapshot)
+        self._last_round = (snapshot, result)
         if result is None:
             return []
         return self._decisions(result)
+
+    def stable_until(self, snapshot: Snapshot) -> float | None:
+        """After a round with no decisions: until when the same world keeps that answer.
+
+        The objective moves with time through the running jobs' weights (attained service),
+        the waiting jobs' discounts, the guests' prices and the elastic jobs' reports, so a
+        round is stable only where none of those can change a choice:
+
+        - no elastic job the goodput source knows, no guest running and no co-tenancy
+          offered (a guest's price moves with its host's age);
+        - every running job is pinned or protected (it has no off column), so a waiting job
+          can only start on free GPUs; after a round that started nobody, none fits there,
+          and a waiting job's value only grows with its age (its discount rises).
+
+        Then the answer holds until a protection or hold ends, a waiting job starves, a
+        restarted job's discount leaves zero, or a back-off ends. With nothing waiting it
+        holds until the next arrival or finish. ``None`` otherwise: ask every round.
+        """
+        last = self._last_round
+        result = last[1] if last is not None and last[0] is snapshot else None
+        if result is None:
+            if not snapshot.running and not snapshot.waiting:
+                return math.inf
+            result = self.solve_round(snapshot)
+            if result is None:
+                return math.inf
+        problem, now = result.problem, snapshot.now
+        if problem.cotenancy_offered:
+            return None
+        for index, view in enumerate(problem.views):
+            if view.guest_of is not None:
+                return None
+            if view.goodput is not None and view.job.spec.is_elastic:
+                return None
+            if view.current and any(problem.columns[c].kind == OFF for c in problem.by_job[index]):
+                return None
+        return min(
+            self._crossings(problem, now),
+            snapshot.next_retry_at if snapshot.next_retry_at is not None else math.inf,
+        )
+
+    def _crossings(self, problem: Problem, now: float) -> float:
+        """The first moment after ``now`` at which a pin, protection or price changes by
+        itself: a hold or minimum run ends, a waiting job starts starving, a restarted
+        job's discount leaves zero."""
+        config = self.config
+        objective = Objective(config, now, 1)
+        found = math.inf
+        for view in problem.views:
+            job = view.job
+            if view.current:
+                if job.run_started_at is None:
+                    continue  # admitted: pinned until its start (an executor event)
+                since = max(t for t in (job.run_started_at, job.resized_at, 0.0) if t is not None)
+                for hold in (config.min_hold_s, config.min_run_s):
+                    if hold > 0 and since + hold > now:
+                        found = min(found, since + hold)
+                continue
+            waited = objective.waited_s(job)
+            if math.isfinite(config.promote_s) and waited <= config.promote_s:
+                found = min(found, now + (config.promote_s - waited))
+            restarts = max(job.attempt - 1, 0) + job.resizes
+            zero_until = job.submitted_at + restarts * objective.restart_s(job)
+            if zero_until > now:
+                found = min(found, zero_until)
+        return found
 
     def solve_round(self, snapshot: Snapshot) -> RoundResult | None:
         jobs = [*snapshot.running, *snapshot.waiting]

@@ -66,6 +66,9 @@ class Problem:
     by_job: list[list[int]] = field(default_factory=list)
     """Column indices of each job; its exclusive and off columns come first, by size."""
     capacity: int = 0
+    cotenancy_offered: bool = False
+    """Co-tenancy found slots to offer this round (guest prices move with the hosts' ages,
+    so such a round is not stable, :meth:`~jigsaw.policies.jigsaw.JigsawPolicy.stable_until`)."""
 
     def add(self, column: Column) -> int:
         self.columns.append(column)

@@ -84,10 +84,13 @@ class Cotenancy:
         self.config = config
 
     def add_columns(self, problem: Problem, cluster: Cluster) -> None:
+        guests = self._guests(problem)
+        if not guests and not _hosts_now(problem):
+            return  # nobody to pack and no host to price: no slot can matter this round
         slots = self._slots(problem, cluster)
         if not slots:
             return
-        guests = self._guests(problem)
+        problem.cotenancy_offered = True
         priced: dict[tuple[object, ...], tuple[float, float] | None] = {}
         objective = self.objective
         terms: dict[int, tuple[float, float]] = {}
@@ -287,6 +290,15 @@ class Cotenancy:
         host_id = "\0host"  # no job id starts with a NUL
         times = self.oracle.colocation.iteration_times({host_id: slot.timing, guest.id: alone})
         return alone.alone_s / times[guest.id], slot.timing.alone_s / times[host_id]
+
+
+def _hosts_now(problem: Problem) -> bool:
+    """Some running gang runs an SPB staircase (a host now): its columns must be priced."""
+    return any(
+        isinstance(view.job.plan, SPBPlan) and not view.job.plan.is_full_backprop
+        for view in problem.views
+        if view.current and view.guest_of is None
+    )
 
 
 def guest_hosts(jobs: Sequence[Job]) -> dict[str, str]:

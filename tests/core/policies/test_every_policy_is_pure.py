@@ -44,6 +44,7 @@ from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
 from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.policies.builder import build_policy
+from jigsaw.policies.jigsaw import JigsawPolicy
 from jigsaw.policies.shared.plans import PlanCatalog
 from jigsaw.policies.speed.round_memory import RecordCache, RoundMemory
 from jigsaw.scheduling.poison import restricted
@@ -67,6 +68,8 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # (tests/core/policies/test_incremental_decisions.py, test_las_ranking.py).
     RoundMemory: frozenset({"_ranking", "_ledger", "_caches"}),
     RecordCache: frozenset({"_answers"}),
+    # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
+    JigsawPolicy: frozenset({"_last_round"}),
 }
 """Attributes that memoise a pure function of their key: left out of the state compared."""
 

@@ -4,8 +4,10 @@ las and timeslice tell the simulator until when a round with no decisions stays 
 (``stable_until``); the replay jumps over the rounds before it. Each case below replays the
 same trace with and without the jump and compares the decision logs line by line. Short LAS
 thresholds, a short starvation floor and a short minimum run time make the time-driven
-crossings (queue demotions, starvation promotions, protection ends) happen often. (jigsaw
-makes no such promise: its objective moves with every job's age, so it is asked every round.)
+crossings (queue demotions, starvation promotions, protection ends) happen often. jigsaw
+promises less (its objective moves with every job's age): only rounds in which every running
+gang is protected or pinned and nothing is offered for co-tenancy; its tight case makes
+protections end and waiting jobs starve within minutes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.shared.fairness import LasConfig
 from jigsaw.policies.timeslice import TimesliceConfig
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
@@ -28,6 +31,11 @@ CASES: dict[str, dict[str, Any]] = {
     "timeslice-tight": {
         "policy": "timeslice",
         "options": {"config": TimesliceConfig(las=TIGHT_LAS, min_run_s=300.0)},
+    },
+    "jigsaw-defaults": {"policy": "jigsaw", "options": {}},
+    "jigsaw-tight": {
+        "policy": "jigsaw",
+        "options": {"config": JigsawConfig(min_run_s=300.0, promote_s=900.0, min_hold_s=120.0)},
     },
 }
 
