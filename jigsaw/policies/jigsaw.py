@@ -109,19 +109,23 @@ class JigsawPolicy(PolicyBase):
     def stable_until(self, snapshot: Snapshot) -> float | None:
         """After a round with no decisions: until when the same world keeps that answer.
 
-        The objective moves with time through the running jobs' weights (attained service),
-        the waiting jobs' discounts, the guests' prices and the elastic jobs' reports, so a
-        round is stable only where none of those can change a choice:
+        Between events a round's prices move only through a restarted job's discount (it
+        rises with the job's age), the guests' prices and the elastic jobs' reports; a
+        job's weight is fixed while it runs or waits (it counts the service it had when
+        its run began). So a round is stable when:
 
-        - no elastic job the goodput source knows, no guest running and no co-tenancy
-          offered (a guest's price moves with its host's age);
-        - every running job is pinned or protected (it has no off column), so a waiting job
-          can only start on free GPUs; after a round that started nobody, none fits there,
-          and a waiting job's value only grows with its age (its discount rises).
+        - no elastic job the goodput source knows, no guest running, no co-tenancy
+          offered;
+        - either every running job is pinned or protected (no off column: a waiting job
+          can only start on free GPUs, where none fitted, and a waiting job's value only
+          rises), or no waiting job's discount moves (never started, with a free launch),
+          so every column's cost stays what it is;
+        - no running job is starving beside a waiting one that starves (the longest
+          waiters run first, and only the waiting ones' waits grow).
 
-        Then the answer holds until a protection or hold ends, a waiting job starves, a
-        restarted job's discount leaves zero, or a back-off ends. With nothing waiting it
-        holds until the next arrival or finish. ``None`` otherwise: ask every round.
+        Then the answer holds until a protection or hold ends, a waiting job starts
+        starving, a restarted job's discount leaves zero, or a back-off ends; with nothing
+        waiting, until the next arrival or finish. ``None`` otherwise: ask every round.
         """
         last = self._last_round
         result = last[1] if last is not None and last[0] is snapshot else None
@@ -134,17 +138,36 @@ class JigsawPolicy(PolicyBase):
         problem, now = result.problem, snapshot.now
         if problem.cotenancy_offered:
             return None
+        objective = Objective(self.config, now, 1)
+        evictable = starving_runs = moving_prices = starving_waits = False
         for index, view in enumerate(problem.views):
+            job = view.job
             if view.guest_of is not None:
                 return None
-            if view.goodput is not None and view.job.spec.is_elastic:
+            if view.goodput is not None and job.spec.is_elastic:
                 return None
-            if view.current and any(problem.columns[c].kind == OFF for c in problem.by_job[index]):
-                return None
+            if view.current:
+                if any(problem.columns[c].kind == OFF for c in problem.by_job[index]):
+                    evictable = True
+                    starving_runs = starving_runs or objective.starving(job)
+            else:
+                moving_prices = moving_prices or self._discount_moves(job)
+                starving_waits = starving_waits or objective.starving(job)
+        if (evictable and moving_prices) or (starving_runs and starving_waits):
+            return None
         return min(
             self._crossings(problem, now),
             snapshot.next_retry_at if snapshot.next_retry_at is not None else math.inf,
         )
+
+    def _discount_moves(self, job: Job) -> bool:
+        """The waiting job's restart discount changes with its age (see
+        :meth:`Objective.discount`): it has run before and restarts cost time, or its launch
+        does."""
+        if job.attempt == 0:
+            return self.config.launch_s > 0
+        restart = job.resize_s if job.resize_s is not None else self.config.restart_s
+        return restart > 0
 
     def _crossings(self, problem: Problem, now: float) -> float:
         """The first moment after ``now`` at which a pin, protection or price changes by

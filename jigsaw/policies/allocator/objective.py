@@ -15,6 +15,8 @@ share, ``ceil(GPUs / jobs)`` GPUs on one node) contributes
 - ``w_j = (1 + service_weight x T / (T + attained)) x priority weight``: little attained
   service weighs more (Tiresias' idea, in the objective instead of a separate ranking), and so
   does a higher ``priority`` (``1 + p``; ``1 / (1 - p)`` below 0, as max-min weighs it);
+  ``attained`` is what the job had when its current run began, so a weight does not decay
+  while the job runs;
 - ``churn``: a small bias towards the configuration a job has.
 """
 
@@ -40,8 +42,15 @@ class Objective:
     per_node: int
 
     def weight(self, job: Job) -> float:
+        """The job's weight, from the service it had attained when its current run began
+        (for a waiting job: all it has had). It does not decay while the job runs, so the
+        weight decides who starts and who yields to whom at a restart, but a running job
+        is never evicted merely for having run (that made it a preemptive LAS, whose
+        30-minute quantum cost 26,389 preemptions on a Philly fortnight), and a round's
+        prices stay put between events (:meth:`~jigsaw.policies.jigsaw.JigsawPolicy.
+        stable_until`)."""
         config = self.config
-        attained = job.attained_service(self.now)
+        attained = job.attained_gpu_seconds
         weight = 1.0
         if config.service_weight > 0:
             scale = config.service_scale_s
