@@ -38,11 +38,15 @@ class JigsawConfig:
     T / (T + attained GPU-seconds)`` (``T`` = ``service_scale_s``): little attained service
     weighs more. 0: Pollux's unweighted objective."""
     service_scale_s: float = 3_600.0
-    promote_s: float = 1_800.0
-    """Starvation guard: a job that has waited longer than this
+    promote_s: float = math.inf
+    """Starvation pin: a job that has waited longer than this
     (:meth:`~jigsaw.policies.allocator.objective.Objective.waited_s`) loses its off column,
     longest-waiting first while the GPUs suffice: it runs this round and is not preempted
-    again. inf: off."""
+    again; while one does not fit, no other waiting job starts. Off (inf) by default: under a
+    sustained backlog many jobs pass any threshold, and the pin turns the round into FIFO
+    with evictions (philly-low: 21.9 h average JCT at 30 min, 22.0 h at 6 h, 14.8 h at 48 h,
+    against 3.81 h without it; docs/BENCHMARKS.md). The adversarial stream of
+    tests/core/policies/test_allocator_decisions.py sets it to one hour."""
     churn: float = 0.0
     """A change of configuration costs this share of the job's term on top of the restart
     discount (a small bias towards keeping things as they are)."""

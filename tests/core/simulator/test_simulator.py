@@ -12,6 +12,7 @@ from jigsaw.model.cluster import Cluster
 from jigsaw.model.domain import JobSpec
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.lifecycle import JobState
+from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.quota import QuotaPolicy, Quotas
 from jigsaw.simulator import (
@@ -143,6 +144,15 @@ def test_unknown_policy_is_a_readable_error() -> None:
         run_trace("philly_excerpt.csv", "sjf", gpus=16)
 
 
+GUARDED: dict[str, dict[str, object]] = {
+    "jigsaw": {"config": JigsawConfig(promote_s=1_800.0)},
+}
+"""jigsaw's starvation pin is off by default (it costs a Philly fortnight fivefold, see
+``JigsawConfig.promote_s``); this test holds the pin to its promise. Without it the big gang
+waits for the stream to end (tests/core/policies/test_allocator_decisions.py,
+``test_a_long_gang_finishes_under_a_steady_stream_of_short_jobs``)."""
+
+
 @pytest.mark.parametrize("policy", ["las", "maxmin", "jigsaw"])
 def test_no_big_gang_starves_behind_a_stream_of_small_jobs(policy: str) -> None:
     """Adversarial: a steady stream of 1-GPU jobs that alone would keep every GPU busy."""
@@ -163,7 +173,8 @@ def test_no_big_gang_starves_behind_a_stream_of_small_jobs(policy: str) -> None:
         trace = TraceJob(f"s{i}", at, 1, "resnet18_32", 128)
         arrivals.append(Arrival(f"s{i:03d}", at, spec, trace))
     cluster = Cluster.uniform(4, 4)
-    result = Replay(arrivals, make_policy(policy, oracle), rates, cluster).run()
+    policy_object = make_policy(policy, oracle, **GUARDED.get(policy, {}))
+    result = Replay(arrivals, policy_object, rates, cluster).run()
     big = result.store.get("big")
     assert big.state == JobState.SUCCEEDED
     # Small jobs behind it may not backfill the GPUs it waits for; it waits at most for the
