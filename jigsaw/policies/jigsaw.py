@@ -54,6 +54,7 @@ from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.solve import Solution, solve
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.plans import EtaOf, PlanCatalog
+from jigsaw.policies.shared.pollux_allocation import Infeasible
 
 __all__ = ["JigsawConfig", "JigsawPolicy"]
 
@@ -203,20 +204,28 @@ class JigsawPolicy(PolicyBase):
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
         objective = Objective(self.config, now, per_node)
         goodputs = [self._goodput(job, now) for job in jobs]
-        problem = exclusive_problem(
-            jobs,
-            goodputs,
-            guest_hosts(snapshot.running),
-            objective,
-            cluster.num_gpus,
-            per_node,
-            self.config,
-        )
-        if self.config.guests:
-            Cotenancy(self.catalog, self.oracle, self.planner, objective, self.config).add_columns(
-                problem, cluster
+        guests_of = guest_hosts(snapshot.running)
+        for relax_guests in (False, True):
+            problem = exclusive_problem(
+                jobs,
+                goodputs,
+                guests_of,
+                objective,
+                cluster.num_gpus,
+                per_node,
+                self.config,
+                relax_guests=relax_guests,
             )
-        solution = solve(problem, self.config.solver_time_s, self.config.mip_rel_gap)
+            if self.config.guests:
+                Cotenancy(
+                    self.catalog, self.oracle, self.planner, objective, self.config
+                ).add_columns(problem, cluster)
+            try:
+                solution = solve(problem, self.config.solver_time_s, self.config.mip_rel_gap)
+                break
+            except Infeasible:
+                if relax_guests or not guests_of:
+                    raise
         return RoundResult(problem, solution, place(problem, solution.chosen, cluster))
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:

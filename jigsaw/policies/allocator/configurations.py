@@ -96,6 +96,8 @@ def exclusive_problem(
     capacity: int,
     per_node: int,
     config: JigsawConfig,
+    *,
+    relax_guests: bool = False,
 ) -> Problem:
     """Every job's off and exclusive columns (Pollux's configurations)."""
     fair_share = -(-capacity // max(len(jobs), 1))
@@ -107,10 +109,16 @@ def exclusive_problem(
         for job, goodput in zip(jobs, goodputs, strict=True)
     ]
     pinned = [job.state is JobState.ADMITTED or _held(job, now, config.min_hold_s) for job in jobs]
+    # A guest shares its host's GPU: kept from the off column, it must take a GPU of its own,
+    # and on a full cluster the program then has no feasible answer (a full-Philly replay
+    # failed so). Such a round is built again with ``relax_guests``: guests are neither
+    # protected nor pinned as starving.
+    sharing = [relax_guests and job.id in guests_of for job in jobs]
     protected = [
-        not pin and _held(job, now, config.min_run_s) for job, pin in zip(jobs, pinned, strict=True)
+        not pin and not guest and _held(job, now, config.min_run_s)
+        for job, pin, guest in zip(jobs, pinned, sharing, strict=True)
     ]
-    must_run, reserving = _starving(jobs, allowed, pinned, protected, objective, capacity)
+    must_run, reserving = _starving(jobs, allowed, pinned, protected, sharing, objective, capacity)
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
         current = job.placement if job.state.holds_resources else ()
         guest_of = guests_of.get(job.id)
@@ -148,6 +156,7 @@ def _starving(
     allowed: list[list[int]],
     pinned: list[bool],
     protected: list[bool],
+    sharing: list[bool],
     objective: Objective,
     capacity: int,
 ) -> tuple[set[int], bool]:
@@ -168,6 +177,7 @@ def _starving(
             for index, job in enumerate(jobs)
             if not pinned[index]
             and not protected[index]  # already kept running
+            and not sharing[index]  # a guest: it runs on a shared slot
             and objective.starving(job)
             and len(allowed[index]) > 1
         ),

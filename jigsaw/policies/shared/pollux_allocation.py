@@ -49,6 +49,10 @@ def choose_sizes(jobs: Sequence[SizeCosts], capacity: int) -> dict[str, int]:
     }
 
 
+class Infeasible(ValueError):
+    """No choice of the jobs' options fits the GPUs (the jobs that may not wait need more)."""
+
+
 def choose_options(
     options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
 ) -> list[int]:
@@ -75,6 +79,10 @@ def choose_options(
             pick[better] = option
         best = new
     left = int(np.argmin(best))
+    if not best[left] < UNREACHABLE:
+        raise Infeasible(
+            f"no choice of options fits {capacity} GPUs: the jobs that may not wait need more"
+        )
     chosen = [0] * len(options)
     for index in range(len(options) - 1, -1, -1):
         pick = int(picks[index, left])

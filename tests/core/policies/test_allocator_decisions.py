@@ -280,3 +280,28 @@ def test_a_host_whose_guests_are_gone_goes_back_to_full_backprop() -> None:
     assert isinstance(replan, Replan) and replan.plan == _full(4)
     assert replan.placement == host.placement
     assert replan.reason.startswith("jigsaw: back to full backprop on host: goodput +")
+
+
+def test_a_fresh_guest_on_a_full_cluster_leaves_the_round_feasible() -> None:
+    """A guest within its protection holds no GPU of its own: kept from waiting, it would
+    need one, and on a full cluster no answer fits (a full-Philly replay stopped on this).
+    The round is built again without protecting guests, and the guest keeps its slot or
+    waits; the host is untouched."""
+    staircase = replace(_full(4), depths=(0, 3, 3, 3))
+    spec = JobSpec("host", "resnet50_32", 4, 10**6, batch_size=32)
+    host = running_job(spec, ((0, 0), (0, 1), (0, 2), (0, 3)), staircase, NOW - 120.0)
+    guest_spec = JobSpec("g", "resnet18_32", 1, 10**5, batch_size=32)
+    guest = running_job(guest_spec, ((0, 3),), full_backprop(1, 4), NOW - 60.0)
+    cluster = Cluster.uniform(4, 4, gpu_memory_bytes=ORACLE.hardware.memory_bytes)
+    policy = _policy()
+    assert policy.config.min_run_s > 120.0  # both are protected
+    snapshot = Snapshot(NOW, cluster, (), (host, guest))
+    result = policy.solve_round(snapshot)
+    assert result is not None
+    chosen = {
+        result.problem.views[i].job.id: result.problem.columns[c]
+        for i, c in enumerate(result.solution.chosen)
+    }
+    assert chosen["host"].gpus == 4
+    assert chosen["g"].kind in {"guest", "off"}
+    assert not any(d.job_id == "host" and isinstance(d, Preempt) for d in policy.decide(snapshot))
