@@ -84,17 +84,24 @@ def preemption(api: ApiClient, rounds: Rounds) -> list[Sighting]:
 
 
 def packing(api: ApiClient, rounds: Rounds) -> list[Sighting]:
-    """jigsaw: alice's 4-worker host fills the cluster; bob's 1-worker guest is packed into
-    its SPB slack (resnet50's partial ranks leave room where digits_cnn's leave none). The
-    guest's events and logs name the host; the host's reason (its re-plan) names the guest."""
+    """jigsaw: alice's 4-worker host fills the cluster; bob's three 1-worker guests are packed
+    into its SPB slack (resnet50's partial ranks leave room where digits_cnn's leave none;
+    one guest alone gains less than the staircase costs the host, so it would wait). A
+    guest's events and logs name the host; the host's reason (its re-plan) names the guests."""
     alices = api.submit("alice", name="a-host", model="resnet50_32", workers=4, iterations=10**5)
     rounds.run(3)
-    bobs = api.submit("bob", name="b-guest", model="resnet18_32", workers=1, iterations=10**5)
+    bobs = [
+        api.submit("bob", name=f"b-guest-{i}", model="resnet18_32", workers=1, iterations=10**5)
+        for i in range(3)
+    ]
     rounds.run(3)
-    host, guest = str(alices["id"]), str(bobs["id"])
+    host = str(alices["id"])
+    reason = api.client.get(f"/api/v1/jobs/{host}", headers=api.headers("admin")).json()["reason"]
+    named = [str(b["id"]) for b in bobs if f"slack for {b['id']}" in reason]
+    assert named, reason
     return [
-        Sighting("bob", guest, host, "packed into", frozenset({"events", "logs"})),
-        Sighting("alice", host, guest, "slack for", frozenset({"status", "list"})),
+        Sighting("bob", named[0], host, "packed into", frozenset({"events", "logs"})),
+        Sighting("alice", host, named[0], "slack for", frozenset({"status", "list"})),
     ]
 
 
