@@ -41,7 +41,6 @@ from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.configurations import (
     GUEST,
     HOST,
-    OFF,
     Column,
     JobView,
     Problem,
@@ -52,6 +51,7 @@ from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.solve import Solution, solve
+from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.plans import EtaOf, PlanCatalog
 from jigsaw.policies.shared.pollux_allocation import Infeasible
@@ -108,26 +108,9 @@ class JigsawPolicy(PolicyBase):
         return self._decisions(result)
 
     def stable_until(self, snapshot: Snapshot) -> float | None:
-        """After a round with no decisions: until when the same world keeps that answer.
-
-        Between events a round's prices move only through a restarted job's discount (it
-        rises with the job's age), the guests' prices and the elastic jobs' reports; a
-        job's weight is fixed while it runs or waits (it counts the service it had when
-        its run began). So a round is stable when:
-
-        - no elastic job the goodput source knows, no guest running, no co-tenancy
-          offered;
-        - either every running job is pinned or protected (no off column: a waiting job
-          can only start on free GPUs, where none fitted, and a waiting job's value only
-          rises), or no waiting job's discount moves (never started, with a free launch),
-          so every column's cost stays what it is;
-        - no running job is starving beside a waiting one that starves (the longest
-          waiters run first, and only the waiting ones' waits grow).
-
-        Then the answer holds until a protection or hold ends, a waiting job starts
-        starving, a restarted job's discount leaves zero, or a back-off ends; with nothing
-        waiting, until the next arrival or finish. ``None`` otherwise: ask every round.
-        """
+        """After a round with no decisions: until when the same world keeps that answer
+        (:func:`~jigsaw.policies.allocator.stability.stable_until`); the round is the one
+        :meth:`decide` just solved for this snapshot, else solved afresh."""
         last = self._last_round
         result = last[1] if last is not None and last[0] is snapshot else None
         if result is None:
@@ -136,65 +119,7 @@ class JigsawPolicy(PolicyBase):
             result = self.solve_round(snapshot)
             if result is None:
                 return math.inf
-        problem, now = result.problem, snapshot.now
-        if problem.cotenancy_offered:
-            return None
-        objective = Objective(self.config, now, 1)
-        evictable = starving_runs = moving_prices = starving_waits = False
-        for index, view in enumerate(problem.views):
-            job = view.job
-            if view.guest_of is not None:
-                return None
-            if view.goodput is not None and job.spec.is_elastic:
-                return None
-            if view.current:
-                if any(problem.columns[c].kind == OFF for c in problem.by_job[index]):
-                    evictable = True
-                    starving_runs = starving_runs or objective.starving(job)
-            else:
-                moving_prices = moving_prices or self._discount_moves(job)
-                starving_waits = starving_waits or objective.starving(job)
-        if (evictable and moving_prices) or (starving_runs and starving_waits):
-            return None
-        return min(
-            self._crossings(problem, now),
-            snapshot.next_retry_at if snapshot.next_retry_at is not None else math.inf,
-        )
-
-    def _discount_moves(self, job: Job) -> bool:
-        """The waiting job's restart discount changes with its age (see
-        :meth:`Objective.discount`): it has run before and restarts cost time, or its launch
-        does."""
-        if job.attempt == 0:
-            return self.config.launch_s > 0
-        restart = job.resize_s if job.resize_s is not None else self.config.restart_s
-        return restart > 0
-
-    def _crossings(self, problem: Problem, now: float) -> float:
-        """The first moment after ``now`` at which a pin, protection or price changes by
-        itself: a hold or minimum run ends, a waiting job starts starving, a restarted
-        job's discount leaves zero."""
-        config = self.config
-        objective = Objective(config, now, 1)
-        found = math.inf
-        for view in problem.views:
-            job = view.job
-            if view.current:
-                if job.run_started_at is None:
-                    continue  # admitted: pinned until its start (an executor event)
-                since = max(t for t in (job.run_started_at, job.resized_at, 0.0) if t is not None)
-                for hold in (config.min_hold_s, config.min_run_s):
-                    if hold > 0 and since + hold > now:
-                        found = min(found, since + hold)
-                continue
-            waited = objective.waited_s(job)
-            if math.isfinite(config.promote_s) and waited <= config.promote_s:
-                found = min(found, now + (config.promote_s - waited))
-            restarts = max(job.attempt - 1, 0) + job.resizes
-            zero_until = job.submitted_at + restarts * objective.restart_s(job)
-            if zero_until > now:
-                found = min(found, zero_until)
-        return found
+        return stable_until(result.problem, snapshot, self.config)
 
     def solve_round(self, snapshot: Snapshot) -> RoundResult | None:
         jobs = [*snapshot.running, *snapshot.waiting]

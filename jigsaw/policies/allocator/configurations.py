@@ -196,12 +196,16 @@ def _starving(
     return chosen, reserving
 
 
+def held_since(job: Job) -> float:
+    """When the job's current configuration began: its start or its last resize."""
+    return max(t for t in (job.run_started_at, job.resized_at, 0.0) if t is not None)
+
+
 def _held(job: Job, now: float, hold_s: float) -> bool:
     """Started or resized less than ``hold_s`` ago: it keeps what it has."""
     if hold_s <= 0 or job.state is not JobState.RUNNING:
         return False
-    since = max(t for t in (job.run_started_at, job.resized_at, 0.0) if t is not None)
-    return now - since < hold_s
+    return now - held_since(job) < hold_s
 
 
 def size_costs(problem: Problem, job: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
