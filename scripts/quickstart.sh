@@ -104,7 +104,7 @@ if [ -n "$leftover" ]; then
 fi
 
 echo "==> submitting the host: digits CNN on 4 workers, SPB plan chosen by jigsaw"
-host=$("$CLI" submit --name digits-host --model digits_cnn --workers 4 --iterations 800 \
+host=$("$CLI" submit --name digits-host --model digits_cnn --workers 4 --iterations 300 \
   --spb auto --batch-size 32 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 wait_for 180 running "$host" || { echo "the host did not start; see $log" >&2; exit 1; }
