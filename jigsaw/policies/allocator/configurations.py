@@ -8,6 +8,7 @@ per job (:mod:`.solve`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -118,6 +119,7 @@ def exclusive_problem(
         not pin and not guest and _held(job, now, config.min_run_s)
         for job, pin, guest in zip(jobs, pinned, sharing, strict=True)
     ]
+    linear: dict[tuple[int, ...], SizeChoices] = {}
     must_run, reserving = _starving(jobs, allowed, pinned, protected, sharing, objective, capacity)
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
         current = job.placement if job.state.holds_resources else ()
@@ -131,7 +133,13 @@ def exclusive_problem(
             # A starving job waits for protected gangs to end: nobody else starts meanwhile,
             # so the GPUs they free accumulate for it (no starvation behind a stream).
             sizes = [0]
-        choices = size_choices(job, goodput, sizes, fair_share, per_node)
+        if goodput is None:  # priced by its size alone: jobs of one size list share it
+            key = tuple(sizes)
+            choices = linear.get(key) or linear.setdefault(
+                key, size_choices(job, None, sizes, fair_share, per_node)
+            )
+        else:
+            choices = size_choices(job, goodput, sizes, fair_share, per_node)
         problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
         problem.by_job.append([])
     # One vector pass prices every job's sizes (the same arithmetic, element by element, as
@@ -144,10 +152,16 @@ def exclusive_problem(
     discounts = np.repeat([objective.discount(job) for job in jobs], counts)
     costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
     owners = np.repeat(np.arange(len(jobs)), counts)
-    for owner, size, speedup, cost in zip(
-        owners.tolist(), sizes_all.tolist(), speedups_all.tolist(), costs.tolist(), strict=True
-    ):
-        problem.add(Column(owner, EXCLUSIVE if size > 0 else OFF, size, cost, speedup))
+    problem.columns = [
+        Column(owner, EXCLUSIVE if size > 0 else OFF, size, cost, speedup)
+        for owner, size, speedup, cost in zip(
+            owners.tolist(), sizes_all.tolist(), speedups_all.tolist(), costs.tolist(), strict=True
+        )
+    ]
+    first = 0
+    for job_columns, count in zip(problem.by_job, counts, strict=True):
+        job_columns.extend(range(first, first + count))
+        first += count
     return problem
 
 
@@ -163,6 +177,8 @@ def _starving(
     """The starving jobs that must run this round: longest-waiting first, while their
     smallest sizes fit beside the pinned jobs' GPUs and the protected jobs' smallest sizes;
     and whether a starving job did not fit (then no other waiting job may start)."""
+    if objective.config.promote_s == math.inf:
+        return set(), False  # the pin is off (the default): nobody starves by the clock
     budget = capacity - sum(
         len(job.placement) for job, pin in zip(jobs, pinned, strict=True) if pin
     )
@@ -212,8 +228,13 @@ def size_costs(problem: Problem, job: int) -> tuple[np.ndarray, np.ndarray, list
     """The job's cheapest column of each GPU count, guests aside, as (sizes ascending, costs,
     column indices): what the dynamic program chooses among (a host column competes with
     the exclusive column of its size; on a tie the exclusive one, listed first, is kept)."""
+    indices = problem.by_job[job]
+    sizes_now = problem.views[job].choices.sizes
+    if len(indices) == len(sizes_now):  # its off and exclusive columns only, by size
+        costs = np.array([problem.columns[i].cost for i in indices])
+        return sizes_now, costs, indices
     best: dict[int, int] = {}
-    for index in problem.by_job[job]:
+    for index in indices:
         column = problem.columns[index]
         if column.kind == GUEST:
             continue

@@ -22,6 +22,7 @@ most ``MAX_GUESTS`` guests (the heaviest-weighted, then the oldest), and each gu
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -155,7 +156,9 @@ class Cotenancy:
             if view.guest_of is None:
                 for gpu in view.current:
                     occupants[gpu] = occupants.get(gpu, 0) + 1
-        slots: list[_Slot] = []
+        # (-idle, column, gpu) first: the slots kept are the ``MAX_SLOTS`` with the most idle
+        # compute, and only those are built.
+        found: list[tuple[float, int, GpuId, int, int, float, bool, GangTiming]] = []
         for index, view in enumerate(problem.views):
             keep = problem.keep_column(index)
             if keep is None or view.job.state is not JobState.RUNNING:
@@ -171,28 +174,23 @@ class Cotenancy:
                 timing = self.catalog.timing(job, column_plan, placement)
                 if timing is None:
                     continue
-                busy = dict(timing.busy_s)
                 for gpu, load, used in self.catalog.footprint(job, column_plan, placement):
                     if occupants.get(gpu, 0) != 1 or load > 1.0 - _MIN_SLACK:
                         continue
-                    # Alone with one guest, the host's other GPUs share nothing: its timing
-                    # on this GPU alone gives the same co-located times, and slots of hosts
-                    # of one shape price alike (one co-location solve per shape and guest).
-                    here = GangTiming(timing.alone_s, ((_ANY_GPU, busy[gpu]),), timing.profile)
-                    slots.append(
-                        _Slot(
-                            column,
-                            gpu,
-                            cluster.gpu_memory(gpu) - used,
-                            1.0 - load,
-                            index,
-                            speedup,
-                            changed,
-                            here,
-                        )
-                    )
-        slots.sort(key=lambda s: (-s.idle, s.column, s.gpu))
-        return slots[:MAX_SLOTS]
+                    entry = (-(1.0 - load), column, gpu, used, index, speedup, changed, timing)
+                    found.append(entry)
+        slots: list[_Slot] = []
+        for idle, column, gpu, used, index, speedup, changed, timing in heapq.nsmallest(
+            MAX_SLOTS, found, key=lambda entry: entry[:3]
+        ):
+            # Alone with one guest, the host's other GPUs share nothing: its timing on this
+            # GPU alone gives the same co-located times, and slots of hosts of one shape
+            # price alike (one co-location solve per shape and guest).
+            busy = dict(timing.busy_s)[gpu]
+            here = GangTiming(timing.alone_s, ((_ANY_GPU, busy),), timing.profile)
+            memory = cluster.gpu_memory(gpu) - used
+            slots.append(_Slot(column, gpu, memory, -idle, index, speedup, changed, here))
+        return slots
 
     def _host_columns(
         self, problem: Problem, index: int, keep: int, plan: SPBPlan, keep_speedup: float

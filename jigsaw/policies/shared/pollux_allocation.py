@@ -61,23 +61,30 @@ def choose_options(
     dynamic programming over (jobs, GPUs used) in ``O(jobs x GPUs x options per job)``. Ties
     go to the smaller size, the same answer as a search over every size with inf for the
     forbidden ones."""
-    best = np.full(capacity + 1, UNREACHABLE)
-    best[0] = 0.0
-    picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
+    width = capacity + 1
+    # ``padded[width:]`` holds the best-so-far, behind ``width`` unreachable entries: the
+    # best-so-far shifted right by ``size`` GPUs is the view ``padded[width - size : -size]``.
+    padded = np.full(2 * width, UNREACHABLE)
+    padded[width] = 0.0
+    picks = np.zeros((len(options), width), dtype=np.int32)
     for index, (sizes, costs) in enumerate(options):
         # Each option shifts the best-so-far by its size and adds its cost; the first
         # strictly cheaper option wins (argmin's tie rule), one vector pass per option.
-        new = np.full(capacity + 1, UNREACHABLE)
+        new: NDArray[np.float64] | None = None
         pick = picks[index]
         for option, (size, cost) in enumerate(zip(sizes.tolist(), costs.tolist(), strict=True)):
             if size > capacity:
                 continue
-            shifted = np.full(capacity + 1, UNREACHABLE)
-            shifted[size:] = best[: capacity + 1 - size] + cost
+            shifted = padded[width - size : 2 * width - size] + cost
+            if new is None:  # the first option is better than nothing wherever it reaches
+                new = shifted
+                pick[:] = option
+                continue
             better = shifted < new
-            new = np.where(better, shifted, new)
+            np.copyto(new, shifted, where=better)
             pick[better] = option
-        best = new
+        padded[width:] = UNREACHABLE if new is None else new
+    best = padded[width:]
     left = int(np.argmin(best))
     if not best[left] < UNREACHABLE:
         raise Infeasible(
