@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,8 +27,9 @@ from jigsaw.policies.allocator.objective import Objective
 OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
+class Column(NamedTuple):
+    """Immutable; a tuple, since a round builds one per job and size (millions a replay)."""
+
     job: int
     """Index of the job in the round's list."""
     kind: str

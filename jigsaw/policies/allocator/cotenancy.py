@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from jigsaw.model.cluster import Cluster, GpuId
 from jigsaw.model.domain import Job
@@ -210,8 +210,7 @@ class Cotenancy:
             # A host now: keeping its size keeps its SPB plan; back to full backprop in
             # place is a host column of its own.
             ratio = self.catalog.goodput(job, plan, placement) / base
-            current = replace(
-                problem.columns[keep],
+            current = problem.columns[keep]._replace(
                 cost=self.objective.cost(job, keep_speedup * ratio, changed=False),
                 speedup=keep_speedup * ratio,
                 plan=plan,
