@@ -180,7 +180,7 @@ class Cotenancy:
                     entry = (-(1.0 - load), column, gpu, used, index, speedup, changed, timing)
                     found.append(entry)
         slots: list[_Slot] = []
-        for idle, column, gpu, used, index, speedup, changed, timing in heapq.nsmallest(
+        for less_idle, column, gpu, used, index, speedup, changed, timing in heapq.nsmallest(
             MAX_SLOTS, found, key=lambda entry: entry[:3]
         ):
             # Alone with one guest, the host's other GPUs share nothing: its timing on this
@@ -189,7 +189,7 @@ class Cotenancy:
             busy = dict(timing.busy_s)[gpu]
             here = GangTiming(timing.alone_s, ((_ANY_GPU, busy),), timing.profile)
             memory = cluster.gpu_memory(gpu) - used
-            slots.append(_Slot(column, gpu, memory, -idle, index, speedup, changed, here))
+            slots.append(_Slot(column, gpu, memory, -less_idle, index, speedup, changed, here))
         return slots
 
     def _host_columns(

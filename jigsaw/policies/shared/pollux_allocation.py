@@ -63,7 +63,8 @@ def choose_options(
     forbidden ones."""
     width = capacity + 1
     # ``padded[width:]`` holds the best-so-far, behind ``width`` unreachable entries: the
-    # best-so-far shifted right by ``size`` GPUs is the view ``padded[width - size : -size]``.
+    # best-so-far shifted right by ``size`` GPUs is the view
+    # ``padded[width - size : 2 * width - size]``.
     padded = np.full(2 * width, UNREACHABLE)
     padded[width] = 0.0
     picks = np.zeros((len(options), width), dtype=np.int32)
