@@ -277,8 +277,15 @@ def summary_markdown(paths: list[Path]) -> str:
 
 def geomean_markdown(paths: list[Path], against: tuple[str, ...] = ("pollux", "las")) -> str:
     """Per load of Pollux's workloads (``@1x``, ``@2x``), the geometric mean over its workloads
-    of every row's average JCT divided by that of each row in ``against``."""
+    of every row's average JCT divided by that of each row in ``against`` that every workload
+    has (saved outputs without a las row still get their means over pollux)."""
     works = [w for w in merged_workloads(paths) if "@" in w["workload"]]
+    present = {r["row"] for w in works for r in w["rows"]}
+    against = tuple(
+        a
+        for a in against
+        if a in present and all(a in {r["row"] for r in w["rows"]} for w in works)
+    )
     loads = sorted({w["workload"].split("@")[1] for w in works})
     head = ["load", "row", *(f"over {a}" for a in against)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -137,9 +137,10 @@ def exclusive_problem(
             sizes = [0]
         if goodput is None:  # priced by its size alone: jobs of one size list share it
             key = tuple(sizes)
-            choices = linear.get(key) or linear.setdefault(
-                key, size_choices(job, None, sizes, fair_share, per_node)
-            )
+            cached = linear.get(key)
+            if cached is None:
+                cached = linear[key] = size_choices(job, None, sizes, fair_share, per_node)
+            choices = cached
         else:
             choices = size_choices(job, goodput, sizes, fair_share, per_node)
         problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
