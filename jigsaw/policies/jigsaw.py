@@ -207,7 +207,8 @@ class JigsawPolicy(PolicyBase):
             change = _percent(column.speedup, was)
             reason = f"jigsaw: back to full backprop on {job.id}: goodput {change}"
             return Replan(job.id, plan, view.current, reason)
-        gain = sum(problem.columns[chosen[g]].speedup for g in guests)
+        packed = [problem.columns[chosen[g]] for g in guests]
+        gain = sum(c.speedup for c in packed) - max((c.host_loss for c in packed), default=0.0)
         names = ", ".join(problem.views[g].job.id for g in guests) or "nobody"
         reason = (
             f"jigsaw: SPB {_label(plan)} on {job.id}: slack for {names}, "

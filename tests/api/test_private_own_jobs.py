@@ -85,10 +85,12 @@ def preemption(api: ApiClient, rounds: Rounds) -> list[Sighting]:
 
 def packing(api: ApiClient, rounds: Rounds) -> list[Sighting]:
     """jigsaw: alice's 4-worker host fills the cluster; bob's three 1-worker guests are packed
-    into its SPB slack (resnet50's partial ranks leave room where digits_cnn's leave none;
-    one guest alone gains less than the staircase costs the host, so it would wait). A
-    guest's events and logs name the host; the host's reason (its re-plan) names the guests."""
-    alices = api.submit("alice", name="a-host", model="resnet50_32", workers=4, iterations=10**5)
+    into its SPB slack (an ImageNet resnet50 at batch 64: its partial ranks idle long enough
+    for a resnet18's turn, where digits_cnn's leave no room at all). A guest's events and
+    logs name the host; the host's reason (its re-plan) names the guests."""
+    alices = api.submit(
+        "alice", name="a-host", model="resnet50_224", batch_size=64, workers=4, iterations=10**5
+    )
     rounds.run(3)
     bobs = [
         api.submit("bob", name=f"b-guest-{i}", model="resnet18_32", workers=1, iterations=10**5)

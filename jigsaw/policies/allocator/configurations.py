@@ -43,6 +43,12 @@ class Column(NamedTuple):
     """A guest: the column (a host's, or its keep-size exclusive one) it shares a GPU of."""
     slot: GpuId | None = None
     """A guest: the GPU it shares."""
+    host_loss: float = 0.0
+    """A guest: the speedup its host's gang loses to the guest's turns on the slot."""
+    host_cost: float = 0.0
+    """A guest: what that loss adds to the host's term of the objective. A gang runs at its
+    slowest GPU, so a host with several guests pays the worst of their losses, once
+    (:mod:`.solve`), not their sum."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,12 @@ objective, and is offered only while it keeps ``host_keep`` of it.
 
 A *guest column* puts a one-GPU job (waiting, or a guest now) on one slot. Its cost is the
 guest's own term at the share of its solo speed the co-location model gives it there
-(:mod:`jigsaw.oracle.colocation`, the model every simulator charges), plus what the host's
-term loses to the guest's turns. The guest needs the host's column chosen and each slot
-takes one guest (:mod:`.solve`). Memory is a hard limit: the host's worker there plus the
-guest fit the GPU.
+(:mod:`jigsaw.oracle.colocation`, the model every simulator charges); the column also carries
+what the host loses to the guest's turns, in speedup and in the host's term, which the
+program charges once per host at the worst of its guests' losses. A guest is offered only
+where its term plus that loss costs less than waiting. The guest needs the host's column
+chosen and each slot takes one guest (:mod:`.solve`). Memory is a hard limit: the host's
+worker there plus the guest fit the GPU.
 
 The round stays small: at most ``MAX_SLOTS`` slots (those with the most idle compute), at
 most ``MAX_GUESTS`` guests (the heaviest-weighted, then the oldest), and each guest on its
@@ -131,21 +133,22 @@ class Cotenancy:
                 loss = objective.term(
                     weight, discount, slot.host_speedup * host_factor, changed=changed
                 ) - objective.term(weight, discount, slot.host_speedup, changed=changed)
-                total = cost + loss
-                if total < off:
+                if cost + loss < off:
                     options.append(
                         Column(
                             job_index,
                             GUEST,
                             0,
-                            total,
+                            cost,
                             speedup * guest_share,
                             plan=plan,
                             needs=slot.column,
                             slot=slot.gpu,
+                            host_loss=slot.host_speedup * (1.0 - host_factor),
+                            host_cost=loss,
                         )
                     )
-            options.sort(key=lambda c: c.cost)
+            options.sort(key=lambda c: c.cost + c.host_cost)
             for column in options[: self.config.guest_slots_per_job]:
                 problem.add(column)
 

@@ -7,18 +7,25 @@ choices couple (a guest needs its host's column chosen, one guest per slot), and
 a 0-1 program solved by SciPy's HiGHS (``scipy.optimize.milp``) under a time limit and a
 relative gap:
 
-    minimise   sum_c cost_c x_c
+    minimise   sum_c cost_c x_c + sum_h C_h
     subject to sum_{c of j} x_c = 1                  for every job j
                sum_c gpus_c x_c <= GPUs
                sum_{guests g on slot s of c} x_g <= x_c   for every offered slot
-               sum_c speedup_c x_c >= sum of the exclusive optimum's speedups
+               L_h >= host_loss_g x_g,  C_h >= host_cost_g x_g   for every guest g of host h
+               sum_c speedup_c x_c - sum_h L_h >= sum of the exclusive optimum's speedups
+
+``L_h`` and ``C_h`` (continuous, at least 0) are what a host column ``h`` loses to its
+guests' turns, in speedup and in the host's term: a gang runs at its slowest GPU, so it pays
+the worst of its guests' losses, once.
 
 The last row is the project's rule, a job does less only where the cluster does more: a
 packing may lower the objective (under p = -1 any share of a GPU looks far better than
 waiting, since a job left out costs 1,000) yet lower the cluster's summed goodput, when a
-host's SPB staircase loses more than its guests gain; such a packing is not taken. Without
-the row a Philly fortnight packed 7,979 guests, each at a fraction of a GPU, behind hosts
-slowed to their eta, and its average JCT rose sixfold.
+host loses more than its guests gain (to an SPB staircase's eta, or to the guests' turns on
+its GPUs); such a packing is not taken. Without the row a Philly fortnight packed 7,979
+guests, each at a fraction of a GPU, behind hosts slowed to their eta, and its average JCT
+rose sixfold; with the row but without the hosts' losses in it, guests still slowed big
+gangs more than they gained, and Philly-low ran 3% better with guests switched off.
 
 The exclusive optimum is a feasible point of that program, so the answer kept is whichever
 of the two costs less: HiGHS stopping early never does worse than pollux's choice.
@@ -26,6 +33,13 @@ of the two costs less: HiGHS stopping early never does worse than pollux's choic
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,21 +156,41 @@ def _solve_milp(
             rows.append(row)
             cols.append(index)
             values.append(column.speedup)
+    hosts = sorted({needs for needs, _ in slots})
+    loss_of = {needs: count + 2 * k for k, needs in enumerate(hosts)}  # L_h; C_h follows it
+    for needs in hosts:
+        rows.append(row)
+        cols.append(loss_of[needs])
+        values.append(-1.0)
     lower.append(floor * (1.0 - _IMPROVEMENT))
     upper.append(np.inf)
     row += 1
-    matrix = coo_array((values, (rows, cols)), shape=(row, count)).tocsr()
-    costs = np.array([column.cost for column in columns])
+    for index, column in enumerate(columns):
+        if column.kind != GUEST or column.needs is None:
+            continue
+        for offset, amount in ((0, column.host_loss), (1, column.host_cost)):
+            rows.extend((row, row))
+            cols.extend((loss_of[column.needs] + offset, index))
+            values.extend((1.0, -amount))
+            lower.append(0.0)
+            upper.append(np.inf)
+            row += 1
+    width = count + 2 * len(hosts)
+    matrix = coo_array((values, (rows, cols)), shape=(row, width)).tocsr()
+    costs = np.array([column.cost for column in columns] + [0.0, 1.0] * len(hosts))
     live = np.array(
         [column.job in touched or index in fixed for index, column in enumerate(columns)]
     )
-    result = milp(
-        costs,
-        constraints=LinearConstraint(matrix, np.array(lower), np.array(upper)),
-        integrality=np.ones(count),
-        bounds=Bounds(0.0, live.astype(np.float64)),
-        options={"time_limit": time_limit_s, "mip_rel_gap": rel_gap, "disp": False},
-    )
+    with _solver_prints_to_stderr():
+        result = milp(
+            costs,
+            constraints=LinearConstraint(matrix, np.array(lower), np.array(upper)),
+            integrality=np.concatenate([np.ones(count), np.zeros(2 * len(hosts))]),
+            bounds=Bounds(
+                0.0, np.concatenate([live.astype(np.float64), np.full(2 * len(hosts), np.inf)])
+            ),
+            options={"time_limit": time_limit_s, "mip_rel_gap": rel_gap, "disp": False},
+        )
     if result.x is None:
         return None
     x = np.round(result.x)
@@ -170,4 +204,46 @@ def _solve_milp(
 
 
 def _cost(problem: Problem, chosen: list[int]) -> float:
-    return float(sum(problem.columns[index].cost for index in chosen))
+    """The objective of ``chosen``: its columns' costs, and each host's worst guest's loss."""
+    columns = problem.columns
+    worst: dict[int, float] = {}
+    for index in chosen:
+        column = columns[index]
+        if column.kind == GUEST and column.needs is not None:
+            worst[column.needs] = max(worst.get(column.needs, 0.0), column.host_cost)
+    return float(sum(columns[index].cost for index in chosen) + sum(worst.values()))
+
+
+_REDIRECT = threading.Lock()
+
+
+@contextmanager
+def _solver_prints_to_stderr() -> Iterator[None]:
+    """HiGHS (inside SciPy) ``printf``s a debug line to the process's standard output on some
+    problems (``HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();``),
+    which broke ``jigsaw-cli simulate -o json``. While it solves, file descriptor 1 points at
+    standard error, and C's buffer is flushed before it is given back."""
+    with _REDIRECT:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            os.dup2(2, 1)
+            yield
+        finally:
+            _flush_c_stdio()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+@functools.cache
+def _c_library() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None)
+    except OSError:  # no C library to load by that name (not on Linux or macOS)
+        return None
+
+
+def _flush_c_stdio() -> None:
+    library = _c_library()
+    if library is not None:
+        library.fflush(None)

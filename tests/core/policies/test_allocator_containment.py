@@ -67,10 +67,15 @@ def _goodput(rng: random.Random, measured: int) -> JobGoodput:
     return JobGoodput(limits, GoodputModel(step, noise, limits), measured)
 
 
-def _world(seed: int) -> tuple[Snapshot, FixedSource]:
+def _world(seed: int, *, host_gang: bool = False) -> tuple[Snapshot, FixedSource]:
     """A random 8- or 16-GPU cluster (nodes of 4) at t = 3,600 s: elastic jobs (some known
     to the source, some measured at up to 4 GPUs) and rigid one- and two-GPU jobs, some
-    running on disjoint GPUs, some waiting, some resized or restarted before."""
+    running on disjoint GPUs, some waiting, some resized or restarted before.
+
+    With ``host_gang``, a rigid 4-GPU resnet50 gang (ImageNet-sized, batch 128) runs on the
+    first node first: an SPB staircase of it idles its partial ranks long enough for a
+    guest's turn, so co-tenancy can pay (a resnet18 gang's cannot: its guests slow it more
+    than they gain)."""
     rng = random.Random(seed)
     gpus = rng.choice([8, 16])
     cluster = Cluster.uniform(gpus, 4, gpu_memory_bytes=ORACLE.hardware.memory_bytes)
@@ -79,6 +84,12 @@ def _world(seed: int) -> tuple[Snapshot, FixedSource]:
     running: list[Job] = []
     waiting: list[Job] = []
     known: dict[str, JobGoodput] = {}
+    if host_gang:
+        spec = JobSpec("h", "resnet50_224", 4, 10**6, batch_size=128)
+        plan = full_backprop(4, ORACLE.num_blocks("resnet50_224"))
+        started = now - rng.uniform(600.0, 3_000.0)
+        running.append(running_job(spec, tuple(free[:4]), plan, started))
+        del free[:4]
     for index in range(rng.randint(2, 9)):
         job_id = f"j{index}"
         elastic = rng.random() < 0.6
@@ -151,7 +162,7 @@ def test_the_random_worlds_are_not_all_quiet() -> None:
 def _costs_with_and_without_cotenancy(seed: int) -> tuple[float, float]:
     """The objective value jigsaw reaches with guest and host columns, and the exclusive
     optimum of the same problem: the configuration pollux chooses (the test above)."""
-    snapshot, source = _world(seed)
+    snapshot, source = _world(seed, host_gang=True)
     config = replace(POLLUX_LIKE, guests=True, hosts=True)
     result = JigsawPolicy(ORACLE, PLANNER, config=config, goodput=source).solve_round(snapshot)
     assert result is not None

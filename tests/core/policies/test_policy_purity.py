@@ -35,8 +35,8 @@ def _timeslice(oracle: Oracle, **options: Any) -> TimeslicePolicy:
 def _host_and_guests(oracle: Oracle, *, plan_changed_at: float | None = None) -> Snapshot:
     """A 4-worker ``spb: auto`` gang, just started, filling a 4-GPU node, and three waiting
     one-worker jobs that fit only in the slack an SPB plan would open."""
-    spec = JobSpec("host", "resnet50_32", 4, 10_000, batch_size=32)
-    plan = full_backprop(4, oracle.num_blocks("resnet50_32"))
+    spec = JobSpec("host", "resnet50_224", 4, 10_000, batch_size=128)
+    plan = full_backprop(4, oracle.num_blocks("resnet50_224"))
     gpus = ((0, 0), (0, 1), (0, 2), (0, 3))
     host = running_job(spec, gpus, plan, NOW)
     host = replace(host, plan_changed_at=plan_changed_at)
