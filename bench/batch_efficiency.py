@@ -44,15 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.spb_common import emit, harmonic_mean_along, iterations_to, provenance
-from bench.spb_efficiency import (
-    CHECKPOINTS,
-    RESULTS,
-    RUN_CACHE,
-    SETTINGS,
-    TARGET_ABS_ERROR,
-    Setting,
-    train_curve,
-)
+from bench.spb_efficiency_scoring import CHECKPOINTS, TARGET_ABS_ERROR
+from bench.spb_efficiency_training import RESULTS, RUN_CACHE, SETTINGS, Setting, train_curve
 from jigsaw.goodput.noise import GradientNoise
 from jigsaw.model.block_noise import BlockNoise
 

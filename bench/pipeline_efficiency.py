@@ -49,7 +49,7 @@ from torch.func import functional_call
 
 from bench.pipeline_efficiency_fit import fit_and_score, text_lines
 from bench.spb_common import emit, iterations_to, provenance
-from bench.spb_efficiency import CHECKPOINTS
+from bench.spb_efficiency_scoring import CHECKPOINTS
 from jigsaw.model.parallelism import PipelinePlan
 from worker.pipeline import PipelineConfig, PipelineTrainer
 from worker.spb.sampler import GlobalBatchSampler

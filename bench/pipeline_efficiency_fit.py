@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from bench.spb_efficiency import TARGET_ABS_ERROR
+from bench.spb_efficiency_scoring import TARGET_ABS_ERROR
 from jigsaw.efficiency.pipeline import fit_curvature, pipeline_eta
 
 FIT_LRS = (0.01, 0.05)

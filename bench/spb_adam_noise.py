@@ -20,15 +20,8 @@ from multiprocessing import get_context
 from typing import Any
 
 from bench.spb_common import emit, provenance
-from bench.spb_efficiency import (
-    PLANS,
-    RESULTS,
-    RUN_CACHE,
-    SETTINGS,
-    analyse,
-    summarise,
-    train_curve,
-)
+from bench.spb_efficiency_scoring import analyse, summarise
+from bench.spb_efficiency_training import PLANS, RESULTS, RUN_CACHE, SETTINGS, train_curve
 
 RESULTS_FILE = RESULTS / "spb_adam_noise.json"
 

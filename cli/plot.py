@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jigsaw.model.lifecycle import JobState
-from jigsaw.simulator.replay import ReplayResult
+from jigsaw.simulator.replay_result import ReplayResult
 
 UTILIZATION_BINS = 400
 

@@ -25,7 +25,7 @@ from cli.output import note, print_renderable
 from jigsaw.model.errors import JigsawError
 from jigsaw.oracle import SharingSettings
 from jigsaw.policies import policy_names
-from jigsaw.simulator.replay import ReplayResult
+from jigsaw.simulator.replay_result import ReplayResult
 from jigsaw.simulator.run import ETA_SOURCES, KNOWLEDGE
 from jigsaw.simulator.semantics import Semantics, semantics_for, trace_format
 from jigsaw.simulator.trace_replay import (

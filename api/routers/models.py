@@ -18,7 +18,8 @@ from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.plan import staircase
 from jigsaw.model.profiles import ZOO_MODELS
 from jigsaw.model.spec_checks import MAX_WORKERS
-from jigsaw.oracle.plan_choice import Alternative, PlanChoice
+from jigsaw.oracle.plan_alternatives import Alternative
+from jigsaw.oracle.plan_choice import PlanChoice
 
 router = APIRouter(
     route_class=JsonRoute,

@@ -16,7 +16,8 @@ from jigsaw.model.hardware import HardwareSpec
 from jigsaw.model.profiles import ModelProfile
 from jigsaw.model.sizes import human_bytes
 from jigsaw.oracle.memory import optimizer_state_copies
-from jigsaw.oracle.plan_choice import Alternative, NoPlanFitsError, PlanChoice
+from jigsaw.oracle.plan_alternatives import Alternative
+from jigsaw.oracle.plan_choice import NoPlanFitsError, PlanChoice
 from jigsaw.oracle.plan_predictions import predict_data_parallel
 
 

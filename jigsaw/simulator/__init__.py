@@ -5,7 +5,8 @@ and a policy together (what ``jigsaw-cli simulate`` and the benches call).
 """
 
 from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel, UnitEfficiency
-from jigsaw.simulator.replay import Replay, ReplayOptions, ReplayResult
+from jigsaw.simulator.replay import Replay, ReplayOptions
+from jigsaw.simulator.replay_result import ReplayResult
 from jigsaw.simulator.run import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.workload import Arrival, arrivals_from_trace
 

@@ -28,7 +28,7 @@ from jigsaw.model.domain import Job
 from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle import ColocationModel, GangTiming
 from jigsaw.simulator.eta_curves import CurveEta
-from jigsaw.simulator.rate_executor import TimeSlicedRates
+from jigsaw.simulator.rate_model import TimeSlicedRates
 from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.traces import TraceJob
 

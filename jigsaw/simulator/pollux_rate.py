@@ -25,7 +25,7 @@ model on the oracle's timings of their zoo models (:mod:`jigsaw.oracle.colocatio
 ones the policy priced the packing with, and each keeps the fraction ``T_alone / T_shared``
 of its measured speed, as :class:`~jigsaw.simulator.rates.GavelRate` does with Gavel's.
 Built without an oracle, or for a model the oracle cannot price, it keeps the rule of
-Pollux's own simulator (:class:`jigsaw.simulator.rate_executor.ConstantRate`: divide by the most
+Pollux's own simulator (:class:`jigsaw.simulator.rate_model.ConstantRate`: divide by the most
 loaded GPU's ``1 + others' load``); neither changes a replay without packing (Pollux's
 fidelity runs).
 """

@@ -19,7 +19,7 @@ from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.numerics import ROUNDOFF
 from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle import GangTiming, Oracle
-from jigsaw.simulator.rate_executor import RateModel
+from jigsaw.simulator.rate_model import RateModel
 from jigsaw.traces import GavelThroughputs
 
 

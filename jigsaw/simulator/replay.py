@@ -28,13 +28,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.decisions import Decision, Preempt, Start
 from jigsaw.model.domain import Job, submitted_event
 from jigsaw.model.executor_events import Finished, Started
-from jigsaw.model.lifecycle import JobState
 from jigsaw.model.numerics import TIME_EPS_S
 from jigsaw.policies.base import Policy
 from jigsaw.scheduling.clock import VirtualClock
@@ -43,9 +41,10 @@ from jigsaw.scheduling.memstore import InMemoryStore
 from jigsaw.simulator.allocation_resets import AllocationResets, FollowsAllocationResets
 from jigsaw.simulator.arrival_gate import ArrivalGate
 from jigsaw.simulator.decisionlog import DecisionLog
-from jigsaw.simulator.metrics import BusyTimeline, percentile, wanted_gpu_seconds
+from jigsaw.simulator.metrics import BusyTimeline
 from jigsaw.simulator.rates import OverheadModel, ReferenceRate
 from jigsaw.simulator.replay_executor import ReplayExecutor
+from jigsaw.simulator.replay_result import ReplayResult, replay_result
 from jigsaw.simulator.round_clock import RoundClock
 from jigsaw.simulator.workload import Arrival
 
@@ -102,23 +101,6 @@ class ReplayOptions:
             raise ValueError("round length must be positive")
         if self.allocation_reset_s is not None and not self.allocation_reset_s >= 0:
             raise ValueError("allocation_reset_s must be >= 0 seconds")
-
-
-@dataclass(slots=True)
-class ReplayResult:
-    policy: str
-    store: InMemoryStore
-    log: DecisionLog
-    timeline: BusyTimeline
-    num_gpus: int
-    rounds: int
-    cycles: int
-    wall_s: float
-    stalled: bool
-    useful_gpu_s: float
-    first_submit: float
-    last_finish: float
-    summary: dict[str, Any]
 
 
 class Replay:
@@ -204,8 +186,19 @@ class Replay:
                 break
             if progress is not None:
                 progress(self._finished, len(self.arrivals), now)
-        wall = time.perf_counter() - started
-        return self._result(loop.rounds, loop.cycles, wall, loop.stalled)
+        return replay_result(
+            self.policy.name,
+            self.store,
+            self.log,
+            self.timeline,
+            self.rates,
+            self.cluster.num_gpus,
+            rounds=loop.rounds,
+            cycles=loop.cycles,
+            wall=time.perf_counter() - started,
+            stalled=loop.stalled,
+            too_large=self.too_large,
+        )
 
     def _jobs_waiting(self) -> bool:
         """Some job wants a decision: queued, admitted but not running, held for a reset, or
@@ -343,79 +336,3 @@ class Replay:
             if done is not None:
                 job = self.store.get(decision.job_id)
                 self.store.save(replace(job, iterations_done=done), expected_version=job.version)
-
-    # -- results --------------------------------------------------------------------------------
-    def _result(self, rounds: int, cycles: int, wall: float, stalled: bool) -> ReplayResult:
-        jobs = self.store.all_jobs()
-        first = min((j.submitted_at for j in jobs), default=0.0)
-        done = [j for j in jobs if j.state == JobState.SUCCEEDED and j.finished_at is not None]
-        last = max((j.finished_at or first for j in done), default=first)
-        jcts = [(j.finished_at or 0.0) - j.submitted_at for j in done]
-        useful = self._useful_gpu_s(jobs)
-        num_gpus = self.cluster.num_gpus
-        makespan = last - first
-        busy = self.timeline.area_until(last)
-        wanted = self._wanted_gpu_s(jobs, last)
-        summary: dict[str, Any] = {
-            "policy": self.policy.name,
-            "jobs": len(jobs),
-            "completed": len(done),
-            "avg_jct_s": math.fsum(jcts) / len(jcts) if jcts else math.nan,
-            "p50_jct_s": percentile(jcts, 50),
-            "p99_jct_s": percentile(jcts, 99),
-            "makespan_s": makespan,
-            "utilization": busy / (num_gpus * makespan) if makespan > 0 else math.nan,
-            "cluster_efficiency": useful / wanted if wanted > 0 else math.nan,
-            "busy_efficiency": useful / busy if busy > 0 else math.nan,
-            "preemptions": sum(j.preemptions for j in jobs),
-            "replans": self.log.counts["replan"],
-            "resizes": self.log.counts["resize"],
-            "packed_starts": self.log.packed_starts,
-            "starts": self.log.counts["start"],
-            "rounds": rounds,
-            "cycles": cycles,
-            "stalled": stalled,
-            "skipped_too_large": self.too_large,
-            "decision_log_sha256": self.log.sha256,
-            "wall_s": wall,
-        }
-        return ReplayResult(
-            summary["policy"],
-            self.store,
-            self.log,
-            self.timeline,
-            num_gpus,
-            rounds,
-            cycles,
-            wall,
-            stalled,
-            useful,
-            first,
-            last,
-            summary,
-        )
-
-    def _useful_gpu_s(self, jobs: Sequence[Job]) -> float:
-        """GPU-seconds of the work done, at each job's reference (exclusive, full) rate."""
-        return math.fsum(
-            min(j.iterations_done, j.spec.iterations)
-            / self.rates.reference_rate(j)
-            * j.spec.workers
-            for j in jobs
-            if j.iterations_done > 0
-        )
-
-    def _wanted_gpu_s(self, jobs: Sequence[Job], last: float) -> float:
-        """GPU-seconds the jobs asked for while they were in the system (to ``last``)."""
-        num_gpus = self.cluster.num_gpus
-        return wanted_gpu_seconds(
-            [
-                (
-                    j.submitted_at,
-                    j.finished_at if j.finished_at is not None else last,
-                    min(j.spec.workers, num_gpus),
-                )
-                for j in jobs
-            ],
-            num_gpus,
-        )

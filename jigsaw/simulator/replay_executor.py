@@ -12,7 +12,8 @@ from jigsaw.model.executor_events import ExecutorEvent, Progressed
 from jigsaw.model.lease_outcome import LeaseOutcome
 from jigsaw.model.plan import Plan
 from jigsaw.scheduling.seams import Clock
-from jigsaw.simulator.rate_executor import RateDrivenExecutor, RateModel
+from jigsaw.simulator.rate_executor import RateDrivenExecutor
+from jigsaw.simulator.rate_model import RateModel
 from jigsaw.simulator.rates import OverheadModel
 
 
@@ -25,7 +26,7 @@ class _StartupByKind:
         self.kind = "launch"
         self.rate = inner.rate
         self.load = inner.load
-        # Time-slicing on shared GPUs (jigsaw.simulator.rate_executor.TimeSlicedRates), when
+        # Time-slicing on shared GPUs (jigsaw.simulator.rate_model.TimeSlicedRates), when
         # offered.
         self.timing = getattr(inner, "timing", None)
         self.rate_at = getattr(inner, "rate_at", None)

@@ -28,7 +28,8 @@ from jigsaw.simulator.rates import (
     ReferenceRate,
     UnitEfficiency,
 )
-from jigsaw.simulator.replay import ProgressHook, Replay, ReplayOptions, ReplayResult
+from jigsaw.simulator.replay import ProgressHook, Replay, ReplayOptions
+from jigsaw.simulator.replay_result import ReplayResult
 from jigsaw.simulator.semantics import JIGSAW, Semantics, trace_format
 from jigsaw.simulator.workload import Arrival, arrivals_from_trace, read_workload
 from jigsaw.traces import GavelThroughputs, TraceJob

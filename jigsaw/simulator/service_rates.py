@@ -4,7 +4,7 @@ packing with (:mod:`jigsaw.oracle.colocation`).
 
 A gang of a model the oracle cannot price (an entry point without a profile, a plan whose
 block count the workers have not reported yet) has no timing; the gangs it shares a GPU
-with then fall back to :class:`~jigsaw.simulator.rate_executor.ConstantRate`'s rule (divide by the
+with then fall back to :class:`~jigsaw.simulator.rate_model.ConstantRate`'s rule (divide by the
 most loaded GPU's ``1 + others' load``).
 """
 
@@ -17,7 +17,7 @@ from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.plan import Plan
 from jigsaw.oracle import ColocationModel, GangTiming, Oracle
-from jigsaw.simulator.rate_executor import ConstantRate
+from jigsaw.simulator.rate_model import ConstantRate
 
 
 class ColocatedConstantRate:

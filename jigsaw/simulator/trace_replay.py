@@ -20,7 +20,8 @@ from jigsaw.oracle import Oracle
 from jigsaw.policies import policy_names
 from jigsaw.policies.options import merged_options, policy_options
 from jigsaw.simulator.rates import ReferenceRate
-from jigsaw.simulator.replay import ProgressHook, ReplayResult
+from jigsaw.simulator.replay import ProgressHook
+from jigsaw.simulator.replay_result import ReplayResult
 from jigsaw.simulator.run import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.semantics import Semantics, semantics_for
 from jigsaw.simulator.workload import Arrival

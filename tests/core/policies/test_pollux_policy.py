@@ -13,7 +13,7 @@ import pytest
 from jigsaw.model.cluster import Cluster
 from jigsaw.policies.shared.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
-from jigsaw.simulator.replay import ReplayResult
+from jigsaw.simulator.replay_result import ReplayResult
 from jigsaw.simulator.semantics import POLLUX
 
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"

@@ -24,7 +24,8 @@ from jigsaw.oracle import Oracle, SharingSettings
 from jigsaw.policies.shared.plans import PlanCatalog
 from jigsaw.scheduling.clock import VirtualClock
 from jigsaw.simulator.pollux_rate import PolluxRate
-from jigsaw.simulator.rate_executor import RateDrivenExecutor, RateModel
+from jigsaw.simulator.rate_executor import RateDrivenExecutor
+from jigsaw.simulator.rate_model import RateModel
 from jigsaw.simulator.rates import GavelRate, OracleRate, OverheadModel
 from jigsaw.simulator.replay_executor import ReplayExecutor
 from jigsaw.simulator.service_rates import ColocatedConstantRate

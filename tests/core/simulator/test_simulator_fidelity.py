@@ -24,7 +24,7 @@ from jigsaw.policies.shared.gavel_fifo import gavel_fifo_allocation
 from jigsaw.policies.shared.gavel_share import GavelPriorities, gavel_allocation
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.pollux_rate import PolluxRate
-from jigsaw.simulator.replay import ReplayResult
+from jigsaw.simulator.replay_result import ReplayResult
 from jigsaw.simulator.semantics import GAVEL, JIGSAW, POLLUX, semantics_for
 from jigsaw.traces import load_trace
 from jigsaw.traces.pollux_apps import load_pollux_app
