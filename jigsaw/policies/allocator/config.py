@@ -60,6 +60,11 @@ class JigsawConfig:
     sizes: str = "all"
     """``all``: every size in the job's range (as Pollux); ``powers``: powers of two plus the
     current size and the range's ends (fewer columns at 1,000 GPUs)."""
+    completion_guard: bool = True
+    """A pack must also not lower the touched jobs' completion rate, ``sum(speed /
+    remaining exclusive seconds)`` (the rate at which they finish; its greedy maximum is
+    SRPT): summed goodput is throughput, and average JCT is not. A long guest does not slow a
+    host near its end (timeslice's guard, in the program as a row; off: an ablation)."""
     guest_slots_per_job: int = 4
     """A guest is offered on its best this many slots (the MILP's size)."""
     host_keep: float = 0.5

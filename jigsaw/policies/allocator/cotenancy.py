@@ -94,6 +94,8 @@ class Cotenancy:
         if not slots:
             return
         problem.cotenancy_offered = True
+        if self.config.completion_guard:
+            problem.pace = [self._pace(problem, index) for index in range(len(problem.views))]
         priced: dict[tuple[object, ...], tuple[float, float] | None] = {}
         objective = self.objective
         terms: dict[int, tuple[float, float]] = {}
@@ -275,6 +277,27 @@ class Cotenancy:
             if plan.num_workers == 1:
                 found.append((index, plan, speedup))
         return found
+
+    def _pace(self, problem: Problem, index: int) -> float:
+        """Completions per second per unit of speedup: 1 / (its speedup at the size it asked
+        for x the seconds it still needs there, under its best exclusive plan). A running
+        job's progress since its run began is estimated at that speed, which errs towards
+        less remaining (so towards protecting a host near its end)."""
+        view = problem.views[index]
+        job = view.job
+        option = self.catalog.default_option(job)
+        if option.goodput <= 0:
+            return 0.0
+        iteration_s = option.eta / option.goodput
+        done = job.iterations_done
+        if view.current and job.run_started_at is not None:
+            done += max(self.objective.now - job.run_started_at, 0.0) / iteration_s
+        remaining_s = max(job.spec.iterations - done, 1.0) * iteration_s
+        sizes = view.choices.sizes.tolist()
+        speedups = view.choices.speedups
+        wanted = job.spec.workers
+        reference = float(speedups[sizes.index(wanted)] if wanted in sizes else speedups.max())
+        return 1.0 / (reference * remaining_s) if reference > 0 else 0.0
 
     def _memory(self, job: Job, plan: Plan) -> int | None:
         try:

@@ -13,10 +13,14 @@ relative gap:
                sum_{guests g on slot s of c} x_g <= x_c   for every offered slot
                L_h >= host_loss_g x_g,  C_h >= host_cost_g x_g   for every guest g of host h
                sum_c speedup_c x_c - sum_h L_h >= sum of the exclusive optimum's speedups
+               sum_c pace_c speedup_c x_c - sum_h pace_h L_h >= the same at the optimum
 
 ``L_h`` and ``C_h`` (continuous, at least 0) are what a host column ``h`` loses to its
 guests' turns, in speedup and in the host's term: a gang runs at its slowest GPU, so it pays
-the worst of its guests' losses, once.
+the worst of its guests' losses, once. The last row is the completion guard
+(``completion_guard``): ``pace_j`` is ``1 / (speedup at the size j asked for x its remaining
+seconds there)``, so the row is the touched jobs' completion rate, whose greedy maximum is
+SRPT; a guest with more work left than its host has is not packed beside it.
 
 The last row is the project's rule, a job does less only where the cluster does more: a
 packing may lower the objective (under p = -1 any share of a GPU looks far better than
@@ -165,6 +169,12 @@ def _solve_milp(
     lower.append(floor * (1.0 - _IMPROVEMENT))
     upper.append(np.inf)
     row += 1
+    if problem.pace:
+        added = _completion_row(problem, touched, exclusive, loss_of, (rows, cols, values), row)
+        if added > row:
+            lower.append(1.0 - _IMPROVEMENT)
+            upper.append(np.inf)
+            row = added
     for index, column in enumerate(columns):
         if column.kind != GUEST or column.needs is None:
             continue
@@ -201,6 +211,36 @@ def _solve_milp(
             return None
         chosen.append(picked[0])
     return Solution(chosen, _cost(problem, chosen), "highs")
+
+
+def _completion_row(
+    problem: Problem,
+    touched: set[int],
+    exclusive: Solution,
+    loss_of: dict[int, int],
+    entries: tuple[list[int], list[int], list[float]],
+    row: int,
+) -> int:
+    """The completion guard's row: the touched jobs' completion rate, each column's speedup
+    at its job's pace, less each host's loss at the host's pace (the losses' variables
+    ``L_h``), at least the exclusive optimum's. Rates are a few per hour, far below HiGHS's
+    feasibility tolerance, so the row is divided by the optimum's rate (its bound is then 1).
+    Returns the next row."""
+    rows, cols, values = entries
+    columns, pace = problem.columns, problem.pace
+    floor = sum(columns[exclusive.chosen[job]].speedup * pace[job] for job in touched)
+    if floor <= 0:
+        return row  # nothing of the optimum's completes: a pack cannot lower its rate
+    for index, column in enumerate(columns):
+        if column.job in touched and column.speedup and pace[column.job]:
+            rows.append(row)
+            cols.append(index)
+            values.append(column.speedup * pace[column.job] / floor)
+    for needs, variable in loss_of.items():
+        rows.append(row)
+        cols.append(variable)
+        values.append(-pace[columns[needs].job] / floor)
+    return row + 1
 
 
 def _cost(problem: Problem, chosen: list[int]) -> float:
