@@ -22,8 +22,10 @@ jigsaw's allocator (docs/SCHEDULER.md, "jigsaw"): ``jigsaw-noguests`` (``--polic
 '{"jigsaw":
 {"config": {"guests": false}}}'``: no co-tenancy, pollux's configurations only),
 ``jigsaw-nohosts`` (``{"hosts": false}``: guests by time-slicing, no SPB host, the
-timeslice-like lever), ``jigsaw-oracle`` (``{"knowledge": "oracle"}``: the jobs' reports
-ignored, every job keeps its size), ``jigsaw-p05`` (``{"fairness_power": -0.5}``),
+timeslice-like lever), ``jigsaw-noguard`` (``{"completion_guard": false}``: packs held by
+the goodput row alone, not by the completion rate), ``jigsaw-oracle``
+(``{"knowledge": "oracle"}``: the jobs' reports ignored, every job keeps its size),
+``jigsaw-p05`` (``{"fairness_power": -0.5}``),
 ``jigsaw-unweighted`` (``{"service_weight": 0}``: Pollux's objective; with no guest taken it
 decides as pollux) and
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
@@ -69,6 +71,7 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw": ("jigsaw", {}, "table"),
     "jigsaw-noguests": ("jigsaw", {"config": {"guests": False}}, "table"),
     "jigsaw-nohosts": ("jigsaw", {"config": {"hosts": False}}, "table"),
+    "jigsaw-noguard": ("jigsaw", {"config": {"completion_guard": False}}, "table"),
     "jigsaw-oracle": ("jigsaw", {"config": {"knowledge": "oracle"}}, "table"),
     "jigsaw-p05": ("jigsaw", {"config": {"fairness_power": -0.5}}, "table"),
     "jigsaw-unweighted": ("jigsaw", {"config": {"service_weight": 0.0}}, "table"),
