@@ -39,14 +39,15 @@ class JigsawConfig:
     weighs more. 0: Pollux's unweighted objective."""
     service_scale_s: float = 3_600.0
     promote_s: float = math.inf
-    """Starvation pin: a job that has waited longer than this
-    (:meth:`~jigsaw.policies.allocator.objective.Objective.waited_s`) loses its off column,
-    longest-waiting first while the GPUs suffice: it runs this round and is not preempted
-    again; while one does not fit, no other waiting job starts. Off (inf) by default: under a
-    sustained backlog many jobs pass any threshold, and the pin turns the round into FIFO
-    with evictions (philly-low: 21.9 h average JCT at 30 min, 22.0 h at 6 h, 14.8 h at 48 h,
-    against 3.81 h without it; docs/BENCHMARKS.md). The adversarial stream of
-    tests/core/policies/test_allocator_decisions.py sets it to one hour."""
+    """Starvation pin: the waiting job that has waited longest, if longer than this
+    (:meth:`~jigsaw.policies.allocator.objective.Objective.waited_s`), loses its off column
+    while the GPUs suffice: it runs this round, and a starving job that runs is not preempted
+    again; while it does not fit, no other waiting job starts (one reservation at a time, as
+    EASY backfilling keeps). Off (inf) by default: even one reservation drains GPUs under a
+    sustained backlog (philly-low at 24 h: 5.49 h average JCT against 3.74 h without it);
+    promoting every job past the threshold, as the pin first did, made the round FIFO with
+    evictions (21.9 h at 30 min, 14.8 h at 48 h; docs/BENCHMARKS.md). The adversarial stream
+    of tests/core/policies/test_allocator_decisions.py sets it to one hour."""
     churn: float = 0.0
     """A change of configuration costs this share of the job's term on top of the restart
     discount (a small bias towards keeping things as they are)."""

@@ -58,9 +58,10 @@ class Objective:
         return weight * priority_weight(job.spec.priority)
 
     def starving(self, job: Job) -> bool:
-        """Waited longer than ``promote_s``: the round must run it (a pin, not a price: a
-        job left out costs the same whatever its size, so no weight lets a big gang win
-        against a stream of small jobs that all wait as long)."""
+        """Waited longer than ``promote_s``: the pin may make the round run it (the longest
+        waiter of the waiting ones, and every such job that runs; a pin, not a price: a job
+        left out costs the same whatever its size, so no weight lets a big gang win against
+        a stream of small jobs that all wait as long)."""
         return self.waited_s(job) > self.config.promote_s
 
     def waited_s(self, job: Job) -> float:
