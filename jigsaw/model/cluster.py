@@ -33,10 +33,14 @@ class Cluster:
     nodes: tuple[Node, ...] = field(default_factory=tuple)
     _alive_gpu_ids: tuple[GpuId, ...] = field(init=False, repr=False, compare=False)
     """Derived once: the cluster is immutable and every scheduling round asks for it."""
+    _alive_gpu_set: frozenset[GpuId] = field(init=False, repr=False, compare=False)
+    _every_node_alive: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         alive = tuple(gpu for node in self.nodes if node.alive for gpu in node.gpu_ids())
         object.__setattr__(self, "_alive_gpu_ids", alive)
+        object.__setattr__(self, "_alive_gpu_set", frozenset(alive))
+        object.__setattr__(self, "_every_node_alive", all(node.alive for node in self.nodes))
 
     @classmethod
     def uniform(
@@ -69,6 +73,15 @@ class Cluster:
     def gpu_ids(self) -> list[GpuId]:
         """GPUs of the nodes that are alive, node by node (a fresh list: callers may edit it)."""
         return list(self._alive_gpu_ids)
+
+    @property
+    def alive_gpus(self) -> frozenset[GpuId]:
+        """The GPUs of :meth:`gpu_ids` as a set (kept: policies test membership every round)."""
+        return self._alive_gpu_set
+
+    @property
+    def every_node_alive(self) -> bool:
+        return self._every_node_alive
 
     def node(self, index: int) -> Node:
         return self.nodes[index]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from jigsaw.model.block_noise import BlockNoise
 from jigsaw.model.cluster import Placement
 from jigsaw.model.errors import IllegalTransitionError, InvalidSpecError
+from jigsaw.model.fast_replace import compiled_replace
 from jigsaw.model.lifecycle import JobState, can_transition
 from jigsaw.model.plan import Plan, PlanRequest
 from jigsaw.model.reasons import ReasonCode, default_code
@@ -236,6 +237,11 @@ class Job:
         return self.worker_batch if self.worker_batch is not None else self.spec.batch_size
 
 
+replace_job = compiled_replace(Job)
+"""``dataclasses.replace`` for a Job, compiled (:mod:`jigsaw.model.fast_replace`): the store,
+the cycle and the simulator copy a Job on every change."""
+
+
 def new_job_id() -> str:
     return "j-" + secrets.token_hex(6)
 
@@ -290,4 +296,4 @@ def transition(
     event = JobEvent(
         job.id, job.state, target, reason, at, actor, code or default_code(job.state, target)
     )
-    return replace(job, **updates), event
+    return replace_job(job, **updates), event

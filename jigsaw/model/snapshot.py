@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain, filterfalse
 from operator import attrgetter
 from types import MappingProxyType
 
@@ -12,6 +13,7 @@ from jigsaw.model.domain import Job
 from jigsaw.model.lifecycle import JobState
 
 _ARRIVAL_ORDER = attrgetter("submitted_at", "id")
+_PLACEMENT = attrgetter("placement")
 # Bound once: :meth:`Snapshot.build` tests every active job against them in every cycle.
 _RUNNING, _ADMITTED = JobState.RUNNING, JobState.ADMITTED
 _PENDING, _PREEMPTED, _RETRYING = JobState.PENDING, JobState.PREEMPTED, JobState.RETRYING
@@ -62,5 +64,6 @@ class Snapshot:
 
     def free_gpus(self) -> list[GpuId]:
         """GPUs with no worker on them, of nodes that are alive, in a stable order."""
-        used = {gpu for job in self.running for gpu in job.placement}
-        return [gpu for gpu in self.cluster.gpu_ids() if gpu not in used]
+        # The same sets as comprehensions would build, walked in C: it runs every round.
+        used = set(chain.from_iterable(map(_PLACEMENT, self.running)))
+        return list(filterfalse(used.__contains__, self.cluster.gpu_ids()))

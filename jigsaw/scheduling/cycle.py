@@ -21,12 +21,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.decisions import Decision, Preempt, Replan, Resize, Start
-from jigsaw.model.domain import Job, transition
+from jigsaw.model.domain import Job, replace_job, transition
 from jigsaw.model.errors import ConflictError, IllegalTransitionError, JobNotFoundError
 from jigsaw.model.executor_events import (
     ExecutorEvent,
@@ -97,6 +97,8 @@ class SchedulingCycle:
     on_decision: Callable[[float, Decision], None] | None = None
     on_event: Callable[[ExecutorEvent], None] | None = None
     """Sees every executor report before it is folded in (the service stores metrics)."""
+    _round_state_checked: Policy | None = field(default=None, init=False, repr=False)
+    _round_state_kept: bool = field(default=False, init=False, repr=False)
 
     def run_once(self) -> CycleReport:
         started = time.perf_counter()
@@ -104,11 +106,13 @@ class SchedulingCycle:
         self.observe(self.executor.poll(now))
         cluster = self.cluster()
         jobs = self.store.active_jobs()
-        jobs = self._reconcile(jobs, cluster, now)
-        snapshot, decisions = self._decide(Snapshot.build(now, cluster, jobs), now)
+        snapshot = Snapshot.build(now, cluster, jobs)
+        if self._reconcile(jobs, snapshot.running, cluster, now):
+            snapshot = Snapshot.build(now, cluster, self.store.active_jobs())
+        snapshot, decisions = self._decide(snapshot, now)
         applied = sum(self._apply(decision, now) for decision in decisions)
-        if isinstance(self.policy, KeepsRoundState):
-            self.policy.end_round(snapshot)
+        if self._keeps_round_state():
+            self.policy.end_round(snapshot)  # type: ignore[attr-defined]
         return CycleReport(
             now,
             tuple(decisions),
@@ -117,6 +121,15 @@ class SchedulingCycle:
             time.perf_counter() - started,
             snapshot,
         )
+
+    def _keeps_round_state(self) -> bool:
+        """``isinstance(self.policy, KeepsRoundState)``, asked once per policy object: a
+        runtime protocol check walks the protocol's attributes on every call."""
+        policy = self.policy
+        if self._round_state_checked is not policy:
+            self._round_state_kept = isinstance(policy, KeepsRoundState)
+            self._round_state_checked = policy
+        return self._round_state_kept
 
     # -- 4. decide (with poison-job isolation) -----------------------------------------------
     def _decide(self, snapshot: Snapshot, now: float) -> tuple[Snapshot, list[Decision]]:
@@ -165,12 +178,12 @@ class SchedulingCycle:
                 if job.state is _ADMITTED:
                     self._move(job, JobState.RUNNING, "all workers up", at, actor="executor")
                 elif job.state is _RUNNING and (took := measured_resize(job, at)) is not None:
-                    self.store.save(replace(job, resize_s=took), expected_version=job.version)
+                    self.store.save(replace_job(job, resize_s=took), expected_version=job.version)
             case Progressed(iterations_done=done, outcome=outcome):
                 if job.state is _RUNNING and done > job.iterations_done:
                     progressed = lease_facts(job, outcome).applied_to(job)
                     self.store.save(
-                        replace(progressed, iterations_done=done), expected_version=job.version
+                        replace_job(progressed, iterations_done=done), expected_version=job.version
                     )
             case Finished(at=at, iterations_done=done):
                 self._move(
@@ -246,13 +259,20 @@ class SchedulingCycle:
         )
 
     # -- 2. reconcile -------------------------------------------------------------------
-    def _reconcile(self, jobs: list[Job], cluster: Cluster, now: float) -> list[Job]:
-        holders = [job for job in jobs if job.state is _RUNNING or job.state is _ADMITTED]
-        wanted = {job.id for job in holders}
-        for job_id in sorted(self.executor.running_jobs() - wanted):
-            self.executor.stop(job_id, checkpoint=False)
-        alive = {node.index for node in cluster.alive_nodes}
+    def _reconcile(
+        self, jobs: list[Job], holding: Sequence[Job], cluster: Cluster, now: float
+    ) -> bool:
+        """Whether it changed the store. ``holding``: the jobs of ``jobs`` that hold GPUs
+        (ADMITTED or RUNNING; the snapshot lists them)."""
+        wanted = {job.id for job in holding}
         running_in_executor = self.executor.running_jobs()
+        if running_in_executor == wanted and cluster.every_node_alive:
+            return False  # the usual round: every gang the store wants runs, every node lives
+        alive = {node.index for node in cluster.alive_nodes}
+        for job_id in sorted(running_in_executor - wanted):
+            self.executor.stop(job_id, checkpoint=False)
+        running_in_executor = self.executor.running_jobs()
+        holders = [job for job in jobs if job.state is _RUNNING or job.state is _ADMITTED]
         changed = False
         for job in holders:
             lost_gang = job.id not in running_in_executor
@@ -282,7 +302,7 @@ class SchedulingCycle:
             except (ConflictError, IllegalTransitionError) as exc:
                 # The job moved meanwhile (a user cancel landed mid-round): nothing to retry.
                 log.info("reconcile skipped %s: %s", job.id, exc)
-        return self.store.active_jobs() if changed else jobs
+        return changed
 
     # -- 5. apply -----------------------------------------------------------------------
     def _apply(self, decision: Decision, now: float) -> bool:
@@ -335,7 +355,7 @@ class SchedulingCycle:
                 # cancel writes a running job meanwhile, and the next round stops that gang.
                 self.executor.replan(job.id, placement, plan)
                 self.store.save(
-                    replace(
+                    replace_job(
                         job, plan=plan, placement=placement, reason=reason, plan_changed_at=now
                     ),
                     expected_version=job.version,
@@ -371,6 +391,8 @@ class SchedulingCycle:
         code: ReasonCode | None = None,
         **changes: Any,
     ) -> Job:
+        # The version the store gives the record: the in-memory store keeps it uncopied.
+        changes["version"] = job.version + 1
         moved, event = transition(
             job, target, reason=reason, at=at, actor=actor or self.actor, code=code, **changes
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from jigsaw.efficiency.online import merge_block_noise
 from jigsaw.model.block_noise import BlockNoise, InvalidNoiseStatisticsError
-from jigsaw.model.domain import Job
+from jigsaw.model.domain import Job, replace_job
 from jigsaw.model.lease_outcome import LeaseOutcome
 from jigsaw.model.plan import Plan
 
@@ -31,7 +31,7 @@ class LeaseFacts:
 
     def applied_to(self, job: Job) -> Job:
         """``job`` with these facts recorded."""
-        return replace(
+        return replace_job(
             job,
             model_blocks=job.model_blocks if self.model_blocks is None else self.model_blocks,
             plan=job.plan if self.plan is None else self.plan,

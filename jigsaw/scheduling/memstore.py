@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
-from jigsaw.model.domain import Job, JobEvent
+from jigsaw.model.domain import Job, JobEvent, replace_job
 from jigsaw.model.errors import ConflictError, JobNotFoundError
 from jigsaw.model.lifecycle import JobState, sources_of
 from jigsaw.scheduling.seams import name_matcher, parsed_sort
@@ -46,6 +45,10 @@ class InMemoryStore:
 
     def active_jobs(self) -> list[Job]:
         return list(self._active.values())
+
+    def active_count(self) -> int:
+        """``len(active_jobs())`` without the list (the replay asks after every event)."""
+        return len(self._active)
 
     def all_jobs(self) -> list[Job]:
         return list(self._jobs.values())
@@ -104,7 +107,10 @@ class InMemoryStore:
             raise ConflictError(
                 f"job {job.id} is {current.state}, not a source of {event.to_state}"
             )
-        saved = replace(job, version=current.version + 1)
+        version = current.version + 1
+        # A record that already carries the next version (the cycle's transitions do) is
+        # stored as it is: it is a new object all the same, and one copy fewer per change.
+        saved = job if job.version == version else replace_job(job, version=version)
         self._jobs[job.id] = saved
         if saved.state.is_terminal:
             self._active.pop(job.id, None)

@@ -21,10 +21,10 @@ import heapq
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from jigsaw.model.cluster import GpuId, Placement
-from jigsaw.model.domain import Job
+from jigsaw.model.domain import Job, replace_job
 from jigsaw.model.executor_events import ExecutorEvent, Finished, Progressed, Started
 from jigsaw.model.numerics import TIME_EPS_S
 from jigsaw.model.plan import Plan
@@ -155,7 +155,7 @@ class RateDrivenExecutor:
             raise ReplanRefused(f"job {job_id} has no gang to re-plan (it ended or was stopped)")
         self.stop(job_id, checkpoint=True)
         self._settle(gang)
-        self.start(replace(gang.job, iterations_done=gang.done), placement, plan)
+        self.start(replace_job(gang.job, iterations_done=gang.done), placement, plan)
         self._gangs[job_id].started_reported = gang.started_reported
 
     def resize(self, job_id: str, placement: Placement, plan: Plan, worker_batch: int) -> None:
@@ -167,12 +167,16 @@ class RateDrivenExecutor:
             raise ReplanRefused(f"job {job_id} has no gang to resize (it ended or was stopped)")
         self.stop(job_id, checkpoint=True)
         self._settle(gang)
-        resumed = replace(gang.job, iterations_done=gang.done, worker_batch=worker_batch)
+        resumed = replace_job(gang.job, iterations_done=gang.done, worker_batch=worker_batch)
         self.start(resumed, placement, plan)
         self._gangs[job_id].started_reported = gang.started_reported
 
     def running_jobs(self) -> set[str]:
         return set(self._gangs)
+
+    def gang_count(self) -> int:
+        """``len(running_jobs())`` without the set (the replay asks after every event)."""
+        return len(self._gangs)
 
     def poll(self, now: float) -> Sequence[ExecutorEvent]:
         self._now = now
@@ -313,7 +317,7 @@ class RateDrivenExecutor:
             job = gang.job
             if self._curved is not None:
                 # A curved gang's mean rate and curve both run from where it stands now.
-                at_now = replace(job, iterations_done=gang.done)
+                at_now = replace_job(job, iterations_done=gang.done)
                 gang.curve = self._curved.progress_curve(at_now, gang.placement, gang.plan)
                 gang.curve_from = (max(gang.settled_at, gang.starts_at), gang.done)
                 job = at_now if gang.curve is not None else job

@@ -27,11 +27,11 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.decisions import Decision, Preempt, Start
-from jigsaw.model.domain import Job, submitted_event
+from jigsaw.model.domain import Job, replace_job, submitted_event
 from jigsaw.model.executor_events import Finished, Started
 from jigsaw.model.numerics import TIME_EPS_S
 from jigsaw.policies.base import Policy
@@ -205,9 +205,9 @@ class Replay:
         running under a policy that resizes running jobs every round."""
         return (
             bool(self._backlog)
-            or (len(self.store.active_jobs()) > len(self.executor.running_jobs()))
+            or self.store.active_count() > self.executor.gang_count()
             or self._gate.holding
-            or (self._resizing and bool(self.executor.running_jobs()))
+            or (self._resizing and self.executor.gang_count() > 0)
         )
 
     def _next_moment(self, loop: _LoopState, waiting: bool) -> float | None:
@@ -262,12 +262,12 @@ class Replay:
         a policy outside rounds, something changed."""
         if not self._in_rounds:
             return loop.dirty
-        if not self._round_clock.reached(now, lambda: not self.executor.running_jobs()):
+        if not self._round_clock.reached(now, lambda: self.executor.gang_count() == 0):
             return False
         if not (loop.dirty or waiting) or (not loop.dirty and now + TIME_EPS_S < loop.quiet_until):
             return False
         if self._gate.resets_allocations:
-            all_arrived_idle = not self.executor.running_jobs() and self._gate.all_arrived
+            all_arrived_idle = self.executor.gang_count() == 0 and self._gate.all_arrived
             if all_arrived_idle and isinstance(self.policy, FollowsAllocationResets):
                 self.policy.restart_reset_clock()
             if not self._gate.opens_round(
@@ -297,7 +297,7 @@ class Replay:
     def _stalled_after(self, report: CycleReport, loop: _LoopState) -> bool:
         """Jobs wait, nothing runs and the policy decided nothing, for more rounds than
         ``max_idle_rounds`` (or once, outside rounds): such jobs can never start."""
-        idle = not report.decisions and not self.executor.running_jobs() and self._gate.all_arrived
+        idle = not report.decisions and self.executor.gang_count() == 0 and self._gate.all_arrived
         waiting = idle and (bool(self.store.active_jobs()) or bool(self._backlog))
         loop.idle_rounds = loop.idle_rounds + 1 if waiting else 0
         return loop.idle_rounds > self.options.max_idle_rounds or (waiting and not self._in_rounds)
@@ -335,4 +335,5 @@ class Replay:
             done = self.executor.checkpoints.pop(decision.job_id, None)
             if done is not None:
                 job = self.store.get(decision.job_id)
-                self.store.save(replace(job, iterations_done=done), expected_version=job.version)
+                resumed = replace_job(job, iterations_done=done)
+                self.store.save(resumed, expected_version=job.version)

@@ -69,8 +69,8 @@ def gang_round(
     left may start (Tiresias in Pollux's simulator, Gavel's round scheduler). ``ranked``
     holds every running and waiting job of the snapshot."""
     now = snapshot.now
-    alive = set(snapshot.cluster.gpu_ids())
-    budget = len(alive)
+    alive = snapshot.cluster.alive_gpus
+    capacity = budget = len(alive)
     holds = {job.id for job in snapshot.running}
     selected: set[str] = set()
     for job in snapshot.running:
@@ -80,6 +80,9 @@ def gang_round(
             budget -= job.spec.workers
     reserved = 0
     newcomers: list[Job] = []
+    # The walk below may run over every ranked job: names are bound locally.
+    select, admit = selected.add, newcomers.append
+    holders_ahead = len(holds) - len(selected)  # running gangs, unselected, not reached yet
     for job in ranked:
         if budget <= 0:
             break  # every gang has a worker: nothing more can be selected
@@ -87,25 +90,34 @@ def gang_round(
         if job_id in selected:
             continue
         workers = job.spec.workers
-        waits = job_id not in holds
-        if workers <= budget - (reserved if waits else 0):
-            selected.add(job_id)
+        if job_id in holds:
+            holders_ahead -= 1
+            if workers <= budget:
+                select(job_id)
+                budget -= workers
+        elif workers <= budget - reserved:
+            select(job_id)
             budget -= workers
-            if waits:
-                newcomers.append(job)
-        elif waits and reserved == 0 and reserve and workers <= len(alive):
+            admit(job)
+        elif reserved == 0 and reserve and workers <= capacity:
             # Reserve for the best-ranked waiting gang that does not fit: waiting jobs ranked
             # below it may not take the GPUs it is waiting for, or a stream of small jobs
             # would starve a big gang forever. A gang larger than the alive cluster reserves
             # nothing: it could never use the reservation.
             reserved = workers
+        if holders_ahead == 0 and budget <= reserved:
+            break  # no running gang is left and no waiting one fits beside the reservation
     if not newcomers:
         return []  # preempting frees GPUs nobody would use this round
-    victims = [job for job in reversed(ranked) if job.id in holds and job.id not in selected]
-    free: list[GpuId] = snapshot.free_gpus()
+    outranked = holds - selected
+    victims = [job for job in reversed(ranked) if job.id in outranked] if outranked else []
+    # The free GPUs (snapshot.free_gpus(), as a set: the pool is sorted anyway) and those the
+    # victims free. Taking the placements out of a copy of the alive set reuses its hashes.
+    free = set(alive)
+    free.difference_update(*[job.placement for job in snapshot.running])
     for victim in victims:
-        free.extend(gpu for gpu in victim.placement if gpu in alive)
-    pool = group_by_node(sorted(set(free)))
+        free.update(gpu for gpu in victim.placement if gpu in alive)
+    pool = group_by_node(sorted(free))
     owner_of: dict[GpuId, str] = {}
     starts: list[Decision] = []
     for job in newcomers:

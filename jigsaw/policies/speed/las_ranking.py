@@ -25,12 +25,12 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jigsaw.model.domain import Job
 from jigsaw.policies.shared.fairness import LasConfig, LasKey, job_stable_until, las_standing
-from jigsaw.policies.speed.record_diff import record_diff
+from jigsaw.policies.speed.record_diff import changed_records
 
 _Signature = tuple[float, float | None, int, int, int, float]
 
@@ -89,8 +89,8 @@ class LasRanking:
         """Sorted; unique, since a key ends with the job id."""
         self._jobs: list[Job] = []
         """The job of each key, in the same order: the ranking."""
-        self._seen: Mapping[int, Job] = {}
-        """The last snapshot's job objects by ``id()``; holding them keeps the ids unique."""
+        self._records: dict[str, Job] = {}
+        """The record each entry was keyed from, by job id (``changed_records`` reads it)."""
         self._due: list[tuple[float, str]] = []
         """Heap of (due, job id); an item whose due no longer matches its entry is stale."""
         self._now = -math.inf
@@ -134,18 +134,16 @@ class LasRanking:
             self._reset()  # time went back (a different world): nothing cached holds
         self._now = now
         entries = self._entries
-        seen, added, gone = record_diff(self._seen, jobs)
+        added, gone = changed_records(self._records, jobs)
         for job_id in gone:
-            if job_id in entries:
-                self._drop(job_id)
+            self._drop(job_id)
         for job in added:
             entry = entries.get(job.id)
             if entry is not None and _signature(job) == entry.signature:
-                entry.job = job
+                entry.job = self._records[job.id] = job
                 self._jobs[self._index(entry.key)] = job
             else:
                 self._put(job, now)
-        self._seen = seen
         heap = self._due
         due: list[str] = []
         horizon = now + MARGIN_S
@@ -163,6 +161,7 @@ class LasRanking:
     def _put(self, job: Job, now: float) -> None:
         key, due = key_and_due(job, now, self.config)
         self.rekeyed += 1
+        self._records[job.id] = job
         entry = self._entries.get(job.id)
         if entry is None:
             self._entries[job.id] = _Entry(job, _signature(job), key, due)
@@ -179,6 +178,7 @@ class LasRanking:
 
     def _drop(self, job_id: str) -> None:
         entry = self._entries.pop(job_id)
+        del self._records[job_id]
         self._remove_key(entry.key)
 
     def _insert(self, key: LasKey, job: Job) -> None:
@@ -201,4 +201,4 @@ class LasRanking:
         self._keys.clear()
         self._jobs.clear()
         self._due.clear()
-        self._seen = {}
+        self._records.clear()
