@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ from jigsaw.model.plan import Plan, full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
+from jigsaw.policies.allocator.configurations import Problem
 from jigsaw.policies.allocator.solve import solve_exclusive
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
@@ -142,6 +144,50 @@ def test_a_free_gpu_beats_a_slot() -> None:
     (start,) = policy.decide(replace(snapshot, cluster=roomy))
     assert isinstance(start, Start) and start.placement[0][0] == 1
     assert start.reason == "jigsaw: start on 1 GPUs"
+
+
+def _completion_rate(problem: Problem, chosen: Sequence[int]) -> float:
+    """The completion guard's quantity: each job's speedup at its pace, less each host's
+    worst guest's loss at the host's pace."""
+    columns = [problem.columns[index] for index in chosen]
+    rate = sum(c.speedup * problem.pace[c.job] for c in columns)
+    worst: dict[int, float] = {}
+    for c in columns:
+        if c.kind == "guest" and c.needs is not None:
+            worst[c.needs] = max(worst.get(c.needs, 0.0), c.host_loss)
+    return rate - sum(loss * problem.pace[problem.columns[h].job] for h, loss in worst.items())
+
+
+def test_the_completion_guard_keeps_guests_off_a_host_near_its_end() -> None:
+    """The same pack, its host 3,000 iterations from done: the goodput row alone takes it,
+    but the guests' hours of work slow a host with minutes left, and the touched jobs'
+    completion rate falls; with the guard (the default) nobody is packed."""
+    snapshot = _host_and_guests(3, age=600.0)
+    (host,) = snapshot.running
+    near_end = replace(host, spec=replace(host.spec, iterations=3_000))
+    snapshot = replace(snapshot, running=(near_end,))
+    unguarded = _policy(JigsawConfig(completion_guard=False))
+    assert [type(d).__name__ for d in unguarded.decide(snapshot)] == [
+        "Replan",
+        "Start",
+        "Start",
+        "Start",
+    ]
+    guarded = _policy()
+    assert guarded.decide(snapshot) == []
+    result = guarded.solve_round(snapshot)
+    loose = unguarded.solve_round(snapshot)
+    assert result is not None and loose is not None and result.problem.pace
+    exclusive = solve_exclusive(result.problem).chosen
+    packed = loose.solution.chosen
+    assert _completion_rate(result.problem, packed) < _completion_rate(result.problem, exclusive)
+    # With the host's whole run ahead of it, the same guests are packed under the guard.
+    assert [type(d).__name__ for d in guarded.decide(_host_and_guests(3, age=600.0))] == [
+        "Replan",
+        "Start",
+        "Start",
+        "Start",
+    ]
 
 
 def test_no_guest_where_memory_does_not_fit() -> None:
