@@ -25,7 +25,8 @@ jigsaw's allocator (docs/SCHEDULER.md, "jigsaw"): ``jigsaw-noguests`` (``--polic
 timeslice-like lever), ``jigsaw-noguard`` (``{"completion_guard": false}``: packs held by
 the goodput row alone, not by the completion rate), ``jigsaw-oracle``
 (``{"knowledge": "oracle"}``: the jobs' reports ignored, every job keeps its size),
-``jigsaw-p05`` (``{"fairness_power": -0.5}``),
+``jigsaw-p05`` (``{"fairness_power": -0.5}``, the default since 2026-11-28: the row of the
+older files), ``jigsaw-p1`` (``{"fairness_power": -1}``: Pollux's power),
 ``jigsaw-unweighted`` (``{"service_weight": 0}``: Pollux's objective; with no guest taken it
 decides as pollux) and
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
@@ -74,6 +75,7 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw-noguard": ("jigsaw", {"config": {"completion_guard": False}}, "table"),
     "jigsaw-oracle": ("jigsaw", {"config": {"knowledge": "oracle"}}, "table"),
     "jigsaw-p05": ("jigsaw", {"config": {"fairness_power": -0.5}}, "table"),
+    "jigsaw-p1": ("jigsaw", {"config": {"fairness_power": -1.0}}, "table"),
     "jigsaw-unweighted": ("jigsaw", {"config": {"service_weight": 0.0}}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
 }

@@ -5,8 +5,9 @@ share, ``ceil(GPUs / jobs)`` GPUs on one node) contributes
 
     w_j x ((s x discount / gpus_per_node) + guard) ** p   (x (1 + churn) if it changes)
 
-- ``p = fairness_power`` (-1: the sum is the harmonic-mean form Pollux maximises; a job left
-  out costs ``guard ** p`` = 1,000 and dominates, so every job runs while GPUs last);
+- ``p = fairness_power`` (-0.5 by default; -1 is the harmonic-mean form Pollux maximises);
+  a job left out costs ``guard ** p`` (31.6 at -0.5, 1,000 at -1) and dominates, so every
+  job runs while GPUs last;
 - ``discount`` = ``max(age - restarts x r, 0) / (age + r)`` for a configuration that restarts
   the job, with ``r`` the job's *measured* restart (``Job.resize_s``), else the prior, and
   ``restarts`` its preemptions plus ``Job.resizes``; a job that has never run pays its

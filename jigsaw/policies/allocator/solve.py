@@ -22,14 +22,15 @@ the worst of its guests' losses, once. The last row is the completion guard
 seconds there)``, so the row is the touched jobs' completion rate, whose greedy maximum is
 SRPT; a guest with more work left than its host has is not packed beside it.
 
-The last row is the project's rule, a job does less only where the cluster does more: a
-packing may lower the objective (under p = -1 any share of a GPU looks far better than
-waiting, since a job left out costs 1,000) yet lower the cluster's summed goodput, when a
-host loses more than its guests gain (to an SPB staircase's eta, or to the guests' turns on
-its GPUs); such a packing is not taken. Without the row a Philly fortnight packed 7,979
-guests, each at a fraction of a GPU, behind hosts slowed to their eta, and its average JCT
-rose sixfold; with the row but without the hosts' losses in it, guests still slowed big
-gangs more than they gained, and Philly-low ran 3% better with guests switched off.
+The goodput row (the one before the guard) is the project's rule, a job does less only where
+the cluster does more: a packing may lower the objective (under a negative power any share of
+a GPU looks far better than waiting: a job left out costs 31.6 at p = -0.5, 1,000 at -1) yet
+lower the cluster's summed goodput, when a host loses more than its guests gain (to an SPB
+staircase's eta, or to the guests' turns on its GPUs); such a packing is not taken. Without
+the row a Philly fortnight packed 7,979 guests, each at a fraction of a GPU, behind hosts
+slowed to their eta, and its average JCT rose sixfold; with the row but without the hosts'
+losses in it, guests still slowed big gangs more than they gained, and Philly-low ran 3%
+better with guests switched off.
 
 The exclusive optimum is a feasible point of that program, so the answer kept is whichever
 of the two costs less: HiGHS stopping early never does worse than pollux's choice.

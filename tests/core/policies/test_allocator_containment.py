@@ -40,13 +40,14 @@ PLANNER = Planner(ORACLE.hardware, catalog=ModelCatalog(ORACLE.profiles))
 POLLUX_LIKE = JigsawConfig(
     guests=False,
     hosts=False,
+    fairness_power=-1.0,
     service_weight=0.0,
     promote_s=math.inf,
     launch_s=30.0,
     min_run_s=0.0,
 )
-"""jigsaw's objective reduced to Pollux's: no co-tenancy, no attained-service weight, no
-starvation pin, a first start priced as a restart (as Pollux's semantics sets it)."""
+"""jigsaw's objective reduced to Pollux's: its power (-1), no co-tenancy, no attained-service
+weight, no starvation pin, a first start priced as a restart (as Pollux's semantics sets it)."""
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
 
 
