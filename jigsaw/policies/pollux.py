@@ -106,7 +106,7 @@ class PolluxPolicy(PolicyBase):
         cluster = snapshot.cluster
         capacity = cluster.num_gpus
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
-        fair_share = math.ceil(capacity / len(jobs))
+        fair_share = max(math.ceil(capacity / len(jobs)), 1)  # 1 when every node is lost
         views = [self._view(job, snapshot.now, fair_share, capacity, per_node) for job in jobs]
         sizes = choose_sizes([SizeCosts(v.job.id, v.costs) for v in views], capacity)
         requests = [

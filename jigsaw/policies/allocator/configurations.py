@@ -113,7 +113,7 @@ def exclusive_problem(
     relax_guests: bool = False,
 ) -> Problem:
     """Every job's off and exclusive columns (Pollux's configurations)."""
-    fair_share = -(-capacity // max(len(jobs), 1))
+    fair_share = max(-(-capacity // max(len(jobs), 1)), 1)  # 1 when every node is lost
     problem = Problem([], capacity=capacity)
     now = objective.now
     powers = config.sizes == "powers"
