@@ -67,6 +67,7 @@ class RoundResult:
     problem: Problem
     solution: Solution
     placements: dict[int, Placement]
+    objective: Objective
 
 
 class JigsawPolicy(PolicyBase):
@@ -119,7 +120,7 @@ class JigsawPolicy(PolicyBase):
             result = self.solve_round(snapshot)
             if result is None:
                 return math.inf
-        return stable_until(result.problem, snapshot, self.config)
+        return stable_until(result.problem, result.solution.chosen, snapshot, result.objective)
 
     def solve_round(self, snapshot: Snapshot) -> RoundResult | None:
         jobs = [*snapshot.running, *snapshot.waiting]
@@ -151,7 +152,8 @@ class JigsawPolicy(PolicyBase):
             except Infeasible:
                 if relax_guests or not guests_of:
                     raise
-        return RoundResult(problem, solution, place(problem, solution.chosen, cluster))
+        placements = place(problem, solution.chosen, cluster)
+        return RoundResult(problem, solution, placements, objective)
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:
         return self._source.job_goodput(job, now) if self._source is not None else None

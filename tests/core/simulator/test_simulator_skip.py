@@ -5,9 +5,11 @@ las and timeslice tell the simulator until when a round with no decisions stays 
 same trace with and without the jump and compares the decision logs line by line. Short LAS
 thresholds, a short starvation floor and a short minimum run time make the time-driven
 crossings (queue demotions, starvation promotions, protection ends) happen often. jigsaw
-promises less (its objective moves with every job's age): only rounds in which every running
-gang is protected or pinned and nothing is offered for co-tenancy; its tight case makes
-protections end and waiting jobs starve within minutes.
+promises less (its objective moves with every job's age): only rounds in which nothing is
+offered for co-tenancy and either every running gang is protected or pinned, or the answer
+holds with every restarted waiting job priced at its discount's limit; its tight case makes
+protections end and waiting jobs starve within minutes, its unprotected case leaves every
+gang evictable.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ CASES: dict[str, dict[str, Any]] = {
         "options": {"config": TimesliceConfig(las=TIGHT_LAS, min_run_s=300.0)},
     },
     "jigsaw-defaults": {"policy": "jigsaw", "options": {}},
+    "jigsaw-unprotected": {
+        # Every gang evictable at once and preempted jobs waiting with rising discounts: the
+        # rounds skipped are the ones whose answer holds at the discounts' limit.
+        "policy": "jigsaw",
+        "options": {"config": JigsawConfig(min_run_s=0.0, guests=False)},
+    },
     "jigsaw-tight": {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(min_run_s=300.0, promote_s=900.0, min_hold_s=120.0)},
