@@ -246,15 +246,17 @@ def _held(job: Job, now: float, hold_s: float) -> bool:
     return now - held_since(job) < hold_s
 
 
-def size_costs(problem: Problem, job: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+def size_costs(
+    problem: Problem, job: int, all_costs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """The job's cheapest column of each GPU count, guests aside, as (sizes ascending, costs,
     column indices): what the dynamic program chooses among (a host column competes with
-    the exclusive column of its size; on a tie the exclusive one, listed first, is kept)."""
+    the exclusive column of its size; on a tie the exclusive one, listed first, is kept).
+    ``all_costs``: every column's cost, in column order."""
     indices = problem.by_job[job]
     sizes_now = problem.views[job].choices.sizes
-    if len(indices) == len(sizes_now):  # its off and exclusive columns only, by size
-        costs = np.array([problem.columns[i].cost for i in indices])
-        return sizes_now, costs, indices
+    if len(indices) == len(sizes_now):  # its off and exclusive columns only: consecutive
+        return sizes_now, all_costs[indices[0] : indices[-1] + 1], indices
     best: dict[int, int] = {}
     for index in indices:
         column = problem.columns[index]

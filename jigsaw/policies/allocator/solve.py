@@ -67,7 +67,8 @@ class Solution:
 
 
 def solve_exclusive(problem: Problem) -> Solution:
-    options = [size_costs(problem, job) for job in range(len(problem.views))]
+    all_costs = np.fromiter((column.cost for column in problem.columns), np.float64)
+    options = [size_costs(problem, job, all_costs) for job in range(len(problem.views))]
     picks = choose_options([(sizes, costs) for sizes, costs, _ in options], problem.capacity)
     chosen = [indices[pick] for (_, _, indices), pick in zip(options, picks, strict=True)]
     return Solution(chosen, _cost(problem, chosen), "dp")

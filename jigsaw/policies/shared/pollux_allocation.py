@@ -68,12 +68,24 @@ def choose_options(
     padded = np.full(2 * width, UNREACHABLE)
     padded[width] = 0.0
     picks = np.zeros((len(options), width), dtype=np.int32)
+    best_so_far = padded[width:]
     for index, (sizes, costs) in enumerate(options):
+        listed = sizes.tolist()
+        if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
+            # Off or one size, the most common pair (a rigid job): the same arithmetic as
+            # the loop below, without its bookkeeping.
+            off, on = costs.tolist()
+            shifted = padded[width - listed[1] : 2 * width - listed[1]] + on
+            best_so_far += off
+            better = shifted < best_so_far
+            np.minimum(best_so_far, shifted, out=best_so_far)
+            picks[index] = better
+            continue
         # Each option shifts the best-so-far by its size and adds its cost; the first
         # strictly cheaper option wins (argmin's tie rule), one vector pass per option.
-        new: NDArray[np.float64] | None = None
+        new = None
         pick = picks[index]
-        for option, (size, cost) in enumerate(zip(sizes.tolist(), costs.tolist(), strict=True)):
+        for option, (size, cost) in enumerate(zip(listed, costs.tolist(), strict=True)):
             if size > capacity:
                 continue
             shifted = padded[width - size : 2 * width - size] + cost
@@ -84,8 +96,8 @@ def choose_options(
             better = shifted < new
             np.copyto(new, shifted, where=better)
             pick[better] = option
-        padded[width:] = UNREACHABLE if new is None else new
-    best = padded[width:]
+        best_so_far[:] = UNREACHABLE if new is None else new
+    best = best_so_far
     left = int(np.argmin(best))
     if not best[left] < UNREACHABLE:
         raise Infeasible(
