@@ -50,6 +50,7 @@ from jigsaw.policies.allocator.cotenancy import Cotenancy, guest_hosts
 from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
+from jigsaw.policies.allocator.remaining import remaining_seconds
 from jigsaw.policies.allocator.solve import Solution, solve
 from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
@@ -141,6 +142,9 @@ class JigsawPolicy(PolicyBase):
                 per_node,
                 self.config,
                 relax_guests=relax_guests,
+                remaining_s=lambda job: remaining_seconds(
+                    self.catalog, job, now, running=job.state.holds_resources
+                ),
             )
             if self.config.guests:
                 Cotenancy(

@@ -9,7 +9,7 @@ per job (:mod:`.solve`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -111,8 +111,11 @@ def exclusive_problem(
     config: JigsawConfig,
     *,
     relax_guests: bool = False,
+    remaining_s: Callable[[Job], float] | None = None,
 ) -> Problem:
-    """Every job's off and exclusive columns (Pollux's configurations)."""
+    """Every job's off and exclusive columns (Pollux's configurations). ``remaining_s``: a
+    job's seconds of work left (:mod:`.remaining`), for the starvation reservation's
+    backfill; without it a reservation lets no other waiting job start."""
     fair_share = max(-(-capacity // max(len(jobs), 1)), 1)  # 1 when every node is lost
     problem = Problem([], capacity=capacity)
     now = objective.now
@@ -132,7 +135,9 @@ def exclusive_problem(
         for job, pin, guest in zip(jobs, pinned, sharing, strict=True)
     ]
     linear: dict[tuple[int, ...], SizeChoices] = {}
-    must_run, reserving = _starving(jobs, allowed, pinned, protected, sharing, objective, capacity)
+    must_run, shadow = _starving(
+        jobs, allowed, pinned, protected, sharing, objective, capacity, remaining_s
+    )
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
         current = job.placement if job.state.holds_resources else ()
         guest_of = guests_of.get(job.id)
@@ -141,9 +146,10 @@ def exclusive_problem(
             sizes = [len(current)]
         elif index in must_run or (protected[index] and current):
             sizes = [n for n in sizes if n > 0] or [len(current)]
-        elif reserving and not current:
-            # A starving job waits for protected gangs to end: nobody else starts meanwhile,
-            # so the GPUs they free accumulate for it (no starvation behind a stream).
+        elif shadow is not None and not current and not _ends_by(job, shadow, now, remaining_s):
+            # A starving job waits for protected gangs to end: nobody starts meanwhile who
+            # would still hold GPUs then (EASY backfilling), so the GPUs they free accumulate
+            # for it (no starvation behind a stream).
             sizes = [0]
         if goodput is None:  # priced by its size alone: jobs of one size list share it
             key = tuple(sizes)
@@ -186,17 +192,20 @@ def _starving(
     sharing: list[bool],
     objective: Objective,
     capacity: int,
-) -> tuple[set[int], bool]:
+    remaining_s: Callable[[Job], float] | None,
+) -> tuple[set[int], float | None]:
     """The starving jobs that must run this round: longest-waiting first, while their
     smallest sizes fit beside the pinned jobs' GPUs and the protected jobs' smallest sizes;
-    and whether a starving job did not fit (then no other waiting job may start).
+    and, when a starving job did not fit, the *shadow time* of its reservation: when enough
+    protections will have ended for it to fit (:func:`_shadow_time`). Until then a waiting job
+    may start only if it ends by then (``None``: no reservation).
 
     Of the waiting ones only the longest-waiting is promoted (one reservation at a time, as
     EASY backfilling keeps one): promoting every waiting job past the threshold turned a
     backlog into FIFO with evictions (philly-low, 30-minute pin: 21.9 h average JCT against
     3.81 h). A starving job that runs keeps running (it loses its off column)."""
     if objective.config.promote_s == math.inf:
-        return set(), False  # the pin is off (the default): nobody starves by the clock
+        return set(), None  # the pin is off (the default): nobody starves by the clock
     budget = capacity - sum(
         len(job.placement) for job, pin in zip(jobs, pinned, strict=True) if pin
     )
@@ -218,7 +227,7 @@ def _starving(
         key=lambda index: (-objective.waited_s(jobs[index]), jobs[index].id),
     )
     chosen: set[int] = set()
-    reserving = promoted = False
+    promoted = False
     for index in starving:
         waiting = not jobs[index].placement
         if waiting and promoted:
@@ -229,9 +238,51 @@ def _starving(
             chosen.add(index)
             budget -= smallest
         else:
-            reserving = True
-            break
-    return chosen, reserving
+            held = [
+                (job, min((n for n in allowed[i] if n > 0), default=len(job.placement)))
+                for i, job in enumerate(jobs)
+                if protected[i] and job.placement and i not in chosen
+            ]
+            return chosen, _shadow_time(held, smallest - budget, objective, remaining_s)
+    return chosen, None
+
+
+def _shadow_time(
+    held: list[tuple[Job, int]],
+    short: int,
+    objective: Objective,
+    remaining_s: Callable[[Job], float] | None,
+) -> float:
+    """When the protected jobs ``held`` (each with the GPUs its protection keeps) will have
+    given back ``short`` GPUs: each gives them back when its minimum run ends (the latest it
+    can be kept from the reservation) or, if sooner, when it is estimated to finish. Counting
+    the finishes keeps the shadow time put while jobs backfill: a job started because it
+    ends by the shadow time frees its GPUs by then, so the next round's shadow time is no
+    later (the policy keeps no state; the reservation holds because it is recomputed the
+    same). ``now`` when they never suffice (pinned jobs hold the rest): nobody backfills."""
+    config, now = objective.config, objective.now
+
+    def release(job: Job) -> float:
+        protected_until = held_since(job) + config.min_run_s
+        if remaining_s is None:
+            return protected_until
+        return min(protected_until, now + remaining_s(job))
+
+    ends = sorted((release(job), gpus) for job, gpus in held)
+    freed = 0
+    for end, gpus in ends:
+        freed += gpus
+        if freed >= short:
+            return max(end, now)
+    return now
+
+
+def _ends_by(
+    job: Job, shadow: float, now: float, remaining_s: Callable[[Job], float] | None
+) -> bool:
+    """The waiting ``job``, started now, is done by ``shadow`` (it cannot delay the
+    reservation): never without an estimate."""
+    return remaining_s is not None and now + remaining_s(job) <= shadow
 
 
 def held_since(job: Job) -> float:

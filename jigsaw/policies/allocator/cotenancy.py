@@ -50,6 +50,7 @@ from jigsaw.policies.allocator.configurations import (
     Problem,
 )
 from jigsaw.policies.allocator.objective import Objective
+from jigsaw.policies.allocator.remaining import remaining_seconds
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
@@ -286,19 +287,12 @@ class Cotenancy:
 
     def _pace(self, problem: Problem, index: int) -> float:
         """Completions per second per unit of speedup: 1 / (its speedup at the size it asked
-        for x the seconds it still needs there, under its best exclusive plan). A running
-        job's progress since its run began is estimated at that speed, which errs towards
-        less remaining (so towards protecting a host near its end)."""
+        for x the seconds it still needs there, :func:`.remaining.remaining_seconds`)."""
         view = problem.views[index]
         job = view.job
-        option = self.catalog.default_option(job)
-        if option.goodput <= 0:
+        remaining_s = remaining_seconds(self.catalog, job, self.objective.now, bool(view.current))
+        if math.isinf(remaining_s):
             return 0.0
-        iteration_s = option.eta / option.goodput
-        done = job.iterations_done
-        if view.current and job.run_started_at is not None:
-            done += max(self.objective.now - job.run_started_at, 0.0) / iteration_s
-        remaining_s = max(job.spec.iterations - done, 1.0) * iteration_s
         sizes = view.choices.sizes.tolist()
         speedups = view.choices.speedups
         wanted = job.spec.workers
