@@ -25,7 +25,9 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
         current = view.current if view.guest_of is None else ()
         low = column.gpus if view.goodput is None else view.job.spec.worker_range[0]
         requests.append(PackRequest(view.job.id, column.gpus, current, min_size=low))
-    packed = pack(requests, cluster)
+    packed = _kept(requests, cluster)
+    if packed is None:
+        packed = pack(requests, cluster)
     placements: dict[int, Placement] = {
         job: packed.get(view.job.id, ()) for job, view in enumerate(problem.views)
     }
@@ -37,3 +39,19 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
         if column.slot in placements[host]:
             placements[job] = (column.slot,)
     return placements
+
+
+def _kept(requests: list[PackRequest], cluster: Cluster) -> dict[str, Placement] | None:
+    """Every request keeping the GPUs it holds, when each does and they are distinct and
+    alive: what :func:`pack` returns then, without rebuilding the cluster's free GPUs (most
+    rounds of a long replay change nothing). ``None``: pack them."""
+    held: list[Placement] = []
+    for request in requests:
+        if len(request.current) != request.size:
+            return None
+        held.append(request.current)
+    gpus = [gpu for placement in held for gpu in placement]
+    alive = {gpu for node in cluster.alive_nodes for gpu in node.gpu_ids()}
+    if len(set(gpus)) != len(gpus) or not alive.issuperset(gpus):
+        return None
+    return {request.job_id: request.current for request in requests}
