@@ -8,7 +8,7 @@ time, so a key computed at ``t`` stays right until the job's next root (``due``)
 :class:`LasRanking` keeps the keys in a sorted list and the roots in a heap. A round:
 
 1. re-keys the records that are new since the last snapshot and whose key fields changed
-   (:func:`_signature`), and drops the jobs absent from the snapshot (finished, cancelled,
+   (:func:`signature`), and drops the jobs absent from the snapshot (finished, cancelled,
    failed, preempted out of sight), so a snapshot is never ranked on stale data, whatever
    happened between rounds;
 2. re-keys the jobs whose root is due (from ``MARGIN_S`` before it, so float round-off at
@@ -25,14 +25,15 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from jigsaw.model.domain import Job
 from jigsaw.policies.shared.fairness import LasConfig, LasKey, job_stable_until, las_standing
 from jigsaw.policies.speed.record_diff import changed_records
 
-_Signature = tuple[float, float | None, int, int, int, float]
+Signature = tuple[float, float | None, int, int, int, float]
 
 MARGIN_S = 1.0
 """A key is recomputed from this long before a root until this long after it."""
@@ -44,15 +45,25 @@ _SLACK = 1e-3
 """Roots computed at different moments agree to far better than this (float round-off)."""
 
 
+class Rooted(Protocol):
+    """A kept key's record and the next root it was computed with."""
+
+    @property
+    def job(self) -> Job: ...
+
+    @property
+    def due(self) -> float: ...
+
+
 @dataclass(slots=True)
 class _Entry:
     job: Job
-    signature: _Signature
+    signature: Signature
     key: LasKey
     due: float
 
 
-def _signature(job: Job) -> _Signature:
+def signature(job: Job) -> Signature:
     """Every field :func:`~jigsaw.policies.shared.fairness.las_standing` reads of a job."""
     return (
         job.attained_gpu_seconds,
@@ -77,6 +88,49 @@ def key_and_due(job: Job, now: float, config: LasConfig) -> tuple[LasKey, float]
         if abs(slope) <= _FLAT and abs(value) < _EDGE:
             due = now  # on the edge of a flat test: look again every round
     return standing.key, due
+
+
+def pop_due(heap: list[tuple[float, str]], entries: Mapping[str, Rooted], now: float) -> list[str]:
+    """Take off ``heap`` (of (due, job id)) the jobs whose key is due for recomputing at
+    ``now``: from ``MARGIN_S`` before their root on. Items whose due no longer matches their
+    entry are stale and dropped."""
+    due: list[str] = []
+    horizon = now + MARGIN_S
+    while heap and heap[0][0] < horizon:
+        at, job_id = heapq.heappop(heap)
+        entry = entries.get(job_id)
+        if entry is not None and entry.due == at:
+            due.append(job_id)
+    return due
+
+
+def compact(
+    heap: list[tuple[float, str]], entries: Mapping[str, Rooted]
+) -> list[tuple[float, str]]:
+    """``heap`` rebuilt from ``entries`` once stale items outnumber live ones."""
+    if len(heap) <= 2 * len(entries) + 64:
+        return heap
+    heap = [(entry.due, job_id) for job_id, entry in entries.items()]
+    heapq.heapify(heap)
+    return heap
+
+
+def soonest_change(
+    heap: list[tuple[float, str]], entries: Mapping[str, Rooted], now: float, config: LasConfig
+) -> float:
+    """The earliest time at which a kept key may change, found from ``heap``: only jobs
+    whose cached root is near the earliest are computed afresh (``heap`` is left as it was)."""
+    best = math.inf
+    popped: list[tuple[float, str]] = []
+    while heap and heap[0][0] - _SLACK <= best:
+        item = heapq.heappop(heap)
+        popped.append(item)
+        entry = entries.get(item[1])
+        if entry is not None and entry.due == item[0]:
+            best = min(best, job_stable_until(entry.job, now, config))
+    for item in popped:
+        heapq.heappush(heap, item)
+    return best
 
 
 class LasRanking:
@@ -107,18 +161,7 @@ class LasRanking:
         """The earliest time at which a key may change, found from the heap: only jobs whose
         cached root is near the earliest are computed afresh."""
         self._sync(jobs, now)
-        heap, entries, config = self._due, self._entries, self.config
-        best = math.inf
-        popped: list[tuple[float, str]] = []
-        while heap and heap[0][0] - _SLACK <= best:
-            item = heapq.heappop(heap)
-            popped.append(item)
-            entry = entries.get(item[1])
-            if entry is not None and entry.due == item[0]:
-                best = min(best, job_stable_until(entry.job, now, config))
-        for item in popped:
-            heapq.heappush(heap, item)
-        return best
+        return soonest_change(self._due, self._entries, now, self.config)
 
     # -- keeping the cache right ------------------------------------------------------------
     def _sync(self, jobs: Sequence[Job], now: float) -> None:
@@ -139,24 +182,14 @@ class LasRanking:
             self._drop(job_id)
         for job in added:
             entry = entries.get(job.id)
-            if entry is not None and _signature(job) == entry.signature:
+            if entry is not None and signature(job) == entry.signature:
                 entry.job = self._records[job.id] = job
                 self._jobs[self._index(entry.key)] = job
             else:
                 self._put(job, now)
-        heap = self._due
-        due: list[str] = []
-        horizon = now + MARGIN_S
-        while heap and heap[0][0] < horizon:
-            at, job_id = heapq.heappop(heap)
-            entry = entries.get(job_id)
-            if entry is not None and entry.due == at:
-                due.append(job_id)
-        for job_id in due:
+        for job_id in pop_due(self._due, entries, now):
             self._put(entries[job_id].job, now)
-        if len(heap) > 2 * len(entries) + 64:
-            self._due = [(entry.due, job_id) for job_id, entry in entries.items()]
-            heapq.heapify(self._due)
+        self._due = compact(self._due, entries)
 
     def _put(self, job: Job, now: float) -> None:
         key, due = key_and_due(job, now, self.config)
@@ -164,7 +197,7 @@ class LasRanking:
         self._records[job.id] = job
         entry = self._entries.get(job.id)
         if entry is None:
-            self._entries[job.id] = _Entry(job, _signature(job), key, due)
+            self._entries[job.id] = _Entry(job, signature(job), key, due)
             self._insert(key, job)
         else:
             if entry.key != key:
@@ -172,7 +205,7 @@ class LasRanking:
                 self._insert(key, job)
             else:
                 self._jobs[self._index(key)] = job
-            entry.job, entry.signature, entry.key, entry.due = job, _signature(job), key, due
+            entry.job, entry.signature, entry.key, entry.due = job, signature(job), key, due
         if due < math.inf:
             heapq.heappush(self._due, (due, job.id))
 

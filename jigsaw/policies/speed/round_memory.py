@@ -16,6 +16,10 @@ happened between rounds; everything kept is fixed up from those alone.
 - **The LAS ranking** (:class:`~jigsaw.policies.speed.las_ranking.LasRanking`): keys in a sorted
   list, each key's next crossing in a heap; a round re-keys the changed jobs and those whose
   crossing is due.
+- **A LAS gang round's state** (:class:`~jigsaw.policies.speed.kept_las_round.KeptLasRound`): that
+  ranking with each job's side, and the running gangs' protection and free GPUs, fixed up
+  from one side-by-side diff of the snapshots, for
+  :func:`~jigsaw.policies.speed.kept_gang_round.kept_gang_round`.
 - **The booked ledger** (:class:`~jigsaw.policies.speed.kept_ledger.KeptLedger`): every running
   gang stays booked; a round re-books the changed gangs and gets a copy, summed in the order
   a fresh booking sums (float addition is not associative).
@@ -36,9 +40,11 @@ from typing import Any, Generic, TypeVar, TypeVarTuple
 
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.domain import Job
+from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.shared.fairness import LasConfig, las_order, las_stable_until
 from jigsaw.policies.shared.packing import GpuLedger
 from jigsaw.policies.shared.plans import Footprint, PlanCatalog
+from jigsaw.policies.speed.kept_las_round import KeptLasRound
 from jigsaw.policies.speed.kept_ledger import KeptLedger
 from jigsaw.policies.speed.las_ranking import LasRanking
 
@@ -105,6 +111,7 @@ class RoundMemory:
         """Keep state across and within rounds (off: work everything out afresh, the
         reference the kept path is tested against)."""
         self._ranking: LasRanking | None = None
+        self._las_round: KeptLasRound | None = None
         self._ledger: KeptLedger | None = None
         self._caches: list[RecordCache[Any]] = []
 
@@ -125,6 +132,15 @@ class RoundMemory:
         if self._ranking is None or self._ranking.config != config:
             self._ranking = LasRanking(config)
         return self._ranking
+
+    def las_round(self, snapshot: Snapshot, config: LasConfig) -> KeptLasRound:
+        """The LAS ranking of ``snapshot``'s jobs and its running gangs (kept state only: a
+        caller with ``incremental`` off ranks and walks afresh instead)."""
+        kept = self._las_round
+        if kept is None or kept.config != config:
+            kept = self._las_round = KeptLasRound(config, snapshot.cluster)
+        kept.sync(snapshot)
+        return kept
 
     # -- the running gangs' bookings --------------------------------------------------------
     def booked_ledger(

@@ -64,9 +64,10 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     ModelCatalog: frozenset({"_entries"}),
     # Plan options per options key, footprints per (job, plan, placement).
     PlanCatalog: frozenset({"_options", "_footprints"}),
-    # The kept LAS ranking and ledger, held to their reference mode decision for decision
-    # (tests/core/policies/test_incremental_decisions.py, test_las_ranking.py).
-    RoundMemory: frozenset({"_ranking", "_ledger", "_caches"}),
+    # The kept LAS ranking, LAS gang round and ledger, held to their reference mode decision
+    # for decision (tests/core/policies/test_incremental_decisions.py, test_las_ranking.py,
+    # test_kept_gang_round.py).
+    RoundMemory: frozenset({"_ranking", "_las_round", "_ledger", "_caches"}),
     RecordCache: frozenset({"_answers"}),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
     JigsawPolicy: frozenset({"_last_round"}),
