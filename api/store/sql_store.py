@@ -32,6 +32,7 @@ from jigsaw.model.domain import Job, JobEvent
 from jigsaw.model.errors import ConflictError, JobNotFoundError
 from jigsaw.model.lifecycle import TERMINAL_STATES, JobState, sources_of
 from jigsaw.model.reasons import ReasonCode
+from jigsaw.scheduling.active_sides import ActiveSides, split_sides
 from jigsaw.scheduling.seams import parsed_sort
 
 _TERMINAL = [state.value for state in TERMINAL_STATES]
@@ -112,6 +113,9 @@ class SqlStore:
         )
         with self._autocommit.connect() as conn:
             return [job_from_row(row) for row in conn.execute(query).mappings()]
+
+    def active_sides(self) -> ActiveSides:
+        return split_sides(self.active_jobs())
 
     def list_jobs(
         self,

@@ -105,10 +105,9 @@ class SchedulingCycle:
         now = self.clock.now()
         self.observe(self.executor.poll(now))
         cluster = self.cluster()
-        jobs = self.store.active_jobs()
-        snapshot = Snapshot.build(now, cluster, jobs)
-        if self._reconcile(jobs, snapshot.running, cluster, now):
-            snapshot = Snapshot.build(now, cluster, self.store.active_jobs())
+        snapshot = self._snapshot(now, cluster)
+        if self._reconcile(snapshot.running, cluster, now):
+            snapshot = self._snapshot(now, cluster)
         snapshot, decisions = self._decide(snapshot, now)
         applied = sum(self._apply(decision, now) for decision in decisions)
         if self._keeps_round_state():
@@ -121,6 +120,10 @@ class SchedulingCycle:
             time.perf_counter() - started,
             snapshot,
         )
+
+    def _snapshot(self, now: float, cluster: Cluster) -> Snapshot:
+        sides = self.store.active_sides()
+        return Snapshot.from_sides(now, cluster, sides.holding, sides.waiting, sides.backing_off)
 
     def _keeps_round_state(self) -> bool:
         """``isinstance(self.policy, KeepsRoundState)``, asked once per policy object: a
@@ -259,11 +262,9 @@ class SchedulingCycle:
         )
 
     # -- 2. reconcile -------------------------------------------------------------------
-    def _reconcile(
-        self, jobs: list[Job], holding: Sequence[Job], cluster: Cluster, now: float
-    ) -> bool:
-        """Whether it changed the store. ``holding``: the jobs of ``jobs`` that hold GPUs
-        (ADMITTED or RUNNING; the snapshot lists them)."""
+    def _reconcile(self, holding: Sequence[Job], cluster: Cluster, now: float) -> bool:
+        """Whether it changed the store. ``holding``: the jobs that hold GPUs (ADMITTED or
+        RUNNING; the snapshot lists them)."""
         wanted = {job.id for job in holding}
         running_in_executor = self.executor.running_jobs()
         if running_in_executor == wanted and cluster.every_node_alive:
@@ -272,9 +273,8 @@ class SchedulingCycle:
         for job_id in sorted(running_in_executor - wanted):
             self.executor.stop(job_id, checkpoint=False)
         running_in_executor = self.executor.running_jobs()
-        holders = [job for job in jobs if job.state is _RUNNING or job.state is _ADMITTED]
         changed = False
-        for job in holders:
+        for job in holding:
             lost_gang = job.id not in running_in_executor
             lost_node = (
                 not lost_gang

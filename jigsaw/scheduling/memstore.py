@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import Any
 
 from jigsaw.model.domain import Job, JobEvent, replace_job
 from jigsaw.model.errors import ConflictError, JobNotFoundError
 from jigsaw.model.lifecycle import JobState, sources_of
+from jigsaw.scheduling.active_sides import (
+    HOLDING_STATES,
+    ActiveSides,
+    ArrivalOrdered,
+)
 from jigsaw.scheduling.seams import name_matcher, parsed_sort
 
 _SORT_VALUES: dict[str, Callable[[Job], Any]] = {
@@ -21,10 +28,18 @@ _SORT_VALUES: dict[str, Callable[[Job], Any]] = {
 """The value :meth:`InMemoryStore.list_jobs` sorts by, per key of ``JOB_SORT_KEYS``."""
 
 
+_ARRIVAL_KEY = attrgetter("submitted_at", "id")
+
+
 class InMemoryStore:
     def __init__(self, *, keep_events: bool = True) -> None:
         self._jobs: dict[str, Job] = {}
-        self._active: dict[str, Job] = {}
+        self._holding = ArrivalOrdered()
+        self._waiting = ArrivalOrdered()
+        """The active jobs by side, each in arrival order, kept on every save so that a
+        round's snapshot neither walks nor sorts them (:meth:`active_sides`)."""
+        self._backing_off: set[str] = set()
+        """Waiting jobs whose record carries a ``retry_after``."""
         self._events: dict[str, list[JobEvent]] = {}
         self._keep_events = keep_events
 
@@ -32,8 +47,7 @@ class InMemoryStore:
         if job.id in self._jobs:
             raise ConflictError(f"job {job.id} already exists")
         self._jobs[job.id] = job
-        if not job.state.is_terminal:
-            self._active[job.id] = job
+        self._enter(job)
         self._record(event)
         return job
 
@@ -44,11 +58,14 @@ class InMemoryStore:
             raise JobNotFoundError(job_id) from None
 
     def active_jobs(self) -> list[Job]:
-        return list(self._active.values())
+        return list(heapq.merge(self._holding.jobs(), self._waiting.jobs(), key=_ARRIVAL_KEY))
+
+    def active_sides(self) -> ActiveSides:
+        return ActiveSides(self._holding.jobs(), self._waiting.jobs(), bool(self._backing_off))
 
     def active_count(self) -> int:
         """``len(active_jobs())`` without the list (the replay asks after every event)."""
-        return len(self._active)
+        return len(self._holding) + len(self._waiting)
 
     def all_jobs(self) -> list[Job]:
         return list(self._jobs.values())
@@ -112,13 +129,31 @@ class InMemoryStore:
         # stored as it is: it is a new object all the same, and one copy fewer per change.
         saved = job if job.version == version else replace_job(job, version=version)
         self._jobs[job.id] = saved
-        if saved.state.is_terminal:
-            self._active.pop(job.id, None)
-        else:
-            self._active[job.id] = saved
+        self._leave(current, saved)
+        self._enter(saved)
         if event is not None:
             self._record(event)
         return saved
+
+    def _side(self, job: Job) -> ArrivalOrdered | None:
+        if job.state.is_terminal:
+            return None
+        return self._holding if job.state in HOLDING_STATES else self._waiting
+
+    def _enter(self, job: Job) -> None:
+        side = self._side(job)
+        if side is None:
+            return
+        side.put(job)  # in place when the job was on this side already
+        if side is self._waiting and job.retry_after is not None:
+            self._backing_off.add(job.id)
+
+    def _leave(self, old: Job, new: Job) -> None:
+        """Takes ``old``'s record off its side when ``new`` is on another (or none)."""
+        side = self._side(old)
+        if side is not None and side is not self._side(new):
+            side.remove(old)
+        self._backing_off.discard(old.id)
 
     def events(self, job_id: str) -> list[JobEvent]:
         self.get(job_id)

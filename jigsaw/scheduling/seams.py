@@ -16,6 +16,7 @@ from jigsaw.model.errors import JigsawError
 from jigsaw.model.executor_events import ExecutorEvent
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import Plan
+from jigsaw.scheduling.active_sides import ActiveSides
 
 JOB_SORT_KEYS = ("submitted", "name", "user", "queue", "state", "priority")
 """What :meth:`Store.list_jobs` sorts by."""
@@ -53,7 +54,15 @@ class Store(Protocol):
 
     def get(self, job_id: str) -> Job: ...
 
-    def active_jobs(self) -> list[Job]: ...
+    def active_jobs(self) -> list[Job]:
+        """Every job not in a terminal state, in arrival order: by ``submitted_at``, then by
+        ``id``."""
+        ...
+
+    def active_sides(self) -> ActiveSides:
+        """The active jobs split into the side that holds GPUs and the side that waits, each
+        in arrival order: what the scheduling cycle builds each round's snapshot from."""
+        ...
 
     def list_jobs(
         self,

@@ -298,7 +298,7 @@ class Replay:
         """Jobs wait, nothing runs and the policy decided nothing, for more rounds than
         ``max_idle_rounds`` (or once, outside rounds): such jobs can never start."""
         idle = not report.decisions and self.executor.gang_count() == 0 and self._gate.all_arrived
-        waiting = idle and (bool(self.store.active_jobs()) or bool(self._backlog))
+        waiting = idle and (self.store.active_count() > 0 or bool(self._backlog))
         loop.idle_rounds = loop.idle_rounds + 1 if waiting else 0
         return loop.idle_rounds > self.options.max_idle_rounds or (waiting and not self._in_rounds)
 

@@ -131,6 +131,19 @@ def test_active_jobs_excludes_terminal_ones(store: Store) -> None:
     assert store.get("a").finished_at == 3.0
 
 
+def test_active_jobs_come_in_arrival_order_whatever_the_insert_order(store: Store) -> None:
+    # Out-of-order inserts and ties on submitted_at (broken by id): the cycle builds its
+    # snapshot from this order without sorting.
+    for job_id, at in [("d", 4.0), ("b", 2.0), ("c", 2.0), ("a", 2.0), ("e", 1.0)]:
+        add(store, new_job(job_id, at))
+    b = store.get("b")
+    admit(store, b)  # a change of state keeps the job's place
+    assert [job.id for job in store.active_jobs()] == ["e", "a", "b", "c", "d"]
+    add(store, new_job("f", 5.0))
+    add(store, new_job("g", 3.0))
+    assert [job.id for job in store.active_jobs()] == ["e", "a", "b", "c", "g", "d", "f"]
+
+
 def test_list_jobs_filters_orders_and_pages(store: Store) -> None:
     add(store, new_job("c", 3.0, user="bob", queue="q2"))
     add(store, new_job("a", 1.0, user="alice"))

@@ -179,7 +179,7 @@ def test_cancel_racing_with_reconcile_does_not_abort_the_round() -> None:
     racing = RacingStore()
     for job in store.all_jobs():
         racing._jobs[job.id] = job  # same state, new store that races a cancel into reconcile
-        racing._active[job.id] = job
+        racing._enter(job)
     cycle.store = racing
     report = cycle.run_once()  # must not raise
     assert report is not None
