@@ -26,14 +26,19 @@ def compiled_replace(cls: type[T]) -> Callable[..., T]:
     if not all(f.init for f in fields(cls)):
         raise TypeError(f"{cls.__name__}: every field must be an __init__ field")
     known = frozenset(names)
-    lines = ["def copy(instance, changes):", "    new = new_object(cls)", "    get = changes.get"]
-    lines += [f"    set_field(new, {name!r}, get({name!r}, instance.{name}))" for name in names]
+    # Each field is copied through its own slot (or attribute) descriptor's setter, bound
+    # once here, then the changes are written over it: no per-field name lookup and no
+    # ``changes.get`` per field on the hot path.
+    lines = ["def copy(instance, changes):", "    new = new_object(cls)"]
+    lines += [f"    set_{name}(new, instance.{name})" for name in names]
+    lines += ["    for name, value in changes.items():", "        set_field(new, name, value)"]
     lines.append("    return new")
     namespace: dict[str, Any] = {
         "cls": cls,
         "new_object": object.__new__,
         "set_field": object.__setattr__,  # a frozen class's own __setattr__ refuses
     }
+    namespace.update({f"set_{name}": _setter(cls, name) for name in names})
     exec("\n".join(lines), namespace)  # the source is built above from the field names
     copy: Callable[[T, dict[str, Any]], T] = namespace["copy"]
 
@@ -45,3 +50,13 @@ def compiled_replace(cls: type[T]) -> Callable[..., T]:
 
     replace.__doc__ = f"``dataclasses.replace`` for {cls.__name__} (:func:`compiled_replace`)."
     return replace
+
+
+def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The function that writes field ``name`` of a ``cls`` instance, bypassing a frozen
+    class's ``__setattr__``: the slot's descriptor where the class has slots."""
+    descriptor = cls.__dict__.get(name)
+    if descriptor is not None and hasattr(descriptor, "__set__"):
+        setter: Callable[[Any, Any], None] = descriptor.__set__
+        return setter
+    return lambda instance, value: object.__setattr__(instance, name, value)

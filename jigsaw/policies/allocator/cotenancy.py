@@ -20,11 +20,12 @@ worker there plus the guest fit the GPU.
 The round stays small: at most ``MAX_SLOTS`` slots (those with the most idle compute), at
 most ``MAX_GUESTS`` guests (the guests running now, then the heaviest-weighted, then the
 oldest), and each guest on its ``guest_slots_per_job`` cheapest slots. The guests' cap is
-what keeps HiGHS within its time limit: forty waiting one-GPU jobs on the slots of two or
-three hosts (164 guest columns) took it 0.8 to 1.9 s to solve, and a program stopped by the
-clock makes a replay's decisions depend on the machine's load (the same two-day window at
-128 GPUs gave two decision logs, 2,802 and 2,232 rounds, in back-to-back runs). With twelve,
-no round of that window reached the limit and the program's time fell from 26.5 s to 6.8 s.
+what keeps HiGHS within its time limit: a round with some forty waiting one-GPU jobs on
+the slots of two or three hosts (over a hundred and fifty guest columns) could run past it,
+and a program stopped by the clock makes a replay's decisions depend on the machine's load
+(a profiler's diagnosis of one two-day Philly window at 128 GPUs, whose decision log
+differed between back-to-back runs of one commit). With twelve, no round of that window
+reached the limit. The limit is still the clock: the cap only keeps the programs small.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ moves. So the round is solved once more with every such job priced at discount 1
 cheapest it can ever be: if the dynamic program then chooses the same columns, it chooses
 them at every price in between (a solution that starts a moving job only gets dearer as its
 discount falls back from 1, and one that does not is priced as it is now; the program's tie
-rule keeps its answer when off-answer options only get dearer). On a full Philly replay
-this was the reason for most rounds asked again (2,534 of 3,080 quiet rounds of a two-day
-window at 256 GPUs).
+rule keeps its answer when off-answer options only get dearer). On Philly this was the
+reason for most rounds asked again (a profiler's diagnosis; the published effect is
+philly-low's cycle count in docs/BENCHMARKS.md).
 
 Then the answer holds until a protection or hold ends, a waiting job starts starving, a
 restarted job's discount leaves zero, or a back-off ends; with nothing waiting, until the
