@@ -304,9 +304,12 @@ class RateDrivenExecutor:
 
     def _rerate(self, job_ids: set[str]) -> None:
         job_ids = {j for j in job_ids if j in self._gangs}
-        if self._sliced is not None:
+        # With no GPU shared anywhere, every gang is its own component and none is sliced:
+        # the walk and the sharing test below would find exactly that.
+        shared = self._shared_gpus > 0
+        if shared and self._sliced is not None:
             job_ids = self._component(job_ids)
-        sliced = self._sliced_times(job_ids)
+        sliced = self._sliced_times(job_ids) if shared else {}
         for job_id in sorted(job_ids):
             gang = self._gangs[job_id]
             self._settle(gang)
