@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Insert, Select, bindparam, func, insert, select, update
@@ -34,6 +35,8 @@ from jigsaw.model.lifecycle import TERMINAL_STATES, JobState, sources_of
 from jigsaw.model.reasons import ReasonCode
 from jigsaw.scheduling.active_sides import ActiveSides, split_sides
 from jigsaw.scheduling.seams import parsed_sort
+
+_ARRIVAL_ORDER = attrgetter("submitted_at", "id")
 
 _TERMINAL = [state.value for state in TERMINAL_STATES]
 
@@ -112,7 +115,11 @@ class SqlStore:
             .order_by(jobs.c.submitted_at, jobs.c.id)
         )
         with self._autocommit.connect() as conn:
-            return [job_from_row(row) for row in conn.execute(query).mappings()]
+            active = [job_from_row(row) for row in conn.execute(query).mappings()]
+        # Sorted once more in Python: the database's collation of ids need not be Python's
+        # string order, and the snapshot's order must not depend on the database's locale.
+        active.sort(key=_ARRIVAL_ORDER)
+        return active
 
     def active_sides(self) -> ActiveSides:
         return split_sides(self.active_jobs())
