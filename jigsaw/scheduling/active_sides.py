@@ -3,12 +3,12 @@ and the side that waits, each in arrival order."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from jigsaw.model.domain import Job
 from jigsaw.model.lifecycle import JobState
+from jigsaw.model.sorted_pairs import SortedPairs
 
 HOLDING_STATES = frozenset({JobState.ADMITTED, JobState.RUNNING})
 WAITING_STATES = frozenset({JobState.PENDING, JobState.PREEMPTED, JobState.RETRYING})
@@ -41,37 +41,25 @@ def split_sides(jobs: Iterable[Job]) -> ActiveSides:
 
 
 class ArrivalOrdered:
-    """Job records kept sorted by (``submitted_at``, ``id``): insert, replace and remove by
-    bisection, so a reader copies the list as it stands and never sorts."""
+    """Job records kept sorted by (``submitted_at``, ``id``)
+    (:class:`~jigsaw.model.sorted_pairs.SortedPairs`), so a reader copies the list as it
+    stands and never sorts."""
 
-    __slots__ = ("_jobs", "_keys")
+    __slots__ = ("_pairs",)
 
     def __init__(self) -> None:
-        self._keys: list[tuple[float, str]] = []
-        self._jobs: list[Job] = []
+        self._pairs: SortedPairs[tuple[float, str], Job] = SortedPairs()
 
     def __len__(self) -> int:
-        return len(self._jobs)
+        return len(self._pairs)
 
     def put(self, job: Job) -> None:
         """Adds ``job`` at its place, or replaces the record of the same job there."""
-        key = (job.submitted_at, job.id)
-        keys = self._keys
-        at = bisect_left(keys, key)
-        if at < len(keys) and keys[at] == key:
-            self._jobs[at] = job
-        else:
-            keys.insert(at, key)
-            self._jobs.insert(at, job)
+        self._pairs.put((job.submitted_at, job.id), job)
 
     def remove(self, job: Job) -> None:
         """Drops the record of ``job`` (a KeyError if there is none)."""
-        key = (job.submitted_at, job.id)
-        at = bisect_left(self._keys, key)
-        if at == len(self._keys) or self._keys[at] != key:
-            raise KeyError(job.id)
-        del self._keys[at]
-        del self._jobs[at]
+        self._pairs.remove((job.submitted_at, job.id))
 
     def jobs(self) -> list[Job]:
-        return list(self._jobs)
+        return list(self._pairs.items)

@@ -18,13 +18,13 @@ The order is :func:`~jigsaw.policies.shared.fairness.las_order`'s
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jigsaw.model.domain import Job
+from jigsaw.model.sorted_pairs import SortedPairs
 from jigsaw.policies.shared.fairness import LasConfig, LasKey
 from jigsaw.policies.speed.las_ranking import (
     Signature,
@@ -55,8 +55,9 @@ class SidedLasRanking:
     def __init__(self, config: LasConfig) -> None:
         self.config = config
         self._entries: dict[str, RankedJob] = {}
-        self._all = _Sorted()
-        self._held = _Sorted()
+        # Ranked jobs by key (unique: each ends with the job id), all and the running ones.
+        self._all: SortedPairs[LasKey, RankedJob] = SortedPairs()
+        self._held: SortedPairs[LasKey, RankedJob] = SortedPairs()
         self._due: list[tuple[float, str]] = []
         """Heap of (due, job id); an item whose due no longer matches its entry is stale."""
         self.rekeyed = 0
@@ -158,25 +159,3 @@ class SidedLasRanking:
         else:
             self._held.remove(entry.key)
         entry.held = held
-
-
-class _Sorted:
-    """Ranked jobs sorted by key, as two lists in step (keys are unique: each ends with the
-    job id)."""
-
-    __slots__ = ("items", "keys")
-
-    def __init__(self) -> None:
-        self.keys: list[LasKey] = []
-        self.items: list[RankedJob] = []
-
-    def insert(self, key: LasKey, item: RankedJob) -> None:
-        index = bisect.bisect_left(self.keys, key)
-        self.keys.insert(index, key)
-        self.items.insert(index, item)
-
-    def remove(self, key: LasKey) -> None:
-        index = bisect.bisect_left(self.keys, key)
-        assert self.keys[index] == key, "LAS ranking lost a key"
-        del self.keys[index]
-        del self.items[index]
