@@ -51,7 +51,7 @@ from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import remaining_seconds
-from jigsaw.policies.allocator.solve import Solution, solve
+from jigsaw.policies.allocator.solve import Solution, SolverLimits, solve
 from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.plans import EtaOf, PlanCatalog
@@ -98,6 +98,8 @@ class JigsawPolicy(PolicyBase):
         self.resizes_running_jobs = self._source is not None or self.config.guests
         """Sizes move round after round when jobs report; slots open as gangs run."""
         self.catalog = PlanCatalog(oracle, spb=self.config.hosts, eta_of=eta_of, planner=planner)
+        config = self.config
+        self._limits = SolverLimits(config.solver_nodes, config.solver_time_s, config.mip_rel_gap)
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
         snapshot right after; it never changes a decision)."""
@@ -151,7 +153,7 @@ class JigsawPolicy(PolicyBase):
                     self.catalog, self.oracle, self.planner, objective, self.config
                 ).add_columns(problem, cluster)
             try:
-                solution = solve(problem, self.config.solver_time_s, self.config.mip_rel_gap)
+                solution = solve(problem, self._limits)
                 break
             except Infeasible:
                 if relax_guests or not guests_of:

@@ -16,7 +16,8 @@ meaning (docs/SCHEDULER.md, "pollux"). Each 60 s round:
    speedup / GPUs per node, 0 for a job left out, each term guarded by
    ``+ 1e-3``: leaving a job out costs far more than slowing one down, so every job runs
    while GPUs last, and the rest go where they speed jobs up most.
-   (:func:`~jigsaw.policies.shared.pollux_allocation.choose_sizes`, exact where Pollux searches.)
+   (:func:`~jigsaw.policies.shared.pollux_allocation.choose_options` over the sizes each job
+   may take, exact where Pollux searches.)
 4. **Placement** and decisions: kept sizes keep their GPUs; the rest are packed
    (:func:`~jigsaw.policies.shared.pollux_allocation.pack`) and become Start, Resize (with the
    batch of step 1) or Preempt decisions.
@@ -45,7 +46,7 @@ from jigsaw.model.snapshot import Snapshot
 from jigsaw.planning.planner import Planner
 from jigsaw.policies.allocator.knowledge import size_choices, worker_batch
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.shared.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
+from jigsaw.policies.shared.pollux_allocation import PackRequest, choose_options, pack
 
 RESTART_S = 30.0
 """What Pollux charges a reallocation, in the speedup it discounts and in the simulator."""
@@ -62,7 +63,10 @@ class _JobView:
     job: Job
     current: Placement
     goodput: JobGoodput | None
+    sizes: np.ndarray
+    """The sizes it may take this round, ascending."""
     costs: np.ndarray
+    """Its cost at each of them."""
 
     @property
     def resizable(self) -> bool:
@@ -108,7 +112,8 @@ class PolluxPolicy(PolicyBase):
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
         fair_share = max(math.ceil(capacity / len(jobs)), 1)  # 1 when every node is lost
         views = [self._view(job, snapshot.now, fair_share, capacity, per_node) for job in jobs]
-        sizes = choose_sizes([SizeCosts(v.job.id, v.costs) for v in views], capacity)
+        picks = choose_options([(v.sizes, v.costs) for v in views], capacity)
+        sizes = {v.job.id: int(v.sizes[pick]) for v, pick in zip(views, picks, strict=True)}
         requests = [
             PackRequest(
                 v.job.id,
@@ -128,29 +133,17 @@ class PolluxPolicy(PolicyBase):
         current = job.placement if job.state.holds_resources else ()
         source = self._source
         goodput = source.job_goodput(job, now) if source is not None else None
-        sizes = np.arange(capacity + 1)
-        allowed = np.zeros(capacity + 1, dtype=bool)
-        allowed[0] = True
-        if job.state is JobState.ADMITTED:
-            allowed[:] = False  # starting: it keeps what it was given this round
-            allowed[len(current)] = True
-        elif goodput is None:
-            if job.spec.workers <= capacity:
-                allowed[job.spec.workers] = True
-        else:
-            low, high = job.spec.worker_range
-            explored = max(2 * goodput.largest_measured, 1)
-            cap = min(high, explored, goodput.limits.max_replicas(), capacity)
-            cap = min(cap, MAX_NODES_PER_JOB * per_node)
-            allowed[max(low, 1) : max(cap, min(low, capacity)) + 1] = True
-        everything = list(range(capacity + 1))
-        speedup = size_choices(job, goodput, everything, fair_share, per_node).speedups
+        allowed = _allowed_sizes(job, goodput, current, capacity, per_node)
+        sizes = np.asarray(allowed, dtype=np.int64)
+        # Priced at the allowed sizes only: element by element the same arithmetic as a
+        # price for every size with inf at the forbidden ones (what the program ignores).
+        speedup = size_choices(job, goodput, allowed, fair_share, per_node).speedups
         changed = sizes != len(current)
         discount = np.where(changed, self._restart_discount(job, now), 1.0)
         # A speedup of one node's worth of GPUs counts 1 (Pollux's dominant-share scaling).
         scaled = speedup * discount / per_node
-        costs = np.where(allowed, (scaled + ZERO_GUARD) ** self.fairness_power, np.inf)
-        return _JobView(job, current, goodput, costs)
+        costs = (scaled + ZERO_GUARD) ** self.fairness_power
+        return _JobView(job, current, goodput, sizes, costs)
 
     def _restart_discount(self, job: Job, now: float) -> float:
         """Pollux's ``max(age - restarts x delay, 0) / (age + delay)``."""
@@ -204,6 +197,23 @@ class PolluxPolicy(PolicyBase):
                 )
         # Shrinks free GPUs before grows and starts take them.
         return [*preempts, *(d for _, d in sorted(resizes, key=lambda x: x[0])), *starts]
+
+
+def _allowed_sizes(
+    job: Job, goodput: JobGoodput | None, current: Placement, capacity: int, per_node: int
+) -> list[int]:
+    """The sizes Pollux lets the job take this round, ascending: the size it holds while it
+    starts; else 0 and the size it asked for (nothing known), or ``min_workers`` up to twice
+    its largest measured size within its limits."""
+    if job.state is JobState.ADMITTED:
+        return [len(current)]  # starting: it keeps what it was given this round
+    if goodput is None:
+        return [0, job.spec.workers] if 0 < job.spec.workers <= capacity else [0]
+    low, high = job.spec.worker_range
+    explored = max(2 * goodput.largest_measured, 1)
+    cap = min(high, explored, goodput.limits.max_replicas(), capacity)
+    cap = min(cap, MAX_NODES_PER_JOB * per_node)
+    return [0, *range(max(low, 1), max(cap, min(low, capacity)) + 1)]
 
 
 register("pollux", uses=frozenset({"planner", "goodput"}))(PolluxPolicy)

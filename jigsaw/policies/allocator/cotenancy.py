@@ -19,13 +19,13 @@ worker there plus the guest fit the GPU.
 
 The round stays small: at most ``MAX_SLOTS`` slots (those with the most idle compute), at
 most ``MAX_GUESTS`` guests (the guests running now, then the heaviest-weighted, then the
-oldest), and each guest on its ``guest_slots_per_job`` cheapest slots. The guests' cap is
-what keeps HiGHS within its time limit: a round with some forty waiting one-GPU jobs on
-the slots of two or three hosts (over a hundred and fifty guest columns) could run past it,
+oldest), and each guest on its ``guest_slots_per_job`` cheapest slots. The guests' cap
+keeps the programs small: a round with some forty waiting one-GPU jobs on the slots of two
+or three hosts (over a hundred and fifty guest columns) ran past the old 0.5 s clock limit,
 and a program stopped by the clock makes a replay's decisions depend on the machine's load
 (a profiler's diagnosis of one two-day Philly window at 128 GPUs, whose decision log
-differed between back-to-back runs of one commit). With twelve, no round of that window
-reached the limit. The limit is still the clock: the cap only keeps the programs small.
+differed between back-to-back runs of one commit). HiGHS is now bounded by a node count
+(``JigsawConfig.solver_nodes``), with the clock only a safety net far above it.
 """
 
 from __future__ import annotations

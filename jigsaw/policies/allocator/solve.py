@@ -4,8 +4,9 @@ Without guest columns the problem separates: the summed cost of each job's exclu
 minimised under one GPU budget, which :func:`~jigsaw.policies.shared.pollux_allocation.
 choose_options` solves exactly (the same program pollux runs). With guest columns the
 choices couple (a guest needs its host's column chosen, one guest per slot), and the round is
-a 0-1 program solved by SciPy's HiGHS (``scipy.optimize.milp``) under a time limit and a
-relative gap:
+a 0-1 program solved by SciPy's HiGHS (``scipy.optimize.milp``) under a node limit (a
+time limit far above it only as a safety net, so the answer does not depend on the machine)
+and a relative gap:
 
     minimise   sum_c cost_c x_c + sum_h C_h
     subject to sum_{c of j} x_c = 1                  for every job j
@@ -74,11 +75,21 @@ def solve_exclusive(problem: Problem) -> Solution:
     return Solution(chosen, _cost(problem, chosen), "dp")
 
 
-def solve(problem: Problem, time_limit_s: float, rel_gap: float) -> Solution:
+@dataclass(frozen=True, slots=True)
+class SolverLimits:
+    """HiGHS' limits: ``nodes`` bounds its work (a count: the same answer on any machine),
+    ``time_s`` is a safety net above it, ``rel_gap`` the optimality gap it may stop at."""
+
+    nodes: int
+    time_s: float
+    rel_gap: float
+
+
+def solve(problem: Problem, limits: SolverLimits) -> Solution:
     exclusive = solve_exclusive(problem)
     if not any(column.kind == GUEST for column in problem.columns):
         return exclusive
-    joint = _solve_milp(problem, _touched(problem, exclusive), exclusive, time_limit_s, rel_gap)
+    joint = _solve_milp(problem, _touched(problem, exclusive), exclusive, limits)
     if joint is not None and joint.cost < exclusive.cost - _IMPROVEMENT * abs(exclusive.cost):
         return joint
     return exclusive
@@ -105,8 +116,7 @@ def _solve_milp(
     problem: Problem,
     touched: set[int],
     exclusive: Solution,
-    time_limit_s: float,
-    rel_gap: float,
+    limits: SolverLimits,
 ) -> Solution | None:
     """The 0-1 program over the ``touched`` jobs; every other job keeps its column of the
     exclusive optimum, and the GPUs those take are not offered (so the exclusive optimum stays
@@ -201,7 +211,12 @@ def _solve_milp(
             bounds=Bounds(
                 0.0, np.concatenate([live.astype(np.float64), np.full(2 * len(hosts), np.inf)])
             ),
-            options={"time_limit": time_limit_s, "mip_rel_gap": rel_gap, "disp": False},
+            options={
+                "node_limit": limits.nodes,
+                "time_limit": limits.time_s,
+                "mip_rel_gap": limits.rel_gap,
+                "disp": False,
+            },
         )
     if result.x is None:
         return None

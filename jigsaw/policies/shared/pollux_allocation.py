@@ -61,6 +61,20 @@ def choose_options(
     dynamic programming over (jobs, GPUs used) in ``O(jobs x GPUs x options per job)``. Ties
     go to the smaller size, the same answer as a search over every size with inf for the
     forbidden ones."""
+    dominated = _dominated_pairs(options, capacity)
+    if not dominated:
+        return _program(options, capacity)
+    kept = [job for job in range(len(options)) if job not in dominated]
+    answer = [0] * len(options)  # a dominated job waits (its option 0 is size 0)
+    for job, pick in zip(kept, _program([options[job] for job in kept], capacity), strict=True):
+        answer[job] = pick
+    return answer
+
+
+def _program(
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
+) -> list[int]:
+    """:func:`choose_options` over every job given: the dynamic program itself."""
     width = capacity + 1
     # ``padded[width:]`` holds the best-so-far, behind ``width`` unreachable entries: the
     # best-so-far shifted right by ``size`` GPUs is the view
@@ -109,6 +123,72 @@ def choose_options(
         chosen[index] = pick
         left -= int(options[index][0][pick])
     return chosen
+
+
+def _dominated_pairs(
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
+) -> set[int]:
+    """Jobs the program would leave out whatever else it chooses, found without running it:
+    dropped from it, they change nothing of its answer (a backlog of thousands of waiting
+    rigid jobs then costs the program only the few that could start).
+
+    A job whose options are off or one size ``n`` (a rigid job) gains ``off - on`` by running.
+    At most ``K = (capacity - the GPUs the jobs that may not wait need at least) // n`` such
+    jobs of size ``n`` run in any answer. If ``K`` others of size ``n`` each gain strictly
+    more (by more than a rounding margin), or have exactly its costs and come earlier, the job
+    runs in no answer the program returns: were it chosen, one of those ``K`` would wait,
+    and swapping the two either costs strictly less or gives an answer of equal cost that the
+    program's tie rule prefers (the traceback leaves a later job out whenever an optimum
+    does). A job in no returned answer can be removed from the program without changing its
+    answer (tests/core/policies/test_pollux_allocation.py checks this against the full
+    program on random ties)."""
+    if len(options) < _PRUNE_FROM:
+        return set()
+    forced = 0
+    pairs: list[tuple[int, int, float, float]] = []
+    total = 0.0
+    for job, (sizes, costs) in enumerate(options):
+        first = int(sizes[0])
+        if first > 0:
+            forced += first  # it may not wait: it takes at least this many GPUs
+        elif len(sizes) == 2:
+            off, on = costs.tolist()
+            pairs.append((job, int(sizes[1]), off, on))
+            total += abs(off) + abs(on)
+    budget = capacity - forced
+    if budget < 0 or not pairs:
+        return set()  # infeasible, or no rigid job: the program answers as it is
+    margin = _MARGIN * total
+    dominated: set[int] = set()
+    by_size: dict[int, list[tuple[int, int, float, float]]] = {}
+    for pair in pairs:
+        by_size.setdefault(pair[1], []).append(pair)
+    for size, group in by_size.items():
+        fits = budget // size
+        if len(group) <= fits:
+            continue
+        jobs = np.array([pair[0] for pair in group])
+        off = np.array([pair[2] for pair in group])
+        on = np.array([pair[3] for pair in group])
+        gain = off - on
+        ascending = np.sort(gain)
+        better = len(group) - np.searchsorted(ascending, gain + margin, side="right")
+        # Exactly equal costs, earlier in the list: the rank within each class of equals.
+        order = np.lexsort((jobs, on, off))
+        same = (off[order][1:] == off[order][:-1]) & (on[order][1:] == on[order][:-1])
+        starts = np.flatnonzero(np.concatenate(([True], ~same)))
+        run_start = np.repeat(starts, np.diff(np.append(starts, len(order))))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order)) - run_start
+        dominated.update(jobs[better + rank >= fits].tolist())
+    return dominated
+
+
+_PRUNE_FROM = 64
+"""Fewer jobs than this: the program runs on all of them (the search would cost more)."""
+_MARGIN = 1e-9
+"""A gain counts as strictly larger only by more than this share of the summed costs, far
+above the program's rounding (its sums of thousands of terms)."""
 
 
 @dataclass(frozen=True, slots=True)

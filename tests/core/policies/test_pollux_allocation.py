@@ -1,0 +1,71 @@
+"""The size program's shortcut: rigid jobs it would leave out are dropped before it runs, and
+its answer, ties included, is the one the whole program gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jigsaw.policies.shared import pollux_allocation
+from jigsaw.policies.shared.pollux_allocation import Infeasible, choose_options
+
+Options = list[tuple[np.ndarray, np.ndarray]]
+
+
+def _random_round(rng: np.random.Generator, capacity: int) -> Options:
+    """A round as a backlog makes it: many rigid jobs whose costs repeat exactly (jobs that
+    never ran, of one size, cost the same), some elastic jobs, and a few that may not wait.
+    Costs are small integers, so every sum is exact and ties are real ties."""
+    options: Options = []
+    forced = 0
+    for _ in range(int(rng.integers(80, 200))):
+        kind = rng.uniform()
+        if kind < 0.8:
+            size = int(rng.choice([1, 1, 1, 2, 2, 4, 8, capacity + 1]))
+            off = float(rng.integers(20, 22))
+            on = float(rng.integers(1, 3))
+            options.append((np.array([0, size]), np.array([off, on])))
+        elif kind < 0.95:
+            sizes = np.array([0, *sorted(rng.choice(np.arange(1, 9), 3, replace=False))])
+            costs = np.array([30.0, *rng.integers(1, 12, size=3).astype(float)])
+            options.append((sizes, costs))
+        elif forced < 2:
+            forced += 1
+            size = int(rng.integers(1, 3))
+            options.append((np.array([size]), np.array([float(rng.integers(1, 5))])))
+    return options
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_dropping_the_dominated_rigid_jobs_keeps_the_programs_answer(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    capacity = int(rng.integers(4, 16))
+    options = _random_round(rng, capacity)
+    dominated = pollux_allocation._dominated_pairs(options, capacity)
+    assert dominated, "a backlog of identical rigid jobs must leave some out of the program"
+    try:
+        whole = pollux_allocation._program(options, capacity)
+    except Infeasible:
+        with pytest.raises(Infeasible):
+            choose_options(options, capacity)
+        return
+    assert choose_options(options, capacity) == whole
+    assert all(whole[job] == 0 for job in dominated)
+
+
+def test_equal_rigid_jobs_start_in_list_order_and_the_rest_are_dropped() -> None:
+    """Ten identical one-GPU jobs on four GPUs: the first four run (the program's tie rule),
+    and the last six never reach the program."""
+    options: Options = [(np.array([0, 1]), np.array([10.0, 1.0])) for _ in range(10)]
+    options += [(np.array([0, 1]), np.array([0.0, 0.0])) for _ in range(60)]  # gain nothing
+    dominated = pollux_allocation._dominated_pairs(options, 4)
+    assert set(range(4, 10)) <= dominated and not dominated & set(range(4))
+    assert choose_options(options, 4)[:10] == [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
+
+
+def test_a_job_gaining_more_is_never_dropped_behind_earlier_ones() -> None:
+    options: Options = [(np.array([0, 2]), np.array([10.0, 5.0])) for _ in range(70)]
+    options.append((np.array([0, 2]), np.array([10.0, 1.0])))  # last, but gains most
+    picks = choose_options(options, 4)
+    assert picks[-1] == 1 and sum(picks) == 2
+    assert 70 not in pollux_allocation._dominated_pairs(options, 4)
