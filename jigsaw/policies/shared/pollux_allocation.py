@@ -58,9 +58,16 @@ def choose_options(
 ) -> list[int]:
     """For each job's ``(sizes, costs)`` (sizes ascending, each with a finite cost), the index
     of the option minimising the summed cost with the summed sizes within ``capacity``:
-    dynamic programming over (jobs, GPUs used) in ``O(jobs x GPUs x options per job)``. Ties
-    go to the smaller size, the same answer as a search over every size with inf for the
-    forbidden ones."""
+    dynamic programming over (jobs, GPUs used) in ``O(jobs x GPUs x options per job)``.
+
+    The program's sums are exact: costs are rounded to multiples of ``1 / COST_GRID``, and
+    sums of such numbers below ``2**37`` are exact in a float. So a tie is a tie, and it is
+    broken by one rule: of the optimal answers, the one that leaves later jobs out (the
+    traceback takes a job's smaller option whenever an optimum does), so of jobs with equal
+    costs the earlier in the list run first. (With costs as they come, a rounding error of
+    one unit in the last place decided which of a backlog's equal jobs started: later ones,
+    in a round of Philly's October, tests/core/policies/test_pollux_allocation.py.)"""
+    options = [(sizes, _on_grid(costs)) for sizes, costs in options]
     dominated = _dominated_pairs(options, capacity)
     if not dominated:
         return _program(options, capacity)
@@ -69,6 +76,16 @@ def choose_options(
     for job, pick in zip(kept, _program([options[job] for job in kept], capacity), strict=True):
         answer[job] = pick
     return answer
+
+
+COST_GRID = 2.0**16
+"""Costs are rounded to multiples of ``1 / COST_GRID`` (1.5e-5, far below any difference
+between two configurations that matters), which makes the program's sums exact."""
+
+
+def _on_grid(costs: NDArray[np.float64]) -> NDArray[np.float64]:
+    result: NDArray[np.float64] = np.round(costs * COST_GRID) / COST_GRID
+    return result
 
 
 def _program(
@@ -132,21 +149,20 @@ def _dominated_pairs(
     dropped from it, they change nothing of its answer (a backlog of thousands of waiting
     rigid jobs then costs the program only the few that could start).
 
-    A job whose options are off or one size ``n`` (a rigid job) gains ``off - on`` by running.
-    At most ``K = (capacity - the GPUs the jobs that may not wait need at least) // n`` such
-    jobs of size ``n`` run in any answer. If ``K`` others of size ``n`` each gain strictly
-    more (by more than a rounding margin), or have exactly its costs and come earlier, the job
-    runs in no answer the program returns: were it chosen, one of those ``K`` would wait,
-    and swapping the two either costs strictly less or gives an answer of equal cost that the
-    program's tie rule prefers (the traceback leaves a later job out whenever an optimum
-    does). A job in no returned answer can be removed from the program without changing its
-    answer (tests/core/policies/test_pollux_allocation.py checks this against the full
-    program on random ties)."""
+    A job whose options are off or one size ``n`` (a rigid job) gains ``off - on`` by
+    running. At most ``K = (capacity - the GPUs the jobs that may not wait need at least)
+    // n`` such jobs of size ``n`` run in any answer. If ``K`` others of size ``n`` each gain
+    strictly more, or have exactly its costs and come earlier, the job runs in no answer
+    the program returns: were it chosen, one of those ``K`` would wait, and swapping the
+    two either costs strictly less or gives an answer of equal cost that the tie rule
+    prefers (:func:`choose_options`; its sums are exact). A job in no returned answer can
+    be removed from the program without changing the answer
+    (tests/core/policies/test_pollux_allocation.py checks it against the whole program on
+    random ties)."""
     if len(options) < _PRUNE_FROM:
         return set()
     forced = 0
     pairs: list[tuple[int, int, float, float]] = []
-    total = 0.0
     for job, (sizes, costs) in enumerate(options):
         first = int(sizes[0])
         if first > 0:
@@ -154,11 +170,9 @@ def _dominated_pairs(
         elif len(sizes) == 2:
             off, on = costs.tolist()
             pairs.append((job, int(sizes[1]), off, on))
-            total += abs(off) + abs(on)
     budget = capacity - forced
     if budget < 0 or not pairs:
         return set()  # infeasible, or no rigid job: the program answers as it is
-    margin = _MARGIN * total
     dominated: set[int] = set()
     by_size: dict[int, list[tuple[int, int, float, float]]] = {}
     for pair in pairs:
@@ -172,7 +186,7 @@ def _dominated_pairs(
         on = np.array([pair[3] for pair in group])
         gain = off - on
         ascending = np.sort(gain)
-        better = len(group) - np.searchsorted(ascending, gain + margin, side="right")
+        better = len(group) - np.searchsorted(ascending, gain, side="right")
         # Exactly equal costs, earlier in the list: the rank within each class of equals.
         order = np.lexsort((jobs, on, off))
         same = (off[order][1:] == off[order][:-1]) & (on[order][1:] == on[order][:-1])
@@ -186,9 +200,6 @@ def _dominated_pairs(
 
 _PRUNE_FROM = 64
 """Fewer jobs than this: the program runs on all of them (the search would cost more)."""
-_MARGIN = 1e-9
-"""A gain counts as strictly larger only by more than this share of the summed costs, far
-above the program's rounding (its sums of thousands of terms)."""
 
 
 @dataclass(frozen=True, slots=True)

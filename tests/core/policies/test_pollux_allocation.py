@@ -3,6 +3,9 @@ its answer, ties included, is the one the whole program gives."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,7 @@ from jigsaw.policies.shared import pollux_allocation
 from jigsaw.policies.shared.pollux_allocation import Infeasible, choose_options
 
 Options = list[tuple[np.ndarray, np.ndarray]]
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _random_round(rng: np.random.Generator, capacity: int) -> Options:
@@ -69,3 +73,24 @@ def test_a_job_gaining_more_is_never_dropped_behind_earlier_ones() -> None:
     picks = choose_options(options, 4)
     assert picks[-1] == 1 and sum(picks) == 2
     assert 70 not in pollux_allocation._dominated_pairs(options, 4)
+
+
+def test_of_equal_jobs_the_earliest_run_in_a_real_backlog_round() -> None:
+    """A round jigsaw's program ran on Philly's October (256 GPUs, 289 jobs, a backlog of
+    equal one-GPU jobs). Summed as floats come, the whole program started later equal jobs
+    before earlier ones (a rounding error of one unit in the last place); on the cost grid
+    its sums are exact and the earliest run, and the shortcut gives the same answer."""
+    data = json.loads((DATA / "size_program_backlog_round.json").read_text())
+    capacity = data["capacity"]
+    options: Options = [(np.array(s), np.array(c)) for s, c in data["options"]]
+    whole = pollux_allocation._program(
+        [(s, pollux_allocation._on_grid(c)) for s, c in options], capacity
+    )
+    assert choose_options(options, capacity) == whole
+    equal: dict[tuple[float, ...], list[int]] = {}
+    for job, (sizes, costs) in enumerate(options):
+        if sizes.tolist()[0] == 0 and len(sizes) == 2:
+            equal.setdefault((*sizes.tolist(), *costs.tolist()), []).append(whole[job])
+    assert any(0 < sum(ran) < len(ran) for ran in equal.values()), "no class is split"
+    for ran in equal.values():
+        assert ran == sorted(ran, reverse=True), "a later equal job ran before an earlier one"
