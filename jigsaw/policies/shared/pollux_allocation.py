@@ -67,7 +67,6 @@ def choose_options(
     costs the earlier in the list run first. (With costs as they come, a rounding error of
     one unit in the last place decided which of a backlog's equal jobs started: later ones,
     in a round of Philly's October, tests/core/policies/test_pollux_allocation.py.)"""
-    options = [(sizes, _on_grid(costs)) for sizes, costs in options]
     dominated = _dominated_pairs(options, capacity)
     if not dominated:
         return _program(options, capacity)
@@ -84,8 +83,15 @@ between two configurations that matters), which makes the program's sums exact."
 
 
 def _on_grid(costs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_grid` of every cost (the same rounding, half to even)."""
     result: NDArray[np.float64] = np.round(costs * COST_GRID) / COST_GRID
     return result
+
+
+def _grid(cost: float) -> float:
+    """``cost`` on the grid: applied as the program reads each cost, where it is a Python
+    float already (rounding a round's arrays first cost as much as the program)."""
+    return round(cost * COST_GRID) / COST_GRID
 
 
 def _program(
@@ -105,7 +111,7 @@ def _program(
         if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
             # Off or one size, the most common pair (a rigid job): the same arithmetic as
             # the loop below, without its bookkeeping.
-            off, on = costs.tolist()
+            off, on = (_grid(cost) for cost in costs.tolist())
             shifted = padded[width - listed[1] : 2 * width - listed[1]] + on
             best_so_far += off
             better = shifted < best_so_far
@@ -116,9 +122,10 @@ def _program(
         # strictly cheaper option wins (argmin's tie rule), one vector pass per option.
         new = None
         pick = picks[index]
-        for option, (size, cost) in enumerate(zip(listed, costs.tolist(), strict=True)):
+        for option, (size, raw) in enumerate(zip(listed, costs.tolist(), strict=True)):
             if size > capacity:
                 continue
+            cost = _grid(raw)
             shifted = padded[width - size : 2 * width - size] + cost
             if new is None:  # the first option is better than nothing wherever it reaches
                 new = shifted
@@ -168,7 +175,7 @@ def _dominated_pairs(
         if first > 0:
             forced += first  # it may not wait: it takes at least this many GPUs
         elif len(sizes) == 2:
-            off, on = costs.tolist()
+            off, on = (_grid(cost) for cost in costs.tolist())
             pairs.append((job, int(sizes[1]), off, on))
     budget = capacity - forced
     if budget < 0 or not pairs:
@@ -182,14 +189,14 @@ def _dominated_pairs(
         if len(group) <= fits:
             continue
         jobs = np.array([pair[0] for pair in group])
-        off = np.array([pair[2] for pair in group])
-        on = np.array([pair[3] for pair in group])
-        gain = off - on
+        offs = np.array([pair[2] for pair in group])
+        ons = np.array([pair[3] for pair in group])
+        gain = offs - ons
         ascending = np.sort(gain)
         better = len(group) - np.searchsorted(ascending, gain, side="right")
         # Exactly equal costs, earlier in the list: the rank within each class of equals.
-        order = np.lexsort((jobs, on, off))
-        same = (off[order][1:] == off[order][:-1]) & (on[order][1:] == on[order][:-1])
+        order = np.lexsort((jobs, ons, offs))
+        same = (offs[order][1:] == offs[order][:-1]) & (ons[order][1:] == ons[order][:-1])
         starts = np.flatnonzero(np.concatenate(([True], ~same)))
         run_start = np.repeat(starts, np.diff(np.append(starts, len(order))))
         rank = np.empty(len(order), dtype=np.int64)

@@ -83,9 +83,7 @@ def test_of_equal_jobs_the_earliest_run_in_a_real_backlog_round() -> None:
     data = json.loads((DATA / "size_program_backlog_round.json").read_text())
     capacity = data["capacity"]
     options: Options = [(np.array(s), np.array(c)) for s, c in data["options"]]
-    whole = pollux_allocation._program(
-        [(s, pollux_allocation._on_grid(c)) for s, c in options], capacity
-    )
+    whole = pollux_allocation._program(options, capacity)  # it reads each cost on the grid
     assert choose_options(options, capacity) == whole
     equal: dict[tuple[float, ...], list[int]] = {}
     for job, (sizes, costs) in enumerate(options):
@@ -94,3 +92,11 @@ def test_of_equal_jobs_the_earliest_run_in_a_real_backlog_round() -> None:
     assert any(0 < sum(ran) < len(ran) for ran in equal.values()), "no class is split"
     for ran in equal.values():
         assert ran == sorted(ran, reverse=True), "a later equal job ran before an earlier one"
+
+
+def test_the_scalar_and_the_array_grid_round_alike() -> None:
+    costs = np.random.default_rng(0).uniform(0.0, 2_000.0, 1_000)
+    costs[:3] = [0.5 / pollux_allocation.COST_GRID, 1.5 / pollux_allocation.COST_GRID, 31.6]
+    gridded = pollux_allocation._on_grid(costs)
+    assert gridded.tolist() == [pollux_allocation._grid(cost) for cost in costs.tolist()]
+    assert (gridded * pollux_allocation.COST_GRID == np.round(gridded * 2.0**16)).all()
