@@ -9,7 +9,9 @@ A round, read top to bottom (docs/SCHEDULER.md, "jigsaw" has the why):
    (:mod:`~jigsaw.policies.allocator.configurations`); with ``guests`` on, guest columns (a
    one-GPU job on a slot of a running gang's GPUs) and, with ``hosts`` on, SPB host columns
    (a gang switching to a staircase in place to leave its partial ranks' GPUs to guests,
-   :mod:`~jigsaw.policies.allocator.cotenancy`).
+   :mod:`~jigsaw.policies.allocator.cotenancy`). A never-run rigid job that waits whatever
+   the round decides, behind as many earlier ones of its size as the GPUs could run, gets
+   none (:mod:`~jigsaw.policies.shared.backlog`).
 3. **Costs**: Pollux's objective generalised (:mod:`~jigsaw.policies.allocator.objective`).
 4. **Solve**: exactly one column per job, within the GPUs, each guest on a chosen host's slot
    (:mod:`~jigsaw.policies.allocator.solve`): the exact dynamic program when no guest column is
@@ -46,7 +48,7 @@ from jigsaw.policies.allocator.configurations import (
     Problem,
     exclusive_problem,
 )
-from jigsaw.policies.allocator.cotenancy import Cotenancy, guest_hosts
+from jigsaw.policies.allocator.cotenancy import MAX_GUESTS, Cotenancy, guest_hosts
 from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
@@ -54,6 +56,7 @@ from jigsaw.policies.allocator.remaining import remaining_seconds
 from jigsaw.policies.allocator.solve import Solution, SolverLimits, solve
 from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
+from jigsaw.policies.shared.backlog import Backlog, split_backlog
 from jigsaw.policies.shared.plans import EtaOf, PlanCatalog
 from jigsaw.policies.shared.pollux_allocation import Infeasible
 
@@ -126,13 +129,14 @@ class JigsawPolicy(PolicyBase):
         return stable_until(result.problem, result.solution.chosen, snapshot, result.objective)
 
     def solve_round(self, snapshot: Snapshot) -> RoundResult | None:
-        jobs = [*snapshot.running, *snapshot.waiting]
-        if not jobs:
+        if not snapshot.running and not snapshot.waiting:
             return None
         cluster, now = snapshot.cluster, snapshot.now
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
         objective = Objective(self.config, now, per_node)
-        goodputs = [self._goodput(job, now) for job in jobs]
+        backlog = self._backlog(snapshot)
+        jobs = [*snapshot.running, *backlog.waiting]
+        goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
         guests_of = guest_hosts(snapshot.running)
         for relax_guests in (False, True):
             problem = exclusive_problem(
@@ -144,6 +148,7 @@ class JigsawPolicy(PolicyBase):
                 per_node,
                 self.config,
                 relax_guests=relax_guests,
+                population=len(snapshot.running) + len(snapshot.waiting),
                 remaining_s=lambda job: remaining_seconds(
                     self.catalog, job, now, running=job.state.holds_resources
                 ),
@@ -160,6 +165,24 @@ class JigsawPolicy(PolicyBase):
                     raise
         placements = place(problem, solution.chosen, cluster)
         return RoundResult(problem, solution, placements, objective)
+
+    def _backlog(self, snapshot: Snapshot) -> Backlog:
+        """The waiting jobs this round prices: all of them, less the fresh rigid jobs that
+        wait whatever it decides (:mod:`~jigsaw.policies.shared.backlog`). With the
+        starvation pin on, every waiting job's wait is read, so none is set aside."""
+        now, capacity = snapshot.now, snapshot.cluster.num_gpus
+        if math.isfinite(self.config.promote_s):
+            waiting = list(snapshot.waiting)
+            return Backlog(waiting, [self._goodput(job, now) for job in waiting], 0)
+        guests = self.config.guests
+        return split_backlog(
+            snapshot.waiting,
+            lambda job: self._goodput(job, now),
+            capacity,
+            class_of=lambda job: job.spec.priority,  # the objective's weight reads it
+            # Co-tenancy ranks the waiting one-GPU jobs for its guest columns.
+            quota_of=lambda size: MAX_GUESTS if guests and size == 1 else 0,
+        )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:
         return self._source.job_goodput(job, now) if self._source is not None else None

@@ -46,6 +46,7 @@ from jigsaw.model.snapshot import Snapshot
 from jigsaw.planning.planner import Planner
 from jigsaw.policies.allocator.knowledge import size_choices, worker_batch
 from jigsaw.policies.base import PolicyBase, register
+from jigsaw.policies.shared.backlog import split_backlog
 from jigsaw.policies.shared.pollux_allocation import PackRequest, choose_options, pack
 
 RESTART_S = 30.0
@@ -104,14 +105,22 @@ class PolluxPolicy(PolicyBase):
         self.fairness_power = fairness_power
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
-        jobs = [*snapshot.running, *snapshot.waiting]
-        if not jobs:
+        population = len(snapshot.running) + len(snapshot.waiting)
+        if not population:
             return []
-        cluster = snapshot.cluster
+        cluster, now = snapshot.cluster, snapshot.now
         capacity = cluster.num_gpus
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
-        fair_share = max(math.ceil(capacity / len(jobs)), 1)  # 1 when every node is lost
-        views = [self._view(job, snapshot.now, fair_share, capacity, per_node) for job in jobs]
+        fair_share = max(math.ceil(capacity / population), 1)  # 1 when every node is lost
+        # The fresh rigid jobs that wait whatever the program decides are not priced
+        # (:mod:`~jigsaw.policies.shared.backlog`; a fresh job's price is its size's alone).
+        backlog = split_backlog(snapshot.waiting, lambda job: self._goodput(job, now), capacity)
+        jobs = [*snapshot.running, *backlog.waiting]
+        goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
+        views = [
+            self._view(job, goodput, now, fair_share, capacity, per_node)
+            for job, goodput in zip(jobs, goodputs, strict=True)
+        ]
         picks = choose_options([(v.sizes, v.costs) for v in views], capacity)
         sizes = {v.job.id: int(v.sizes[pick]) for v, pick in zip(views, picks, strict=True)}
         requests = [
@@ -127,12 +136,20 @@ class PolluxPolicy(PolicyBase):
         return self._decisions(views, placements)
 
     # -- 1-3: each job's costs of each size ------------------------------------------------
+    def _goodput(self, job: Job, now: float) -> JobGoodput | None:
+        source = self._source
+        return source.job_goodput(job, now) if source is not None else None
+
     def _view(
-        self, job: Job, now: float, fair_share: int, capacity: int, per_node: int
+        self,
+        job: Job,
+        goodput: JobGoodput | None,
+        now: float,
+        fair_share: int,
+        capacity: int,
+        per_node: int,
     ) -> _JobView:
         current = job.placement if job.state.holds_resources else ()
-        source = self._source
-        goodput = source.job_goodput(job, now) if source is not None else None
         allowed = _allowed_sizes(job, goodput, current, capacity, per_node)
         sizes = np.asarray(allowed, dtype=np.int64)
         # Priced at the allowed sizes only: element by element the same arithmetic as a

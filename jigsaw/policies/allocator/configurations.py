@@ -111,12 +111,17 @@ def exclusive_problem(
     config: JigsawConfig,
     *,
     relax_guests: bool = False,
+    population: int | None = None,
     remaining_s: Callable[[Job], float] | None = None,
 ) -> Problem:
-    """Every job's off and exclusive columns (Pollux's configurations). ``remaining_s``: a
-    job's seconds of work left (:mod:`.remaining`), for the starvation reservation's
-    backfill; without it a reservation lets no other waiting job start."""
-    fair_share = max(-(-capacity // max(len(jobs), 1)), 1)  # 1 when every node is lost
+    """Every job's off and exclusive columns (Pollux's configurations). ``population``: the
+    jobs the fair share divides the GPUs among (default: ``jobs``; more where waiting jobs
+    that wait whatever the round decides were left out of it, :mod:`~jigsaw.policies.shared.
+    backlog`). ``remaining_s``: a job's seconds of work left (:mod:`.remaining`), for the
+    starvation reservation's backfill; without it a reservation lets no other waiting job
+    start."""
+    count = len(jobs) if population is None else population
+    fair_share = max(-(-capacity // max(count, 1)), 1)  # 1 when every node is lost
     problem = Problem([], capacity=capacity)
     now = objective.now
     powers = config.sizes == "powers"

@@ -1,0 +1,90 @@
+"""The waiting jobs a size program need not see: those that wait whatever it decides.
+
+pollux and jigsaw price every job at every size it may take and hand the prices to one
+dynamic program (:func:`~jigsaw.policies.shared.pollux_allocation.choose_options`). In a deep
+backlog most of those jobs are rigid jobs that have never run, and the program leaves most of
+them out whatever else it chooses (:func:`~jigsaw.policies.shared.pollux_allocation.
+_dominated_pairs`). This module finds them before anything is priced, by a cheaper form of the
+same rule, so a round builds views, columns and placements only for the jobs that could start.
+
+**The rule.** Call a waiting job *fresh* when the policy prices it by its size alone (the
+goodput source knows nothing of it: its options are off or the size ``n`` it asked for) and
+it has never run (no attempt, no resize, no attained service). Two fresh jobs of one *class*
+(same ``n``, and whatever else the policy's price reads of a job, such as its priority) have
+the same price of waiting, and the earlier one's price of running is at most the later one's:
+the only thing of the price that differs between them is the launch discount,
+``age / (age + launch)``, and it only grows with age. So of a class, an earlier job gains at
+least as much by running as a later one, and where the gains are equal the program's tie
+rule runs the earlier one. At most ``capacity // n`` jobs of size ``n`` run in any answer;
+so a fresh job behind ``capacity // n`` others of its class runs in no answer the program
+returns, and leaving it out of the round changes nothing of the answer (the dominance
+argument of ``_dominated_pairs``, whose budget is never above ``capacity``).
+
+A class may be given a larger quota (``quota_of``): jigsaw keeps its first guest candidates,
+which co-tenancy ranks among the waiting one-GPU jobs (:mod:`~jigsaw.policies.allocator.
+cotenancy`), even where no GPU of their own could be theirs.
+
+tests/core/policies/test_backlog.py checks the rule against rounds built from every job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from jigsaw.goodput.source import JobGoodput
+from jigsaw.model.domain import Job
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """The waiting jobs a round considers, in their order, with what the source knows of each,
+    and how many it set aside (they wait this round, whatever it decides)."""
+
+    waiting: list[Job]
+    goodputs: list[JobGoodput | None]
+    set_aside: int
+
+
+def split_backlog(
+    waiting: Sequence[Job],
+    goodput_of: Callable[[Job], JobGoodput | None],
+    capacity: int,
+    class_of: Callable[[Job], Hashable] | None = None,
+    quota_of: Callable[[int], int] | None = None,
+) -> Backlog:
+    """``waiting`` in arrival order (earliest first; the order the round lists them in) less
+    the fresh jobs behind their class's quota: ``capacity // n`` for jobs of size ``n``
+    (``quota_of(n)`` where given, never less than that). ``class_of``: what of a fresh job
+    its price reads besides its size (the size is always part of the class; ``None``:
+    nothing else)."""
+    kept: list[Job] = []
+    goodputs: list[JobGoodput | None] = []
+    seen: dict[tuple[int, Hashable], int] = {}
+    aside = 0
+    for job in waiting:
+        goodput = goodput_of(job)
+        size = job.spec.workers
+        if goodput is None and _fresh(job) and 0 < size <= capacity:
+            key = (size, class_of(job) if class_of is not None else None)
+            count = seen.get(key, 0)
+            quota = capacity // size
+            if quota_of is not None:
+                quota = max(quota, quota_of(size))
+            if count >= quota:
+                aside += 1
+                continue
+            seen[key] = count + 1
+        kept.append(job)
+        goodputs.append(goodput)
+    return Backlog(kept, goodputs, aside)
+
+
+def _fresh(job: Job) -> bool:
+    """Never run: its price carries no restart, no attained service, only its launch."""
+    return (
+        job.attempt == 0
+        and job.resizes == 0
+        and job.attained_gpu_seconds == 0
+        and not job.state.holds_resources
+    )
