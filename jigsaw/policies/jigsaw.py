@@ -153,6 +153,10 @@ class JigsawPolicy(PolicyBase):
                     self.catalog, job, now, running=job.state.holds_resources
                 ),
             )
+            problem.set_aside_cost = math.fsum(
+                count * objective.cost(job, 0.0, changed=False)
+                for job, count in backlog.classes_aside
+            )
             if self.config.guests:
                 Cotenancy(
                     self.catalog, self.oracle, self.planner, objective, self.config

@@ -51,6 +51,11 @@ class Column(NamedTuple):
     (:mod:`.solve`), not their sum."""
 
 
+_NO_COTENANCY = tuple(Column._field_defaults[name] for name in Column._fields[5:])
+"""An exclusive or off column's ``plan``, ``needs``, ``slot``, ``host_loss``, ``host_cost``:
+their defaults."""
+
+
 @dataclass(frozen=True, slots=True)
 class JobView:
     job: Job
@@ -82,6 +87,11 @@ class Problem:
     cotenancy_offered: bool = False
     """Co-tenancy found slots to offer this round (guest prices move with the hosts' ages,
     so such a round is not stable, :meth:`~jigsaw.policies.jigsaw.JigsawPolicy.stable_until`)."""
+    set_aside_cost: float = 0.0
+    """What the waiting jobs left out of the round cost (they wait, at their off columns'
+    price; :mod:`~jigsaw.policies.shared.backlog`): part of every answer's objective, so
+    that HiGHS's relative gap and the test that keeps its answer read the same totals as a
+    round over every job."""
 
     def add(self, column: Column) -> int:
         self.columns.append(column)
@@ -176,12 +186,23 @@ def exclusive_problem(
     discounts = np.repeat([objective.discount(job) for job in jobs], counts)
     costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
     owners = np.repeat(np.arange(len(jobs)), counts)
-    problem.columns = [
-        Column(owner, EXCLUSIVE if size > 0 else OFF, size, cost, speedup)
-        for owner, size, speedup, cost in zip(
-            owners.tolist(), sizes_all.tolist(), speedups_all.tolist(), costs.tolist(), strict=True
+    # ``Column._make`` of whole tuples: the same columns, without the per-field defaults of
+    # ``Column(...)`` (thousands a round).
+    problem.columns = list(
+        map(
+            Column._make,
+            (
+                (owner, EXCLUSIVE if size > 0 else OFF, size, cost, speedup, *_NO_COTENANCY)
+                for owner, size, speedup, cost in zip(
+                    owners.tolist(),
+                    sizes_all.tolist(),
+                    speedups_all.tolist(),
+                    costs.tolist(),
+                    strict=True,
+                )
+            ),
         )
-    ]
+    )
     first = 0
     for job_columns, count in zip(problem.by_job, counts, strict=True):
         job_columns.extend(range(first, first + count))

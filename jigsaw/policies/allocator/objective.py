@@ -23,6 +23,7 @@ share, ``ceil(GPUs / jobs)`` GPUs on one node) contributes
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +64,8 @@ class Objective:
         waiter of the waiting ones, and every such job that runs; a pin, not a price: a job
         left out costs the same whatever its size, so no weight lets a big gang win against
         a stream of small jobs that all wait as long)."""
-        return self.waited_s(job) > self.config.promote_s
+        promote_s = self.config.promote_s
+        return promote_s != math.inf and self.waited_s(job) > promote_s
 
     def waited_s(self, job: Job) -> float:
         """Seconds the job has waited, at least: its age less its attained GPU-seconds per

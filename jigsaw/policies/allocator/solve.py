@@ -197,20 +197,23 @@ def _solve_milp(
             lower.append(0.0)
             upper.append(np.inf)
             row += 1
-    width = count + 2 * len(hosts)
+    # The last variable, fixed at 1, carries the set-aside jobs' cost: HiGHS's relative gap
+    # is then taken of the same total as in a round over every job.
+    width = count + 2 * len(hosts) + 1
     matrix = coo_array((values, (rows, cols)), shape=(row, width)).tocsr()
-    costs = np.array([column.cost for column in columns] + [0.0, 1.0] * len(hosts))
+    costs = np.array(
+        [column.cost for column in columns] + [0.0, 1.0] * len(hosts) + [problem.set_aside_cost]
+    )
     live = np.array(
         [column.job in touched or index in fixed for index, column in enumerate(columns)]
     )
+    upper_bounds = np.concatenate([live.astype(np.float64), np.full(2 * len(hosts), np.inf), [1]])
     with _solver_prints_to_stderr():
         result = milp(
             costs,
             constraints=LinearConstraint(matrix, np.array(lower), np.array(upper)),
-            integrality=np.concatenate([np.ones(count), np.zeros(2 * len(hosts))]),
-            bounds=Bounds(
-                0.0, np.concatenate([live.astype(np.float64), np.full(2 * len(hosts), np.inf)])
-            ),
+            integrality=np.concatenate([np.ones(count), np.zeros(2 * len(hosts) + 1)]),
+            bounds=Bounds(np.concatenate([np.zeros(width - 1), [1.0]]), upper_bounds),
             options={
                 "node_limit": limits.nodes,
                 "time_limit": limits.time_s,
@@ -268,7 +271,8 @@ def _cost(problem: Problem, chosen: list[int]) -> float:
         column = columns[index]
         if column.kind == GUEST and column.needs is not None:
             worst[column.needs] = max(worst.get(column.needs, 0.0), column.host_cost)
-    return float(sum(columns[index].cost for index in chosen) + sum(worst.values()))
+    chosen_cost = sum(columns[index].cost for index in chosen) + sum(worst.values())
+    return float(chosen_cost + problem.set_aside_cost)
 
 
 _REDIRECT = threading.Lock()

@@ -30,7 +30,7 @@ tests/core/policies/test_backlog.py checks the rule against rounds built from ev
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jigsaw.goodput.source import JobGoodput
 from jigsaw.model.domain import Job
@@ -44,6 +44,9 @@ class Backlog:
     waiting: list[Job]
     goodputs: list[JobGoodput | None]
     set_aside: int
+    classes_aside: list[tuple[Job, int]] = field(default_factory=list)
+    """Per class with jobs set aside, its first such job and how many (they all cost the
+    same to leave waiting)."""
 
 
 def split_backlog(
@@ -61,7 +64,7 @@ def split_backlog(
     kept: list[Job] = []
     goodputs: list[JobGoodput | None] = []
     seen: dict[tuple[int, Hashable], int] = {}
-    aside = 0
+    aside: dict[tuple[int, Hashable], tuple[Job, int]] = {}
     for job in waiting:
         goodput = goodput_of(job)
         size = job.spec.workers
@@ -72,12 +75,14 @@ def split_backlog(
             if quota_of is not None:
                 quota = max(quota, quota_of(size))
             if count >= quota:
-                aside += 1
+                first, behind = aside.get(key, (job, 0))
+                aside[key] = (first, behind + 1)
                 continue
             seen[key] = count + 1
         kept.append(job)
         goodputs.append(goodput)
-    return Backlog(kept, goodputs, aside)
+    classes = list(aside.values())
+    return Backlog(kept, goodputs, sum(count for _, count in classes), classes)
 
 
 def _fresh(job: Job) -> bool:

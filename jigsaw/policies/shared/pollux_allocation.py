@@ -67,12 +67,23 @@ def choose_options(
     costs the earlier in the list run first. (With costs as they come, a rounding error of
     one unit in the last place decided which of a backlog's equal jobs started: later ones,
     in a round of Philly's October, tests/core/policies/test_pollux_allocation.py.)"""
-    dominated = _dominated_pairs(options, capacity)
-    if not dominated:
+    # A job with one option (one that may not wait, at one size) takes it: the program runs
+    # over the others on the GPUs left. Its answer is the same (every sum differs by the
+    # same exact constant, so every comparison, tie included, comes out the same).
+    forced = sum(int(sizes[0]) for sizes, _ in options if len(sizes) == 1)
+    if forced:
+        if forced > capacity:
+            raise Infeasible(
+                f"no choice of options fits {capacity} GPUs: the jobs that may not wait need more"
+            )
+        capacity -= forced
+    several = [job for job, (sizes, _) in enumerate(options) if len(sizes) > 1]
+    dominated = _dominated_pairs([options[job] for job in several], capacity)
+    free = [job for rank, job in enumerate(several) if rank not in dominated]
+    if len(free) == len(options):
         return _program(options, capacity)
-    kept = [job for job in range(len(options)) if job not in dominated]
-    answer = [0] * len(options)  # a dominated job waits (its option 0 is size 0)
-    for job, pick in zip(kept, _program([options[job] for job in kept], capacity), strict=True):
+    answer = [0] * len(options)  # one option: 0; a dominated job waits (option 0, size 0)
+    for job, pick in zip(free, _program([options[job] for job in free], capacity), strict=True):
         answer[job] = pick
     return answer
 

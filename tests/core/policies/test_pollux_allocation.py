@@ -57,6 +57,26 @@ def test_dropping_the_dominated_rigid_jobs_keeps_the_programs_answer(seed: int) 
     assert all(whole[job] == 0 for job in dominated)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_jobs_with_one_option_leave_the_program_its_answer(seed: int) -> None:
+    """Jobs that may not wait, at one size, take it and leave the rest of the program the
+    GPUs left: many of them among rigid and elastic jobs, ties included."""
+    rng = np.random.default_rng(1_000 + seed)
+    capacity = int(rng.integers(8, 24))
+    options = _random_round(rng, capacity)
+    for _ in range(int(rng.integers(1, 8))):
+        where = int(rng.integers(0, len(options) + 1))
+        size, cost = int(rng.integers(1, 4)), float(rng.integers(1, 5))
+        options.insert(where, (np.array([size]), np.array([cost])))
+    try:
+        whole = pollux_allocation._program(options, capacity)
+    except Infeasible:
+        with pytest.raises(Infeasible):
+            choose_options(options, capacity)
+        return
+    assert choose_options(options, capacity) == whole
+
+
 def test_equal_rigid_jobs_start_in_list_order_and_the_rest_are_dropped() -> None:
     """Ten identical one-GPU jobs on four GPUs: the first four run (the program's tie rule),
     and the last six never reach the program."""
