@@ -79,6 +79,11 @@ class Cli:
         )
 
     def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        """The CLI as a process a test can interrupt: Ctrl-C (SIGINT) reaches it as at a
+        terminal, whatever the test process inherited or blocked. A child inherits SIGINT
+        ignored (a shell starts a background job so; Python then installs no
+        KeyboardInterrupt handler) and the signal mask (a blocked SIGINT is never
+        delivered): under ``make test``, a watcher printed on through the test's SIGINT."""
         return subprocess.Popen(
             [sys.executable, "-m", "cli", *args],
             cwd=REPO,
@@ -86,6 +91,7 @@ class Cli:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_interruptible,
         )
 
     def with_token(self, token: str | None) -> Cli:
@@ -138,3 +144,10 @@ def small_job(name: str, iterations: int = 20, workers: int = 2) -> list[str]:
         "--iterations",
         str(iterations),
     ]
+
+
+def _interruptible() -> None:
+    """In the child, before the CLI starts: SIGINT back to its default and unblocked, so
+    Python turns it into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
