@@ -18,7 +18,10 @@ least as much by running as a later one, and where the gains are equal the progr
 rule runs the earlier one. At most ``capacity // n`` jobs of size ``n`` run in any answer;
 so a fresh job behind ``capacity // n`` others of its class runs in no answer the program
 returns, and leaving it out of the round changes nothing of the answer (the dominance
-argument of ``_dominated_pairs``, whose budget is never above ``capacity``).
+argument of ``_dominated_pairs``, whose budget is never above ``capacity``). jigsaw's rounds
+with guest columns also run HiGHS, whose pick among equally good answers depends on how the
+program is presented: there a tie among identical jobs may break another way
+(docs/SCHEDULER.md, "jigsaw").
 
 A class may be given a larger quota (``quota_of``): jigsaw keeps its first guest candidates,
 which co-tenancy ranks among the waiting one-GPU jobs (:mod:`~jigsaw.policies.allocator.
