@@ -138,6 +138,9 @@ class JigsawPolicy(PolicyBase):
         jobs = [*snapshot.running, *backlog.waiting]
         goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
         guests_of = guest_hosts(snapshot.running)
+        set_aside_cost = math.fsum(
+            count * objective.cost(job, 0.0, changed=False) for job, count in backlog.classes_aside
+        )
         for relax_guests in (False, True):
             problem = exclusive_problem(
                 jobs,
@@ -153,10 +156,7 @@ class JigsawPolicy(PolicyBase):
                     self.catalog, job, now, running=job.state.holds_resources
                 ),
             )
-            problem.set_aside_cost = math.fsum(
-                count * objective.cost(job, 0.0, changed=False)
-                for job, count in backlog.classes_aside
-            )
+            problem.set_aside_cost = set_aside_cost
             if self.config.guests:
                 Cotenancy(
                     self.catalog, self.oracle, self.planner, objective, self.config
@@ -177,7 +177,7 @@ class JigsawPolicy(PolicyBase):
         now, capacity = snapshot.now, snapshot.cluster.num_gpus
         if math.isfinite(self.config.promote_s):
             waiting = list(snapshot.waiting)
-            return Backlog(waiting, [self._goodput(job, now) for job in waiting], 0)
+            return Backlog(waiting, [self._goodput(job, now) for job in waiting])
         guests = self.config.guests
         return split_backlog(
             snapshot.waiting,

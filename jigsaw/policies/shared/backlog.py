@@ -46,10 +46,13 @@ class Backlog:
 
     waiting: list[Job]
     goodputs: list[JobGoodput | None]
-    set_aside: int
     classes_aside: list[tuple[Job, int]] = field(default_factory=list)
     """Per class with jobs set aside, its first such job and how many (they all cost the
     same to leave waiting)."""
+
+    @property
+    def set_aside(self) -> int:
+        return sum(count for _, count in self.classes_aside)
 
 
 def split_backlog(
@@ -84,8 +87,7 @@ def split_backlog(
             seen[key] = count + 1
         kept.append(job)
         goodputs.append(goodput)
-    classes = list(aside.values())
-    return Backlog(kept, goodputs, sum(count for _, count in classes), classes)
+    return Backlog(kept, goodputs, list(aside.values()))
 
 
 def _fresh(job: Job) -> bool:

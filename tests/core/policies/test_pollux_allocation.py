@@ -40,6 +40,19 @@ def _random_round(rng: np.random.Generator, capacity: int) -> Options:
     return options
 
 
+def _answers_as_the_whole_program(options: Options, capacity: int) -> list[int] | None:
+    """:func:`choose_options` and the dynamic program over every job agree: the same picks,
+    or both infeasible (``None``)."""
+    try:
+        whole = pollux_allocation._program(options, capacity)
+    except Infeasible:
+        with pytest.raises(Infeasible):
+            choose_options(options, capacity)
+        return None
+    assert choose_options(options, capacity) == whole
+    return whole
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_dropping_the_dominated_rigid_jobs_keeps_the_programs_answer(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -47,14 +60,8 @@ def test_dropping_the_dominated_rigid_jobs_keeps_the_programs_answer(seed: int) 
     options = _random_round(rng, capacity)
     dominated = pollux_allocation._dominated_pairs(options, capacity)
     assert dominated, "a backlog of identical rigid jobs must leave some out of the program"
-    try:
-        whole = pollux_allocation._program(options, capacity)
-    except Infeasible:
-        with pytest.raises(Infeasible):
-            choose_options(options, capacity)
-        return
-    assert choose_options(options, capacity) == whole
-    assert all(whole[job] == 0 for job in dominated)
+    whole = _answers_as_the_whole_program(options, capacity)
+    assert whole is None or all(whole[job] == 0 for job in dominated)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -68,13 +75,7 @@ def test_jobs_with_one_option_leave_the_program_its_answer(seed: int) -> None:
         where = int(rng.integers(0, len(options) + 1))
         size, cost = int(rng.integers(1, 4)), float(rng.integers(1, 5))
         options.insert(where, (np.array([size]), np.array([cost])))
-    try:
-        whole = pollux_allocation._program(options, capacity)
-    except Infeasible:
-        with pytest.raises(Infeasible):
-            choose_options(options, capacity)
-        return
-    assert choose_options(options, capacity) == whole
+    _answers_as_the_whole_program(options, capacity)
 
 
 def test_equal_rigid_jobs_start_in_list_order_and_the_rest_are_dropped() -> None:
