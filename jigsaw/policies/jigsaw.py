@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jigsaw.goodput.source import GoodputSource, JobGoodput
-from jigsaw.model.cluster import Placement
+from jigsaw.model.cluster import Cluster, Placement
 from jigsaw.model.decisions import Decision, Preempt, Replan, Resize, Start
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
@@ -53,7 +53,13 @@ from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import remaining_seconds
-from jigsaw.policies.allocator.solve import Solution, SolverLimits, solve
+from jigsaw.policies.allocator.solve import (
+    Solution,
+    SolverLimits,
+    guests_may_pay,
+    solve,
+    solve_exclusive_round,
+)
 from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.backlog import Backlog, split_backlog
@@ -157,18 +163,30 @@ class JigsawPolicy(PolicyBase):
                 ),
             )
             problem.set_aside_cost = set_aside_cost
-            if self.config.guests:
-                Cotenancy(
-                    self.catalog, self.oracle, self.planner, objective, self.config
-                ).add_columns(problem, cluster)
             try:
-                solution = solve(problem, self._limits)
+                solution = self._solve(problem, objective, cluster)
                 break
             except Infeasible:
                 if relax_guests or not guests_of:
                     raise
         placements = place(problem, solution.chosen, cluster)
         return RoundResult(problem, solution, placements, objective)
+
+    def _solve(self, problem: Problem, objective: Objective, cluster: Cluster) -> Solution:
+        """Co-tenancy's columns, then the answer. Guests are priced only where they could
+        beat the exclusive optimum even at their floor prices (a one-GPU job on a free GPU
+        of its own runs cheaper than on any slot): HiGHS would keep no answer with them."""
+        if not self.config.guests:
+            return solve(problem, self._limits)
+        cotenancy = Cotenancy(self.catalog, self.oracle, self.planner, objective, self.config)
+        if not cotenancy.offer_slots(problem, cluster):
+            return solve(problem, self._limits)
+        exclusive = solve_exclusive_round(problem)
+        floors = cotenancy.guest_price_floors(problem)
+        if floors is not None and not guests_may_pay(problem, exclusive, floors):
+            return exclusive.solution
+        cotenancy.add_guests(problem)
+        return solve(problem, self._limits, exclusive)
 
     def _backlog(self, snapshot: Snapshot) -> Backlog:
         """The waiting jobs this round prices: all of them, less the fresh rigid jobs that

@@ -44,6 +44,7 @@ from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.planning.planner import Planner
 from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.configurations import (
+    EXCLUSIVE,
     GUEST,
     HOST,
     OFF,
@@ -92,17 +93,52 @@ class Cotenancy:
         self.planner = planner
         self.objective = objective
         self.config = config
+        self._candidates: list[tuple[int, Plan, float]] = []
+        self._offered: list[_Slot] = []
 
     def add_columns(self, problem: Problem, cluster: Cluster) -> None:
-        guests = self._guests(problem)
-        if not guests and not _hosts_now(problem):
-            return  # nobody to pack and no host to price: no slot can matter this round
-        slots = self._slots(problem, cluster)
-        if not slots:
-            return
+        """Host columns and slots (:meth:`offer_slots`), then every guest column."""
+        if self.offer_slots(problem, cluster):
+            self.add_guests(problem)
+
+    def offer_slots(self, problem: Problem, cluster: Cluster) -> bool:
+        """The first half of a round's co-tenancy: host columns, the slots they offer and the
+        jobs' paces. Whether guests may be priced on them (:meth:`add_guests`): some job
+        may be a guest and some slot is offered. Guest columns change no exclusive answer,
+        so the exclusive optimum can be solved between the two halves."""
+        self._candidates = self._guests(problem)
+        if not self._candidates and not _hosts_now(problem):
+            return False  # nobody to pack and no host to price: no slot can matter this round
+        self._offered = self._slots(problem, cluster)
+        if not self._offered:
+            return False
         problem.cotenancy_offered = True
         if self.config.completion_guard:
             problem.pace = [self._pace(problem, index) for index in range(len(problem.views))]
+        return bool(self._candidates)
+
+    def guest_price_floors(self, problem: Problem) -> dict[int, float] | None:
+        """Per guest candidate, a price no guest column of it can go below: its one-GPU
+        exclusive column's. A guest runs on one GPU at no more than its speed alone (a
+        share of its GPU's time, at most 1), starts as that column would, and the objective
+        falls as speed rises. ``None`` when some candidate is a guest now: keeping its slot
+        is no start, so its guest column may cost less."""
+        floors: dict[int, float] = {}
+        for job_index, _, _ in self._candidates:
+            if problem.views[job_index].guest_of is not None:
+                return None
+            for column_index in problem.by_job[job_index]:
+                column = problem.columns[column_index]
+                if column.kind == EXCLUSIVE and column.gpus == 1:
+                    floors[job_index] = column.cost
+                    break
+            else:
+                return None
+        return floors
+
+    def add_guests(self, problem: Problem) -> None:
+        """Every candidate's guest columns on the slots :meth:`offer_slots` found."""
+        guests, slots = self._candidates, self._offered
         priced: dict[tuple[object, ...], tuple[float, float] | None] = {}
         objective = self.objective
         terms: dict[int, tuple[float, float]] = {}
@@ -313,7 +349,9 @@ class Cotenancy:
             return None
         host_id = "\0host"  # no job id starts with a NUL
         times = self.oracle.colocation.iteration_times({host_id: slot.timing, guest.id: alone})
-        return alone.alone_s / times[guest.id], slot.timing.alone_s / times[host_id]
+        # Never above its speed alone: a share of the GPU's time (what bounds a guest's
+        # price from below, :meth:`guest_price_floors`).
+        return min(alone.alone_s / times[guest.id], 1.0), slot.timing.alone_s / times[host_id]
 
 
 def _hosts_now(problem: Problem) -> bool:

@@ -45,7 +45,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -57,6 +57,7 @@ from jigsaw.policies.allocator.configurations import GUEST, OFF, Problem, size_c
 from jigsaw.policies.shared.pollux_allocation import COST_GRID, choose_options
 
 _IMPROVEMENT = 1e-9
+_ROUNDING = 1e-12
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +72,31 @@ class Solution:
 _SizeOptions = list[tuple[np.ndarray, np.ndarray, list[int]]]
 
 
+@dataclass(frozen=True, slots=True)
+class ExclusiveRound:
+    """The exclusive optimum and the options it chose among. Guest columns change neither
+    (the dynamic program leaves them out), so it holds while guests are priced."""
+
+    options: _SizeOptions
+    solution: Solution
+
+
 def solve_exclusive(problem: Problem) -> Solution:
     return _solve_exclusive(problem, _size_options(problem))
+
+
+def solve_exclusive_round(problem: Problem) -> ExclusiveRound:
+    options = _size_options(problem)
+    return ExclusiveRound(options, _solve_exclusive(problem, options))
+
+
+def guests_may_pay(
+    problem: Problem, exclusive: ExclusiveRound, guest_prices: Mapping[int, float]
+) -> bool:
+    """Whether an answer with guests could be kept over the exclusive optimum, when no guest
+    column of job ``j`` costs less than ``guest_prices[j]`` (:func:`_guest_bound`)."""
+    cost = exclusive.solution.cost
+    return _guest_bound(problem, exclusive.options, guest_prices) < cost - _margin(problem, cost)
 
 
 def _size_options(problem: Problem) -> _SizeOptions:
@@ -97,13 +121,15 @@ class SolverLimits:
     rel_gap: float
 
 
-def solve(problem: Problem, limits: SolverLimits) -> Solution:
-    options = _size_options(problem)
-    exclusive = _solve_exclusive(problem, options)
+def solve(
+    problem: Problem, limits: SolverLimits, exclusive_round: ExclusiveRound | None = None
+) -> Solution:
+    """``exclusive_round``: the exclusive optimum, when the caller solved it already."""
+    if exclusive_round is None:
+        exclusive_round = solve_exclusive_round(problem)
+    exclusive = exclusive_round.solution
     guests = _cheapest_guest_columns(problem)
-    if not guests or _guest_bound(problem, options, guests) >= exclusive.cost - _margin(
-        problem, exclusive.cost
-    ):
+    if not guests or not guests_may_pay(problem, exclusive_round, guests):
         return exclusive
     joint = _solve_milp(problem, _touched(problem, exclusive), exclusive, limits)
     if joint is not None and joint.cost < exclusive.cost - _margin(problem, exclusive.cost):
@@ -130,7 +156,7 @@ def _cheapest_guest_columns(problem: Problem) -> dict[int, float]:
     return cheapest
 
 
-def _guest_bound(problem: Problem, options: _SizeOptions, guests: dict[int, float]) -> float:
+def _guest_bound(problem: Problem, options: _SizeOptions, guests: Mapping[int, float]) -> float:
     """A lower bound on the cost of every answer, guests included, by a relaxation: every
     job with guest columns may take its cheapest one at no GPU and no host's cost, with no
     slot, host, goodput or completion row. That is the dynamic program again, with such a
@@ -157,7 +183,10 @@ def _guest_bound(problem: Problem, options: _SizeOptions, guests: dict[int, floa
             relaxed.append((np.concatenate([[0], sizes]), np.concatenate([[guest], costs])))
     picks = choose_options(relaxed, problem.capacity)
     bound = math.fsum(costs[pick] for (_, costs), pick in zip(relaxed, picks, strict=True))
-    return bound + problem.set_aside_cost - len(relaxed) / COST_GRID
+    # Less a grid step per job, and a rounding error of a price's last digits (a floor
+    # priced apart from the column it bounds).
+    bound += problem.set_aside_cost
+    return bound - len(relaxed) / COST_GRID - _ROUNDING * abs(bound)
 
 
 def _touched(problem: Problem, exclusive: Solution) -> set[int]:
