@@ -3,6 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 TEST_WORKERS ?= 2
+LOCAL_PG_URL := postgresql+psycopg://postgres@127.0.0.1:5432/test
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: install run test test-fast lint typecheck clean
@@ -28,6 +29,10 @@ test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy jigsaw api worker cli bench
+	# The Postgres-backed tests run against the local server started above unless
+	# JIGSAW_TEST_DATABASE_URL names another (unset and none answering: they skip).
+	LOCAL_PG=$$(pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo $(LOCAL_PG_URL)); \
+	JIGSAW_TEST_DATABASE_URL="$${JIGSAW_TEST_DATABASE_URL:-$$LOCAL_PG}" \
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 ## test-fast: the default suite without tests marked slow (for the edit-test loop)
