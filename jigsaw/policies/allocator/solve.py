@@ -94,9 +94,43 @@ def guests_may_pay(
     problem: Problem, exclusive: ExclusiveRound, guest_prices: Mapping[int, float]
 ) -> bool:
     """Whether an answer with guests could be kept over the exclusive optimum, when no guest
-    column of job ``j`` costs less than ``guest_prices[j]`` (:func:`_guest_bound`)."""
+    column of job ``j`` costs less than ``guest_prices[j]`` (:func:`_guest_bound`).
+
+    Yes at once, without the bound's dynamic program, when the exclusive optimum changed
+    by hand is a cheaper answer of the relaxation (the bound is then below it, and the 0-1
+    program is asked, as it always may be): :func:`_cheaper_by_hand`."""
+    if _cheaper_by_hand(problem, exclusive, guest_prices):
+        return True
     cost = exclusive.solution.cost
     return _guest_bound(problem, exclusive.options, guest_prices) < cost - _margin(problem, cost)
+
+
+def _cheaper_by_hand(
+    problem: Problem, exclusive: ExclusiveRound, guest_prices: Mapping[int, float]
+) -> bool:
+    """Whether one of two changes to the exclusive optimum lowers its cost in the
+    relaxation of :func:`_guest_bound`: a job priced below its chosen column moves to that
+    price (on a full cluster, a waiting job whose guest column costs less than waiting), or
+    the jobs priced at most their chosen columns give their GPUs back, and with the free
+    ones they start a waiting job for less than its wait (the candidates run, and others
+    wait for their GPUs)."""
+    chosen, columns = exclusive.solution.chosen, problem.columns
+    freed = problem.capacity - sum(columns[index].gpus for index in chosen)
+    for job, price in guest_prices.items():
+        kept = columns[chosen[job]]
+        if price < kept.cost:
+            return True
+        if price == kept.cost:  # its floor, on the GPU it has: moving it costs nothing
+            freed += kept.gpus
+    if freed <= 0:
+        return False
+    for job, (sizes, costs, _) in enumerate(exclusive.options):
+        waits = columns[chosen[job]]
+        if waits.gpus or job in guest_prices:
+            continue
+        if ((sizes > 0) & (sizes <= freed) & (costs < waits.cost)).any():
+            return True
+    return False
 
 
 def _size_options(problem: Problem) -> _SizeOptions:
