@@ -49,17 +49,12 @@ from jigsaw.policies.allocator.configurations import (
     exclusive_problem,
 )
 from jigsaw.policies.allocator.cotenancy import MAX_GUESTS, Cotenancy, guest_hosts
+from jigsaw.policies.allocator.guest_bound import guests_may_pay
 from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import remaining_seconds
-from jigsaw.policies.allocator.solve import (
-    Solution,
-    SolverLimits,
-    guests_may_pay,
-    solve,
-    solve_exclusive_round,
-)
+from jigsaw.policies.allocator.solve import Solution, SolverLimits, solve, solve_exclusive_round
 from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.backlog import Backlog, split_backlog

@@ -41,11 +41,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -54,10 +53,17 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from jigsaw.policies.allocator.configurations import GUEST, OFF, Problem, size_costs
-from jigsaw.policies.shared.pollux_allocation import COST_GRID, choose_options
+from jigsaw.policies.allocator.guest_bound import (
+    ExclusiveRound,
+    SizeOptions,
+    cheapest_guest_columns,
+    guests_may_pay,
+    margin,
+)
+from jigsaw.policies.shared.pollux_allocation import choose_options
 
 _IMPROVEMENT = 1e-9
-_ROUNDING = 1e-12
+"""The slack of the goodput and completion rows (HiGHS's own tolerance)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,18 +75,6 @@ class Solution:
     """``dp`` or ``highs``."""
 
 
-_SizeOptions = list[tuple[np.ndarray, np.ndarray, list[int]]]
-
-
-@dataclass(frozen=True, slots=True)
-class ExclusiveRound:
-    """The exclusive optimum and the options it chose among. Guest columns change neither
-    (the dynamic program leaves them out), so it holds while guests are priced."""
-
-    options: _SizeOptions
-    solution: Solution
-
-
 def solve_exclusive(problem: Problem) -> Solution:
     return _solve_exclusive(problem, _size_options(problem))
 
@@ -90,56 +84,13 @@ def solve_exclusive_round(problem: Problem) -> ExclusiveRound:
     return ExclusiveRound(options, _solve_exclusive(problem, options))
 
 
-def guests_may_pay(
-    problem: Problem, exclusive: ExclusiveRound, guest_prices: Mapping[int, float]
-) -> bool:
-    """Whether an answer with guests could be kept over the exclusive optimum, when no guest
-    column of job ``j`` costs less than ``guest_prices[j]`` (:func:`_guest_bound`).
-
-    Yes at once, without the bound's dynamic program, when the exclusive optimum changed
-    by hand is a cheaper answer of the relaxation (the bound is then below it, and the 0-1
-    program is asked, as it always may be): :func:`_cheaper_by_hand`."""
-    if _cheaper_by_hand(problem, exclusive, guest_prices):
-        return True
-    cost = exclusive.solution.cost
-    return _guest_bound(problem, exclusive.options, guest_prices) < cost - _margin(problem, cost)
-
-
-def _cheaper_by_hand(
-    problem: Problem, exclusive: ExclusiveRound, guest_prices: Mapping[int, float]
-) -> bool:
-    """Whether one of two changes to the exclusive optimum lowers its cost in the
-    relaxation of :func:`_guest_bound`: a job priced below its chosen column moves to that
-    price (on a full cluster, a waiting job whose guest column costs less than waiting), or
-    the jobs priced at most their chosen columns give their GPUs back, and with the free
-    ones they start a waiting job for less than its wait (the candidates run, and others
-    wait for their GPUs)."""
-    chosen, columns = exclusive.solution.chosen, problem.columns
-    freed = problem.capacity - sum(columns[index].gpus for index in chosen)
-    for job, price in guest_prices.items():
-        kept = columns[chosen[job]]
-        if price < kept.cost:
-            return True
-        if price == kept.cost:  # its floor, on the GPU it has: moving it costs nothing
-            freed += kept.gpus
-    if freed <= 0:
-        return False
-    for job, (sizes, costs, _) in enumerate(exclusive.options):
-        waits = columns[chosen[job]]
-        if waits.gpus or job in guest_prices:
-            continue
-        if ((sizes > 0) & (sizes <= freed) & (costs < waits.cost)).any():
-            return True
-    return False
-
-
-def _size_options(problem: Problem) -> _SizeOptions:
+def _size_options(problem: Problem) -> SizeOptions:
     """Each job's cheapest column of each GPU count (:func:`size_costs`)."""
     all_costs = np.fromiter((column.cost for column in problem.columns), np.float64)
     return [size_costs(problem, job, all_costs) for job in range(len(problem.views))]
 
 
-def _solve_exclusive(problem: Problem, options: _SizeOptions) -> Solution:
+def _solve_exclusive(problem: Problem, options: SizeOptions) -> Solution:
     picks = choose_options([(sizes, costs) for sizes, costs, _ in options], problem.capacity)
     chosen = [indices[pick] for (_, _, indices), pick in zip(options, picks, strict=True)]
     return Solution(chosen, _cost(problem, chosen), "dp")
@@ -162,65 +113,13 @@ def solve(
     if exclusive_round is None:
         exclusive_round = solve_exclusive_round(problem)
     exclusive = exclusive_round.solution
-    guests = _cheapest_guest_columns(problem)
+    guests = cheapest_guest_columns(problem)
     if not guests or not guests_may_pay(problem, exclusive_round, guests):
         return exclusive
     joint = _solve_milp(problem, _touched(problem, exclusive), exclusive, limits)
-    if joint is not None and joint.cost < exclusive.cost - _margin(problem, exclusive.cost):
+    if joint is not None and joint.cost < exclusive.cost - margin(problem, exclusive.cost):
         return joint
     return exclusive
-
-
-def _margin(problem: Problem, exclusive_cost: float) -> float:
-    """How much cheaper than the exclusive optimum a joint answer must be to be kept: the
-    dynamic program's resolution (its sums are exact on a grid of ``1 / COST_GRID`` per
-    job, so smaller differences are ties, and a tie keeps the exclusive optimum), and a
-    relative ``1e-9`` for HiGHS's own tolerance."""
-    return len(problem.views) / COST_GRID + _IMPROVEMENT * abs(exclusive_cost)
-
-
-def _cheapest_guest_columns(problem: Problem) -> dict[int, float]:
-    """Each job with a guest column: the cost of its cheapest."""
-    cheapest: dict[int, float] = {}
-    for column in problem.columns:
-        if column.kind == GUEST:
-            kept = cheapest.get(column.job)
-            if kept is None or column.cost < kept:
-                cheapest[column.job] = column.cost
-    return cheapest
-
-
-def _guest_bound(problem: Problem, options: _SizeOptions, guests: Mapping[int, float]) -> float:
-    """A lower bound on the cost of every answer, guests included, by a relaxation: every
-    job with guest columns may take its cheapest one at no GPU and no host's cost, with no
-    slot, host, goodput or completion row. That is the dynamic program again, with such a
-    job's no-GPU option priced at the cheaper of waiting and its cheapest guest column.
-    Every answer of the 0-1 program is an answer of the relaxation that costs no more (a
-    host's loss adds a cost of at least 0). The program sums costs on a grid
-    (``1 / COST_GRID``), so its optimum is lowered by a grid step per job. When the bound is
-    within the margin a joint answer must win by (:func:`_margin`), HiGHS's answer could
-    not be kept (:func:`solve`) and is not asked for.
-
-    On a Philly week at 512 GPUs (a profiler's diagnosis) HiGHS's answer was kept in 14 of
-    2,534 co-tenancy rounds: most offer slots while free GPUs remain, where a one-GPU job
-    runs cheaper on a GPU of its own."""
-    relaxed: list[tuple[np.ndarray, np.ndarray]] = []
-    for job, (sizes, costs, _) in enumerate(options):
-        guest = guests.get(job)
-        if guest is None:
-            relaxed.append((sizes, costs))
-        elif len(sizes) and sizes[0] == 0:
-            cheaper = costs.copy()
-            cheaper[0] = min(cheaper[0], guest)
-            relaxed.append((sizes, cheaper))
-        else:  # it may not wait: a guest column is its only no-GPU option
-            relaxed.append((np.concatenate([[0], sizes]), np.concatenate([[guest], costs])))
-    picks = choose_options(relaxed, problem.capacity)
-    bound = math.fsum(costs[pick] for (_, costs), pick in zip(relaxed, picks, strict=True))
-    # Less a grid step per job, and a rounding error of a price's last digits (a floor
-    # priced apart from the column it bounds).
-    bound += problem.set_aside_cost
-    return bound - len(relaxed) / COST_GRID - _ROUNDING * abs(bound)
 
 
 def _touched(problem: Problem, exclusive: Solution) -> set[int]:

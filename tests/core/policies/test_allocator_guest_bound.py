@@ -25,6 +25,7 @@ from jigsaw.model.cluster import Cluster, GpuId, Placement
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
+from jigsaw.policies.allocator import guest_bound as guest_bound_module
 from jigsaw.policies.allocator import solve as solve_module
 from jigsaw.policies.allocator.configurations import GUEST, Column, Problem
 from jigsaw.policies.allocator.cotenancy import Cotenancy
@@ -90,11 +91,11 @@ def _always_asked(problem: Problem) -> Solution:
     margin."""
     limits = _policy()._limits
     exclusive = solve_exclusive(problem)
-    if not solve_module._cheapest_guest_columns(problem):
+    if not guest_bound_module.cheapest_guest_columns(problem):
         return exclusive
     touched = solve_module._touched(problem, exclusive)
     joint = solve_module._solve_milp(problem, touched, exclusive, limits)
-    margin = solve_module._margin(problem, exclusive.cost)
+    margin = guest_bound_module.margin(problem, exclusive.cost)
     if joint is not None and joint.cost < exclusive.cost - margin:
         return joint
     return exclusive
@@ -111,8 +112,8 @@ class _EveryGuestPriced(JigsawPolicy):
 
 
 def _bound(problem: Problem) -> float:
-    guests = solve_module._cheapest_guest_columns(problem)
-    return solve_module._guest_bound(problem, solve_module._size_options(problem), guests)
+    guests = guest_bound_module.cheapest_guest_columns(problem)
+    return guest_bound_module.guest_bound(problem, solve_module._size_options(problem), guests)
 
 
 def _guest_columns(problem: Problem) -> list[Column]:
@@ -141,7 +142,7 @@ def test_the_skips_never_change_an_answer() -> None:
             assert bound <= reference.solution.cost <= exclusive.cost, (seed, eta)
             if not _guest_columns(result.problem):
                 before_pricing += 1
-            elif bound >= exclusive.cost - solve_module._margin(problem, exclusive.cost):
+            elif bound >= exclusive.cost - guest_bound_module.margin(problem, exclusive.cost):
                 before_highs += 1
             if reference.solution.solver == "highs":
                 assert _guest_columns(result.problem), (seed, eta)  # a kept pack was priced

@@ -1,0 +1,132 @@
+"""Whether guests could pay this round: a bound on every answer with guests, from a relaxation.
+
+:func:`guests_may_pay` tells :func:`~jigsaw.policies.allocator.solve.solve` (and, at floor
+prices, :meth:`~jigsaw.policies.jigsaw.JigsawPolicy._solve` before any guest is priced)
+whether some answer with guests could be kept over the exclusive optimum; when not, neither
+guest pricing nor HiGHS is needed. docs/SCHEDULER.md, step 5, has the argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from jigsaw.policies.allocator.configurations import GUEST, Problem
+from jigsaw.policies.shared.pollux_allocation import COST_GRID, choose_options
+
+if TYPE_CHECKING:
+    from jigsaw.policies.allocator.solve import Solution
+
+_IMPROVEMENT = 1e-9
+_ROUNDING = 1e-12
+
+SizeOptions = list[tuple[np.ndarray, np.ndarray, list[int]]]
+"""Each job's cheapest column of each GPU count: (sizes, costs, column indices)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusiveRound:
+    """The exclusive optimum and the options it chose among. Guest columns change neither
+    (the dynamic program leaves them out), so it holds while guests are priced."""
+
+    options: SizeOptions
+    solution: Solution
+
+
+def guests_may_pay(
+    problem: Problem, exclusive: ExclusiveRound, guest_prices: Mapping[int, float]
+) -> bool:
+    """Whether an answer with guests could be kept over the exclusive optimum, when no guest
+    column of job ``j`` costs less than ``guest_prices[j]`` (:func:`guest_bound`).
+
+    Yes at once, without the bound's dynamic program, when the exclusive optimum changed
+    by hand is a cheaper answer of the relaxation (the bound is then below it, and the 0-1
+    program is asked, as it always may be): :func:`_cheaper_by_hand`."""
+    if _cheaper_by_hand(problem, exclusive, guest_prices):
+        return True
+    cost = exclusive.solution.cost
+    return guest_bound(problem, exclusive.options, guest_prices) < cost - margin(problem, cost)
+
+
+def _cheaper_by_hand(
+    problem: Problem, exclusive: ExclusiveRound, guest_prices: Mapping[int, float]
+) -> bool:
+    """Whether one of two changes to the exclusive optimum lowers its cost in the
+    relaxation of :func:`guest_bound`: a job priced below its chosen column moves to that
+    price (on a full cluster, a waiting job whose guest column costs less than waiting), or
+    the jobs priced at most their chosen columns give their GPUs back, and with the free
+    ones they start a waiting job for less than its wait (the candidates run, and others
+    wait for their GPUs)."""
+    chosen, columns = exclusive.solution.chosen, problem.columns
+    freed = problem.capacity - sum(columns[index].gpus for index in chosen)
+    for job, price in guest_prices.items():
+        kept = columns[chosen[job]]
+        if price < kept.cost:
+            return True
+        if price == kept.cost:  # its floor, on the GPU it has: moving it costs nothing
+            freed += kept.gpus
+    if freed <= 0:
+        return False
+    for job, (sizes, costs, _) in enumerate(exclusive.options):
+        waits = columns[chosen[job]]
+        if waits.gpus or job in guest_prices:
+            continue
+        if ((sizes > 0) & (sizes <= freed) & (costs < waits.cost)).any():
+            return True
+    return False
+
+
+def margin(problem: Problem, exclusive_cost: float) -> float:
+    """How much cheaper than the exclusive optimum a joint answer must be to be kept: the
+    dynamic program's resolution (its sums are exact on a grid of ``1 / COST_GRID`` per
+    job, so smaller differences are ties, and a tie keeps the exclusive optimum), and a
+    relative ``1e-9`` for HiGHS's own tolerance."""
+    return len(problem.views) / COST_GRID + _IMPROVEMENT * abs(exclusive_cost)
+
+
+def cheapest_guest_columns(problem: Problem) -> dict[int, float]:
+    """Each job with a guest column: the cost of its cheapest."""
+    cheapest: dict[int, float] = {}
+    for column in problem.columns:
+        if column.kind == GUEST:
+            kept = cheapest.get(column.job)
+            if kept is None or column.cost < kept:
+                cheapest[column.job] = column.cost
+    return cheapest
+
+
+def guest_bound(problem: Problem, options: SizeOptions, guests: Mapping[int, float]) -> float:
+    """A lower bound on the cost of every answer, guests included, by a relaxation: every
+    job with guest columns may take its cheapest one at no GPU and no host's cost, with no
+    slot, host, goodput or completion row. That is the dynamic program again, with such a
+    job's no-GPU option priced at the cheaper of waiting and its cheapest guest column.
+    Every answer of the 0-1 program is an answer of the relaxation that costs no more (a
+    host's loss adds a cost of at least 0). The program sums costs on a grid
+    (``1 / COST_GRID``), so its optimum is lowered by a grid step per job. When the bound is
+    within the margin a joint answer must win by (:func:`margin`), HiGHS's answer could
+    not be kept (:func:`~jigsaw.policies.allocator.solve.solve`) and is not asked for.
+
+    On a Philly week at 512 GPUs (a profiler's diagnosis) HiGHS's answer was kept in 14 of
+    2,534 co-tenancy rounds: most offer slots while free GPUs remain, where a one-GPU job
+    runs cheaper on a GPU of its own."""
+    relaxed: list[tuple[np.ndarray, np.ndarray]] = []
+    for job, (sizes, costs, _) in enumerate(options):
+        guest = guests.get(job)
+        if guest is None:
+            relaxed.append((sizes, costs))
+        elif len(sizes) and sizes[0] == 0:
+            cheaper = costs.copy()
+            cheaper[0] = min(cheaper[0], guest)
+            relaxed.append((sizes, cheaper))
+        else:  # it may not wait: a guest column is its only no-GPU option
+            relaxed.append((np.concatenate([[0], sizes]), np.concatenate([[guest], costs])))
+    picks = choose_options(relaxed, problem.capacity)
+    bound = math.fsum(costs[pick] for (_, costs), pick in zip(relaxed, picks, strict=True))
+    # Less a grid step per job, and a rounding error of a price's last digits (a floor
+    # priced apart from the column it bounds).
+    bound += problem.set_aside_cost
+    return bound - len(relaxed) / COST_GRID - _ROUNDING * abs(bound)
