@@ -54,7 +54,8 @@ from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import remaining_seconds
-from jigsaw.policies.allocator.solve import Solution, SolverLimits, solve, solve_exclusive_round
+from jigsaw.policies.allocator.solution import Solution
+from jigsaw.policies.allocator.solve import SolverLimits, solve, solve_exclusive_round
 from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.backlog import Backlog, split_backlog

@@ -11,15 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jigsaw.policies.allocator.configurations import GUEST, Problem
+from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.shared.pollux_allocation import COST_GRID, choose_options
-
-if TYPE_CHECKING:
-    from jigsaw.policies.allocator.solve import Solution
 
 _IMPROVEMENT = 1e-9
 _ROUNDING = 1e-12

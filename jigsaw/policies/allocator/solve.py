@@ -60,19 +60,11 @@ from jigsaw.policies.allocator.guest_bound import (
     guests_may_pay,
     margin,
 )
+from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.shared.pollux_allocation import choose_options
 
 _IMPROVEMENT = 1e-9
 """The slack of the goodput and completion rows (HiGHS's own tolerance)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Solution:
-    chosen: list[int]
-    """The column chosen for each job."""
-    cost: float
-    solver: str
-    """``dp`` or ``highs``."""
 
 
 def solve_exclusive(problem: Problem) -> Solution:

@@ -30,7 +30,8 @@ from jigsaw.policies.allocator import solve as solve_module
 from jigsaw.policies.allocator.configurations import GUEST, Column, Problem
 from jigsaw.policies.allocator.cotenancy import Cotenancy
 from jigsaw.policies.allocator.objective import Objective
-from jigsaw.policies.allocator.solve import Solution, solve_exclusive
+from jigsaw.policies.allocator.solution import Solution
+from jigsaw.policies.allocator.solve import solve_exclusive
 from jigsaw.policies.jigsaw import JigsawPolicy
 from tests.core.policies.test_allocator_decisions import ORACLE, PLANNER, _policy
 from tests.core.support import running_job
