@@ -109,44 +109,11 @@ def _program(
     options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
 ) -> list[int]:
     """:func:`choose_options` over every job given: the dynamic program itself."""
-    width = capacity + 1
-    # ``padded[width:]`` holds the best-so-far, behind ``width`` unreachable entries: the
-    # best-so-far shifted right by ``size`` GPUs is the view
-    # ``padded[width - size : 2 * width - size]``.
-    padded = np.full(2 * width, UNREACHABLE)
-    padded[width] = 0.0
-    picks = np.zeros((len(options), width), dtype=np.int32)
-    best_so_far = padded[width:]
+    curve = CostCurve(capacity)
+    picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
     for index, (sizes, costs) in enumerate(options):
-        listed = sizes.tolist()
-        if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
-            # Off or one size, the most common pair (a rigid job): the same arithmetic as
-            # the loop below, without its bookkeeping.
-            off, on = (_grid(cost) for cost in costs.tolist())
-            shifted = padded[width - listed[1] : 2 * width - listed[1]] + on
-            best_so_far += off
-            better = shifted < best_so_far
-            np.minimum(best_so_far, shifted, out=best_so_far)
-            picks[index] = better
-            continue
-        # Each option shifts the best-so-far by its size and adds its cost; the first
-        # strictly cheaper option wins (argmin's tie rule), one vector pass per option.
-        new = None
-        pick = picks[index]
-        for option, (size, raw) in enumerate(zip(listed, costs.tolist(), strict=True)):
-            if size > capacity:
-                continue
-            cost = _grid(raw)
-            shifted = padded[width - size : 2 * width - size] + cost
-            if new is None:  # the first option is better than nothing wherever it reaches
-                new = shifted
-                pick[:] = option
-                continue
-            better = shifted < new
-            np.copyto(new, shifted, where=better)
-            pick[better] = option
-        best_so_far[:] = UNREACHABLE if new is None else new
-    best = best_so_far
+        curve.add(sizes, costs, picks[index])
+    best = curve.values
     left = int(np.argmin(best))
     if not best[left] < UNREACHABLE:
         raise Infeasible(
@@ -158,6 +125,99 @@ def _program(
         chosen[index] = pick
         left -= int(options[index][0][pick])
     return chosen
+
+
+class CostCurve:
+    """The dynamic program's values: for each count ``g`` of GPUs, the least summed cost (on
+    the grid) of the jobs added so far using exactly ``g`` (``UNREACHABLE`` where none
+    does), plus a constant (jobs that wait in every answer). :func:`_program` adds every job
+    and traces its choices back; a caller that needs only the optimum's cost (a bound) adds
+    jobs without choices, and may copy a curve to finish it several ways."""
+
+    __slots__ = ("_padded", "_width", "constant")
+
+    def __init__(self, capacity: int) -> None:
+        self._width = width = capacity + 1
+        # ``padded[width:]`` holds the curve, behind ``width`` unreachable entries: the
+        # curve shifted right by ``size`` GPUs is the view
+        # ``padded[width - size : 2 * width - size]``.
+        self._padded = np.full(2 * width, UNREACHABLE)
+        self._padded[width] = 0.0
+        self.constant = 0.0
+
+    @property
+    def values(self) -> NDArray[np.float64]:
+        """The curve itself (a view), without the constant."""
+        return self._padded[self._width :]
+
+    def copy(self) -> CostCurve:
+        twin = CostCurve.__new__(CostCurve)
+        twin._width, twin._padded, twin.constant = self._width, self._padded.copy(), self.constant
+        return twin
+
+    def least(self) -> float:
+        """The optimum's cost over the jobs added: the curve's least value plus the constant
+        (``UNREACHABLE`` when no choice of their options fits)."""
+        return float(self.values.min()) + self.constant
+
+    def add(
+        self,
+        sizes: NDArray[np.int64],
+        costs: NDArray[np.float64],
+        pick: NDArray[np.int32] | None = None,
+    ) -> None:
+        """Add one job's ``(sizes, costs)``; ``pick``, when given, receives the index of the
+        option the new optimum at each GPU count takes (the first strictly cheaper wins)."""
+        width, padded = self._width, self._padded
+        capacity = width - 1
+        best_so_far = padded[width:]
+        listed = sizes.tolist()
+        if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
+            # Off or one size, the most common pair (a rigid job): the same arithmetic as
+            # the loop below, without its bookkeeping.
+            off, on = (_grid(cost) for cost in costs.tolist())
+            shifted = padded[width - listed[1] : 2 * width - listed[1]] + on
+            best_so_far += off
+            if pick is not None:
+                pick[:] = shifted < best_so_far
+            np.minimum(best_so_far, shifted, out=best_so_far)
+            return
+        # Each option shifts the curve by its size and adds its cost; the first strictly
+        # cheaper option wins (argmin's tie rule), one vector pass per option.
+        new = None
+        for option, (size, raw) in enumerate(zip(listed, costs.tolist(), strict=True)):
+            if size > capacity:
+                continue
+            shifted = padded[width - size : 2 * width - size] + _grid(raw)
+            if new is None:  # the first option is better than nothing wherever it reaches
+                new = shifted
+                if pick is not None:
+                    pick[:] = option
+            elif pick is None:
+                np.minimum(new, shifted, out=new)
+            else:
+                better = shifted < new
+                np.copyto(new, shifted, where=better)
+                pick[better] = option
+        best_so_far[:] = UNREACHABLE if new is None else new
+
+
+def cost_curve(
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
+) -> CostCurve:
+    """The :class:`CostCurve` of the jobs' options on ``capacity`` GPUs. The rigid jobs
+    that wait in every answer (:func:`_dominated_pairs`) add their wait to the constant
+    instead of a pass each; a job added later cannot make them run, since it can only add
+    to the GPUs taken (its own options include waiting, or it is counted where its least
+    size is: the budget is then larger, and fewer jobs are dropped)."""
+    curve = CostCurve(capacity)
+    dominated = _dominated_pairs(options, capacity)
+    for job, (sizes, costs) in enumerate(options):
+        if job in dominated:
+            curve.constant += _grid(float(costs[0]))
+        else:
+            curve.add(sizes, costs)
+    return curve
 
 
 def _dominated_pairs(

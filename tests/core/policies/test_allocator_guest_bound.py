@@ -114,7 +114,9 @@ class _EveryGuestPriced(JigsawPolicy):
 
 def _bound(problem: Problem) -> float:
     guests = guest_bound_module.cheapest_guest_columns(problem)
-    return guest_bound_module.guest_bound(problem, solve_module._size_options(problem), guests)
+    return guest_bound_module.guest_bound(
+        problem, solve_module.solve_exclusive_round(problem), guests
+    )
 
 
 def _guest_columns(problem: Problem) -> list[Column]:

@@ -121,3 +121,43 @@ def test_the_scalar_and_the_array_grid_round_alike() -> None:
     gridded = pollux_allocation._on_grid(costs)
     assert gridded.tolist() == [pollux_allocation._grid(cost) for cost in costs.tolist()]
     assert (gridded * pollux_allocation.COST_GRID == np.round(gridded * 2.0**16)).all()
+
+
+def _grid_sum(options: Options, picks: list[int]) -> float:
+    grid = pollux_allocation.COST_GRID
+    return sum(
+        round(float(costs[pick]) * grid) / grid
+        for (_, costs), pick in zip(options, picks, strict=True)
+    )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_cost_curve_finished_on_a_copy_is_the_programs_optimum(seed: int) -> None:
+    """The values-only program that the guest bound keeps (a curve over most jobs, its
+    dominated rigid jobs left out, then finished on a copy with the rest) reaches the
+    whole program's optimum, on the grid, in every random backlog. The jobs added later
+    include ones that may not wait, and their cheaper waits can only lower it."""
+    rng = np.random.default_rng(2_000 + seed)
+    capacity = int(rng.integers(4, 16))
+    options = _random_round(rng, capacity)
+    picks = _answers_as_the_whole_program(options, capacity)
+    if picks is None:
+        return
+    split = int(rng.integers(0, len(options)))
+    kept = pollux_allocation.cost_curve(options[:split], capacity)
+    if split >= 64:
+        assert pollux_allocation._dominated_pairs(options[:split], capacity)
+    finished = kept.copy()
+    for sizes, costs in options[split:]:
+        finished.add(sizes, costs)
+    assert finished.least() == _grid_sum(options, picks)
+    # The kept curve is not changed by finishing its copy.
+    again = kept.copy()
+    for sizes, costs in options[split:]:
+        again.add(sizes, costs)
+    assert again.least() == finished.least()
+    # A job that waits for less makes the optimum no dearer.
+    cheaper = kept.copy()
+    for sizes, costs in options[split:]:
+        cheaper.add(sizes, np.where(sizes == 0, costs - 1.0, costs))
+    assert cheaper.least() <= finished.least()
