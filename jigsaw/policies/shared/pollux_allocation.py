@@ -136,13 +136,16 @@ class CostCurve:
 
     __slots__ = ("_padded", "_width", "constant")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, taken: int = 0) -> None:
+        """``taken``: GPUs held by jobs that may not wait, at one size each (their costs go
+        to :attr:`constant`): the curve starts there, as those jobs' passes would leave it."""
         self._width = width = capacity + 1
         # ``padded[width:]`` holds the curve, behind ``width`` unreachable entries: the
         # curve shifted right by ``size`` GPUs is the view
         # ``padded[width - size : 2 * width - size]``.
         self._padded = np.full(2 * width, UNREACHABLE)
-        self._padded[width] = 0.0
+        if taken <= capacity:
+            self._padded[width + taken] = 0.0
         self.constant = 0.0
 
     @property
@@ -209,12 +212,14 @@ def cost_curve(
     that wait in every answer (:func:`_dominated_pairs`) add their wait to the constant
     instead of a pass each; a job added later cannot make them run, since it can only add
     to the GPUs taken (its own options include waiting, or it is counted where its least
-    size is: the budget is then larger, and fewer jobs are dropped)."""
-    curve = CostCurve(capacity)
+    size is: the budget is then larger, and fewer jobs are dropped). A job with one option
+    shifts the curve by its size: the curve starts at their summed sizes instead."""
+    forced = [job for job, (sizes, _) in enumerate(options) if len(sizes) == 1]
+    curve = CostCurve(capacity, sum(int(options[job][0][0]) for job in forced))
     dominated = _dominated_pairs(options, capacity)
     for job, (sizes, costs) in enumerate(options):
-        if job in dominated:
-            curve.constant += _grid(float(costs[0]))
+        if job in dominated or len(sizes) == 1:
+            curve.constant += _grid(float(costs[0]))  # it waits, or takes its one size
         else:
             curve.add(sizes, costs)
     return curve
