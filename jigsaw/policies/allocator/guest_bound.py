@@ -8,6 +8,7 @@ guest pricing nor HiGHS is needed. docs/SCHEDULER.md, step 5, has the argument.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -82,25 +83,36 @@ def _cheaper_by_hand(
     """Whether one of two changes to the exclusive optimum lowers its cost in the
     relaxation of :func:`guest_bound`: a job priced below its chosen column moves to that
     price (on a full cluster, a waiting job whose guest column costs less than waiting), or
-    the jobs priced at most their chosen columns give their GPUs back, and with the free
-    ones they start a waiting job for less than its wait (the candidates run, and others
-    wait for their GPUs)."""
+    candidates that run give their GPUs back at their prices (the cheapest moves first),
+    and with the free GPUs a waiting job starts for less than its wait and those moves
+    together. Either is an answer of the relaxation, so the bound is below the exclusive
+    optimum; asking HiGHS is always safe (its answer is kept only if it wins by the margin),
+    so a witness costs no decision."""
     chosen, columns = exclusive.solution.chosen, problem.columns
-    freed = problem.capacity - sum(columns[index].gpus for index in chosen)
+    moves: list[tuple[float, int]] = []
     for job, price in guest_prices.items():
         kept = columns[chosen[job]]
         if price < kept.cost:
             return True
-        if price == kept.cost:  # its floor, on the GPU it has: moving it costs nothing
-            freed += kept.gpus
-    if freed <= 0:
+        if kept.gpus:
+            moves.append((price - kept.cost, kept.gpus))
+    moves.sort()
+    # After the k cheapest moves: ``freed[k]`` GPUs are free, for ``paid[k]`` more cost.
+    freed = [problem.capacity - sum(columns[index].gpus for index in chosen)]
+    paid = [0.0]
+    for cost, gpus in moves:
+        freed.append(freed[-1] + gpus)
+        paid.append(paid[-1] + cost)
+    most = freed[-1]
+    if most <= 0:
         return False
     for job, (sizes, costs, _) in enumerate(exclusive.options):
         waits = columns[chosen[job]]
         if waits.gpus or job in guest_prices:
             continue
-        if ((sizes > 0) & (sizes <= freed) & (costs < waits.cost)).any():
-            return True
+        for size, cost in zip(sizes.tolist(), costs.tolist(), strict=True):
+            if 0 < size <= most and cost + paid[bisect_left(freed, size)] < waits.cost:
+                return True
     return False
 
 
