@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from jigsaw.model.cluster import Cluster, GpuId, Placement
@@ -27,12 +28,14 @@ from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator import guest_bound as guest_bound_module
 from jigsaw.policies.allocator import solve as solve_module
-from jigsaw.policies.allocator.configurations import GUEST, Column, Problem
+from jigsaw.policies.allocator.configurations import EXCLUSIVE, GUEST, OFF, Column, Problem
 from jigsaw.policies.allocator.cotenancy import Cotenancy
+from jigsaw.policies.allocator.guest_bound import ExclusiveRound
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.allocator.solve import solve_exclusive
 from jigsaw.policies.jigsaw import JigsawPolicy
+from jigsaw.policies.shared.pollux_allocation import COST_GRID
 from tests.core.policies.test_allocator_decisions import ORACLE, PLANNER, _policy
 from tests.core.support import running_job
 
@@ -156,6 +159,61 @@ def test_the_skips_never_change_an_answer() -> None:
         before_highs,
         kept,
     )
+
+
+def test_a_witness_is_an_answer_of_the_relaxation() -> None:
+    """The check skips the bound's program where the exclusive optimum, changed by hand,
+    is cheaper in the relaxation (``_cheaper_by_hand``): then the program's bound is below
+    the exclusive optimum too, so the witness never skips a round the program would let
+    pass. The worlds hold witnesses of both kinds: a guest priced below its column, and
+    guests that run giving their GPUs (with the free ones) to a waiting job."""
+    below = moved = 0
+    for seed in range(60):
+        for eta in (0.6, 1.0):
+            policy = _EveryGuestPriced(ORACLE, PLANNER, eta_of=lambda model, plan, eta=eta: eta)
+            result = policy.solve_round(_world(seed))
+            assert result is not None
+            problem = result.problem
+            prices = guest_bound_module.cheapest_guest_columns(problem)
+            if not prices:
+                continue
+            exclusive = solve_module.solve_exclusive_round(problem)
+            if not guest_bound_module._cheaper_by_hand(problem, exclusive, prices):
+                continue
+            bound = guest_bound_module.guest_bound(problem, exclusive, prices)
+            assert bound < exclusive.solution.cost, (seed, eta)
+            columns, chosen = problem.columns, exclusive.solution.chosen
+            if any(price < columns[chosen[job]].cost for job, price in prices.items()):
+                below += 1
+            else:
+                assert any(columns[chosen[job]].gpus for job in prices), (seed, eta)
+                moved += 1
+    assert below >= 5 and moved >= 3, (below, moved)
+
+
+@pytest.mark.parametrize(("two_gpus", "pays"), [(17.0, True), (18.5, False)])
+def test_a_moved_guest_pays_for_the_job_it_lets_start(two_gpus: float, pays: bool) -> None:
+    """Two GPUs, one free. A guest candidate runs alone on the other (10; waiting costs 30,
+    its guest column 12: a move costs 2); a two-GPU job waits (20). Moving the candidate
+    lets that job start: a witness exactly when its gain, ``20 - two_gpus``, is more than
+    the move's 2, and the bound's program says the same (a tie at 18: neither asks)."""
+    columns = [
+        Column(0, OFF, 0, 30.0, 0.0),
+        Column(0, EXCLUSIVE, 1, 10.0, 1.0),
+        Column(1, OFF, 0, 20.0, 0.0),
+        Column(1, EXCLUSIVE, 2, two_gpus, 2.0),
+    ]
+    problem = Problem([], columns, [[0, 1], [2, 3]], capacity=2)
+    options = [
+        (np.array([0, 1]), np.array([30.0, 10.0]), [0, 1]),
+        (np.array([0, 2]), np.array([20.0, two_gpus]), [2, 3]),
+    ]
+    exclusive = ExclusiveRound(options, Solution([1, 2], 30.0, "dp"))
+    prices = {0: 12.0}
+    assert guest_bound_module._cheaper_by_hand(problem, exclusive, prices) is pays
+    # The skip's own test: below the optimum by more than a grid step a job (the margin).
+    bound = guest_bound_module.guest_bound(problem, exclusive, prices)
+    assert (bound < 30.0 - len(options) / COST_GRID) is pays
 
 
 def test_no_guest_column_costs_less_than_its_floor() -> None:
