@@ -19,12 +19,14 @@ from cli.context import make_client
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 
 
+def moment(at: str | None) -> datetime:
+    """An API timestamp as an aware datetime (now when there is none)."""
+    return datetime.fromisoformat(at.replace("Z", "+00:00")) if at else datetime.now().astimezone()
+
+
 def clock(at: str | None) -> str:
     """``HH:MM:SS`` local time of an API timestamp (now when there is none)."""
-    moment = (
-        datetime.fromisoformat(at.replace("Z", "+00:00")) if at else datetime.now().astimezone()
-    )
-    return moment.astimezone().strftime("%H:%M:%S")
+    return moment(at).astimezone().strftime("%H:%M:%S")
 
 
 def event_line(name: str, event: dict[str, Any]) -> str:
@@ -47,6 +49,14 @@ def rate_line(name: str, job: dict[str, Any], rate: float) -> str:
     return f"  {clock(None)}  {name:<14} {workers} worker(s): {done}/{total}, {speed}"
 
 
+def in_time_order(events: list[tuple[str | None, str]]) -> list[str]:
+    """The lines of several jobs' ``(timestamp, line)`` events in time order. A stable sort on
+    the time alone: a job's events that share a timestamp (milliseconds) keep their own
+    order. Sorting the lines too printed "ADMITTED -> RUNNING" before "PENDING: submitted"
+    when a job was admitted and started within the millisecond it was submitted."""
+    return [line for _, line in sorted(events, key=lambda event: moment(event[0]))]
+
+
 def watch(job_ids: list[str], every_s: float) -> None:
     seen: dict[str, int] = dict.fromkeys(job_ids, 0)
     last: dict[str, tuple[float, float, int]] = {}
@@ -54,12 +64,12 @@ def watch(job_ids: list[str], every_s: float) -> None:
     with make_client() as client:
         while True:
             jobs = {job_id: client.get_job(job_id) for job_id in job_ids}
-            new: list[tuple[str, str]] = []
+            new: list[tuple[str | None, str]] = []
             for job_id, job in jobs.items():
                 events = client.events(job_id)
                 new.extend((e["at"], event_line(job["name"], e)) for e in events[seen[job_id] :])
                 seen[job_id] = len(events)
-            for _, line in sorted(new):  # the jobs' events in time order
+            for line in in_time_order(new):
                 print(line, flush=True)
             for job_id, job in jobs.items():
                 if job["state"] != "RUNNING":
