@@ -8,7 +8,9 @@ them in an SPB staircase; elastic sizing is pollux's dynamic program, timed by t
 replays). Each round advances virtual time by the round length and times
 ``policy.decide(snapshot)`` only; the snapshot is built outside the timer (the cycle builds
 it for every policy alike). Targets (issue 29): jigsaw's round p99 <= 0.5 s at 256 GPUs and
-<= 1 s at 1,024 GPUs with 2,000 jobs. Prints one JSON object.
+<= 1 s at 1,024 GPUs with 2,000 jobs. Prints one JSON object: per point and policy the
+fastest, median, p99, slowest and mean round. On a shared box compare two codes by their
+fastest round (every round does the same work, so it is the least disturbed one).
 
     .venv/bin/python -m bench.sim_round_latency            # the grid, 10 rounds a point
     .venv/bin/python -m bench.sim_round_latency --quick    # 3 rounds a point
