@@ -138,7 +138,7 @@ finished() { [ "$(job_field "$1" state)" = SUCCEEDED ]; }
 echo "==> elastic: an MLP on 1..4 workers; jigsaw sizes it by goodput, from what its leases measure"
 echo "    (the $JIGSAW_GPUS logical GPUs share this machine's $(nproc) CPU cores: here more workers of one job can be slower, not faster)"
 elastic=$("$CLI" submit --name mlp-elastic --model mlp --spb none --workers 2 --min-workers 1 \
-  --max-workers 4 --batch-size 24 --iterations 60000 --learning-rate 0.05 -o json \
+  --max-workers 4 --batch-size 24 --iterations 20000 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 resized_or_done() { resized "$1" || finished "$1"; }
 wait_for 240 resized_or_done "$elastic" || { echo "the elastic job neither resized nor finished; see $log" >&2; exit 1; }
