@@ -19,7 +19,7 @@ meaning (docs/SCHEDULER.md, "pollux"). Each 60 s round:
    (:func:`~jigsaw.policies.shared.pollux_allocation.choose_options` over the sizes each job
    may take, exact where Pollux searches.)
 4. **Placement** and decisions: kept sizes keep their GPUs; the rest are packed
-   (:func:`~jigsaw.policies.shared.pollux_allocation.pack`) and become Start, Resize (with the
+   (:func:`~jigsaw.policies.shared.pollux_placement.pack`) and become Start, Resize (with the
    batch of step 1) or Preempt decisions.
 
 Jobs that are not elastic, or that the source knows nothing of, keep the size they asked
@@ -47,7 +47,8 @@ from jigsaw.planning.planner import Planner
 from jigsaw.policies.allocator.knowledge import size_choices, worker_batch
 from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.backlog import split_backlog
-from jigsaw.policies.shared.pollux_allocation import PackRequest, choose_options, pack
+from jigsaw.policies.shared.pollux_allocation import choose_options
+from jigsaw.policies.shared.pollux_placement import PackRequest, pack
 
 RESTART_S = 30.0
 """What Pollux charges a reallocation, in the speedup it discounts and in the simulator."""

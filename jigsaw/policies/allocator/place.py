@@ -1,7 +1,7 @@
 """GPUs for the chosen configurations.
 
 Exclusive and host columns are packed as pollux packs
-(:func:`~jigsaw.policies.shared.pollux_allocation.pack`): sizes kept keep their GPUs (a host
+(:func:`~jigsaw.policies.shared.pollux_placement.pack`): sizes kept keep their GPUs (a host
 keeps its size by construction, so its slots stay where they were priced), the rest go
 largest first under Pollux's node rules. A guest then takes the slot its column names, if its
 host kept those GPUs (it always does unless the cluster lost a node this round).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jigsaw.model.cluster import Cluster, Placement
 from jigsaw.policies.allocator.configurations import GUEST, Problem
-from jigsaw.policies.shared.pollux_allocation import PackRequest, pack
+from jigsaw.policies.shared.pollux_placement import PackRequest, pack
 
 
 def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Placement]:

@@ -1,28 +1,22 @@
-"""The two halves of a Pollux round: how many GPUs each job gets, then which ones.
+"""The first half of a Pollux round: how many GPUs each job gets
+(:mod:`~jigsaw.policies.shared.pollux_placement` then chooses which ones).
 
-**Sizes** (:func:`choose_sizes`). Every job ``j`` has a cost ``c_j(n)`` for each size ``n`` it
-may run at (0 = not running), and the round minimises ``sum_j c_j(n_j)`` subject to
-``sum_j n_j <= GPUs``. The costs are separable, so dynamic programming over (jobs, GPUs used)
-finds the exact optimum in ``O(jobs x GPUs x sizes)``, where Pollux searches the same space
-with a genetic algorithm (100 generations of 100 candidates per round).
-
-**Placement** (:func:`pack`). Jobs that keep their size keep their GPUs (a move is a
-restart). The others are placed largest first under Pollux's rules: a job of at most one
-node's GPUs goes on one node (the fullest that fits); a larger one takes whole free nodes
-first, and no node holds two jobs that span several nodes (their all-reduces would share
-its network link). A job that no longer fits after that shrinks to what does, or waits.
+Every job ``j`` has a cost ``c_j(n)`` for each size ``n`` it may run at (0 = not running),
+and the round minimises ``sum_j c_j(n_j)`` subject to ``sum_j n_j <= GPUs``. The costs are
+separable, so dynamic programming over (jobs, GPUs used) finds the exact optimum in
+``O(jobs x GPUs x sizes)`` (:func:`choose_sizes`, :func:`choose_options`), where Pollux
+searches the same space with a genetic algorithm (100 generations of 100 candidates per
+round). :class:`CostCurve` is the program's values alone, for a caller that needs only the
+optimum's cost (jigsaw's guest bound).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-
-from jigsaw.model.cluster import Cluster, GpuId, Placement
 
 UNREACHABLE = np.inf
 
@@ -283,120 +277,3 @@ def _dominated_pairs(
 
 _PRUNE_FROM = 64
 """Fewer jobs than this: the program runs on all of them (the search would cost more)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PackRequest:
-    job_id: str
-    size: int
-    current: Placement
-    """Where the job runs now (empty: waiting)."""
-    min_size: int = 1
-    """The fewest GPUs it may shrink to when its size does not fit (below: it waits)."""
-
-
-def pack(requests: Sequence[PackRequest], cluster: Cluster) -> dict[str, Placement]:
-    """A placement for every request of size > 0 that fits (an empty one for the rest).
-
-    Jobs keeping their size keep their GPUs; a shrinking job keeps the part of its GPUs on
-    its fullest nodes; a growing job keeps its GPUs reserved until its turn, extends them if
-    it can, and falls back to them if its new size does not fit (a move to the same size
-    would be a restart for nothing).
-    """
-    gpus = _Gpus(cluster)
-    placed: dict[str, Placement] = {}
-    live = [r for r in requests if r.size > 0]
-    holding = [r for r in live if r.current and gpus.available(r.current)]
-    for request in holding:
-        gpus.take(request.current)
-    for request in holding:
-        if len(request.current) == request.size:
-            placed[request.job_id] = request.current
-        elif request.size < len(request.current):
-            gpus.give_back(request.current)
-            placed[request.job_id] = gpus.take(_subset(request.current, request.size))
-    for request in sorted(
-        (r for r in live if r.job_id not in placed), key=lambda r: (-r.size, r.job_id)
-    ):
-        held = request.current if request in holding else ()
-        if held:
-            gpus.give_back(held)
-        placement: Placement = ()
-        for size in range(request.size, max(request.min_size, 1) - 1, -1):
-            placement = (gpus.extend(held, size) if held else ()) or gpus.fit(size)
-            if not placement and size == len(held):
-                placement = held
-            if placement:
-                break
-        placed[request.job_id] = gpus.take(placement) if placement else ()
-    return {r.job_id: placed.get(r.job_id, ()) for r in requests}
-
-
-def _subset(placement: Placement, size: int) -> Placement:
-    """``size`` of ``placement``'s GPUs, from the nodes where it has the most."""
-    by_node: dict[int, list[GpuId]] = {}
-    for gpu in placement:
-        by_node.setdefault(gpu[0], []).append(gpu)
-    ordered = sorted(by_node.values(), key=lambda gpus: (-len(gpus), gpus[0]))
-    return tuple(sorted([gpu for gpus in ordered for gpu in gpus][:size]))
-
-
-class _Gpus:
-    """Free GPUs per node, and how many jobs spanning several nodes each node holds."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.free = {node.index: list(node.gpu_ids()) for node in cluster.alive_nodes}
-        self.per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
-        self.spanning: Counter[int] = Counter()
-
-    def available(self, placement: Placement) -> bool:
-        return all(gpu in self.free.get(gpu[0], ()) for gpu in placement)
-
-    def take(self, placement: Placement) -> Placement:
-        for gpu in placement:
-            self.free[gpu[0]].remove(gpu)
-        nodes = {gpu[0] for gpu in placement}
-        if len(nodes) > 1:
-            self.spanning.update(nodes)
-        return placement
-
-    def give_back(self, placement: Placement) -> None:
-        for gpu in placement:
-            self.free[gpu[0]].append(gpu)
-            self.free[gpu[0]].sort()
-        nodes = {gpu[0] for gpu in placement}
-        if len(nodes) > 1:
-            self.spanning.subtract(nodes)
-
-    def extend(self, held: Placement, size: int) -> Placement:
-        """``held`` grown to ``size`` with the free GPUs of its own nodes (the job stays
-        where it was): empty when they are too few, or when the result would span nodes
-        another spanning job uses, or a job of one node's size would span nodes."""
-        nodes = sorted({gpu[0] for gpu in held})
-        grown = list(held) + [g for node in nodes for g in self.free[node] if g not in held]
-        if size < len(held) or len(grown) < size:
-            return ()
-        chosen = grown[:size]
-        used = {gpu[0] for gpu in chosen}
-        if len(used) > 1 and (size <= self.per_node or any(self.spanning[n] for n in used)):
-            return ()
-        return tuple(sorted(chosen))
-
-    def fit(self, size: int) -> Placement:
-        if size <= self.per_node:
-            # The fullest node that still fits the whole job keeps big holes for big jobs.
-            fitting = [(len(gpus), node) for node, gpus in self.free.items() if len(gpus) >= size]
-            if fitting:
-                _, node = min(fitting)
-                return tuple(self.free[node][:size])
-        # Across nodes: only nodes no other spanning job uses; emptiest first.
-        open_nodes = sorted(
-            (node for node, gpus in self.free.items() if gpus and not self.spanning[node]),
-            key=lambda node: (-len(self.free[node]), node),
-        )
-        chosen: list[GpuId] = []
-        for node in open_nodes:
-            chosen.extend(self.free[node][: size - len(chosen)])
-            if len(chosen) == size:
-                return tuple(sorted(chosen))
-        return ()

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from jigsaw.model.cluster import Cluster
-from jigsaw.policies.shared.pollux_allocation import PackRequest, SizeCosts, choose_sizes, pack
+from jigsaw.policies.shared.pollux_allocation import SizeCosts, choose_sizes
+from jigsaw.policies.shared.pollux_placement import PackRequest, pack
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates, replay
 from jigsaw.simulator.replay_result import ReplayResult
 from jigsaw.simulator.semantics import POLLUX
