@@ -25,7 +25,9 @@ from jigsaw.policies.shared.pollux_allocation import (
     cost_curve,
 )
 
-_IMPROVEMENT = 1e-9
+HIGHS_TOLERANCE = 1e-9
+"""HiGHS's own relative tolerance: the slack of the 0-1 program's goodput and completion
+rows, and part of the margin a joint answer must win by."""
 _ROUNDING = 1e-12
 
 SizeOptions = list[tuple[np.ndarray, np.ndarray, list[int]]]
@@ -121,7 +123,7 @@ def margin(problem: Problem, exclusive_cost: float) -> float:
     dynamic program's resolution (its sums are exact on a grid of ``1 / COST_GRID`` per
     job, so smaller differences are ties, and a tie keeps the exclusive optimum), and a
     relative ``1e-9`` for HiGHS's own tolerance."""
-    return len(problem.views) / COST_GRID + _IMPROVEMENT * abs(exclusive_cost)
+    return len(problem.views) / COST_GRID + HIGHS_TOLERANCE * abs(exclusive_cost)
 
 
 def cheapest_guest_columns(problem: Problem) -> dict[int, float]:

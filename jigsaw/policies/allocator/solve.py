@@ -54,6 +54,7 @@ from scipy.sparse import coo_array
 
 from jigsaw.policies.allocator.configurations import GUEST, OFF, Problem, size_costs
 from jigsaw.policies.allocator.guest_bound import (
+    HIGHS_TOLERANCE,
     ExclusiveRound,
     SizeOptions,
     cheapest_guest_columns,
@@ -62,9 +63,6 @@ from jigsaw.policies.allocator.guest_bound import (
 )
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.shared.pollux_allocation import choose_options
-
-_IMPROVEMENT = 1e-9
-"""The slack of the goodput and completion rows (HiGHS's own tolerance)."""
 
 
 def solve_exclusive(problem: Problem) -> Solution:
@@ -197,13 +195,13 @@ def _solve_milp(
         rows.append(row)
         cols.append(loss_of[needs])
         values.append(-1.0)
-    lower.append(floor * (1.0 - _IMPROVEMENT))
+    lower.append(floor * (1.0 - HIGHS_TOLERANCE))
     upper.append(np.inf)
     row += 1
     if problem.pace:
         added = _completion_row(problem, touched, exclusive, loss_of, (rows, cols, values), row)
         if added > row:
-            lower.append(1.0 - _IMPROVEMENT)
+            lower.append(1.0 - HIGHS_TOLERANCE)
             upper.append(np.inf)
             row = added
     for index, column in enumerate(columns):
