@@ -49,6 +49,7 @@ from jigsaw.policies.allocator.configurations import (
     exclusive_problem,
 )
 from jigsaw.policies.allocator.cotenancy import MAX_GUESTS, Cotenancy, guest_hosts
+from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.guest_bound import guests_may_pay
 from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
@@ -88,8 +89,11 @@ class JigsawPolicy(PolicyBase):
         config: JigsawConfig | None = None,
         goodput: GoodputSource | None = None,
         eta_of: EtaOf | None = None,
+        incremental: bool = True,
     ) -> None:
-        """``eta_of``: SPB's eta by model and plan in place of the oracle's (a test seam)."""
+        """``eta_of``: SPB's eta by model and plan in place of the oracle's (a test seam).
+        ``incremental=False``: what running gangs offer co-tenancy is read afresh each round
+        instead of kept from the last (the same decisions, for more work)."""
         if goodput is not None and not callable(getattr(goodput, "job_goodput", None)):
             raise InvalidSpecError(
                 "jigsaw's goodput option is the simulator's source of job reports, "
@@ -105,6 +109,11 @@ class JigsawPolicy(PolicyBase):
         self.catalog = PlanCatalog(oracle, spb=self.config.hosts, eta_of=eta_of, planner=planner)
         config = self.config
         self._limits = SolverLimits(config.solver_nodes, config.solver_time_s, config.mip_rel_gap)
+        self._offers = GangOfferMemo(
+            self.catalog, hosts=config.hosts, host_keep=config.host_keep, keep=incremental
+        )
+        """What each running gang offers co-tenancy, by its plan and GPUs (a memo of oracle
+        figures, as the catalog is; :mod:`~jigsaw.policies.allocator.gang_offers`)."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
         snapshot right after; it never changes a decision)."""
@@ -174,7 +183,9 @@ class JigsawPolicy(PolicyBase):
         of its own runs cheaper than on any slot): HiGHS would keep no answer with them."""
         if not self.config.guests:
             return solve(problem, self._limits)
-        cotenancy = Cotenancy(self.catalog, self.oracle, self.planner, objective, self.config)
+        cotenancy = Cotenancy(
+            self.catalog, self.oracle, self.planner, objective, self.config, offers=self._offers
+        )
         if not cotenancy.offer_slots(problem, cluster):
             return solve(problem, self._limits)
         exclusive = solve_exclusive_round(problem)

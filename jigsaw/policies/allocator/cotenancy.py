@@ -39,7 +39,7 @@ from jigsaw.model.cluster import Cluster, GpuId
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.lifecycle import JobState
-from jigsaw.model.plan import Plan, SPBPlan, full_backprop
+from jigsaw.model.plan import Plan, SPBPlan
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.planning.planner import Planner
 from jigsaw.policies.allocator.config import JigsawConfig
@@ -51,13 +51,13 @@ from jigsaw.policies.allocator.configurations import (
     Column,
     Problem,
 )
+from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.remaining import remaining_seconds
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
 MAX_GUESTS = 12
-SPB_PLANS_PER_HOST = 2
 _ANY_GPU: GpuId = (0, 0)
 """Where a host-and-guest pair is priced: one GPU, the same for every slot."""
 _MIN_SLACK = 0.05
@@ -87,12 +87,21 @@ class Cotenancy:
         planner: Planner,
         objective: Objective,
         config: JigsawConfig,
+        *,
+        offers: GangOfferMemo | None = None,
     ) -> None:
+        """``offers``: what running gangs offer, kept across rounds by the policy (default:
+        a memo for this round only)."""
         self.catalog = catalog
         self.oracle = oracle
         self.planner = planner
         self.objective = objective
         self.config = config
+        self.offers = (
+            offers
+            if offers is not None
+            else GangOfferMemo(catalog, hosts=config.hosts, host_keep=config.host_keep)
+        )
         self._candidates: list[tuple[int, Plan, float]] = []
         self._offered: list[_Slot] = []
 
@@ -200,29 +209,37 @@ class Cotenancy:
     # -- slots ------------------------------------------------------------------------------
     def _slots(self, problem: Problem, cluster: Cluster) -> list[_Slot]:
         occupants: dict[GpuId, int] = {}
+        running: set[str] = set()
         for view in problem.views:
             if view.guest_of is None:
                 for gpu in view.current:
                     occupants[gpu] = occupants.get(gpu, 0) + 1
+            if view.current:
+                running.add(view.job.id)
+        self.offers.forget_unless(running)
         # (-idle, column, gpu) first: the slots kept are the ``MAX_SLOTS`` with the most idle
         # compute, and only those are built.
         found: list[tuple[float, int, GpuId, int, int, float, bool, GangTiming]] = []
         for index, view in enumerate(problem.views):
-            keep = problem.keep_column(index)
-            if keep is None or view.job.state is not JobState.RUNNING:
+            if view.job.state is not JobState.RUNNING:
                 continue
-            job, placement = view.job, view.current
-            plan = job.plan
+            plan = view.job.plan
             if plan is None or not isinstance(plan, SPBPlan):
                 continue
+            keep = problem.keep_column(index)
+            if keep is None:
+                continue
+            offers = self.offers.offers(view.job, plan, view.current)
+            if offers is None:
+                continue
             keep_speedup = problem.columns[keep].speedup
-            for column, column_plan, speedup, changed in self._host_columns(
-                problem, index, keep, plan, keep_speedup
+            for column, offer, speedup, changed in self._host_columns(
+                problem, index, keep, offers, keep_speedup
             ):
-                timing = self.catalog.timing(job, column_plan, placement)
+                timing = offer.timing
                 if timing is None:
                     continue
-                for gpu, load, used in self.catalog.footprint(job, column_plan, placement):
+                for gpu, load, used in offer.footprint:
                     if occupants.get(gpu, 0) != 1 or load > 1.0 - _MIN_SLACK:
                         continue
                     entry = (-(1.0 - load), column, gpu, used, index, speedup, changed, timing)
@@ -241,54 +258,44 @@ class Cotenancy:
         return slots
 
     def _host_columns(
-        self, problem: Problem, index: int, keep: int, plan: SPBPlan, keep_speedup: float
-    ) -> list[tuple[int, Plan, float, bool]]:
-        """(column, plan, speedup, changed) of every configuration of the job that keeps its
-        GPUs: the keep-size column under the plan it runs, and host columns."""
+        self, problem: Problem, index: int, keep: int, offers: GangOffers, keep_speedup: float
+    ) -> list[tuple[int, PlanOffer, float, bool]]:
+        """(column, plan offer, speedup, changed) of every configuration of the job that
+        keeps its GPUs: the keep-size column under the plan it runs, and host columns (their
+        ratios, timings and footprints from :mod:`.gang_offers`, their prices made now)."""
         view = problem.views[index]
-        job, placement = view.job, view.current
-        full = full_backprop(len(placement), plan.num_blocks)
-        base = self.catalog.goodput(job, full, placement)
-        if base <= 0:
-            return []
-        found: list[tuple[int, Plan, float, bool]] = []
-        if plan.is_full_backprop:
-            found.append((keep, plan, keep_speedup, False))
+        job = view.job
+        found: list[tuple[int, PlanOffer, float, bool]] = []
+        current = offers.current
+        if offers.full is None:
+            found.append((keep, current, keep_speedup, False))
         else:
             # A host now: keeping its size keeps its SPB plan; back to full backprop in
             # place is a host column of its own.
-            ratio = self.catalog.goodput(job, plan, placement) / base
-            current = problem.columns[keep]._replace(
+            ratio = current.ratio
+            column = problem.columns[keep]._replace(
                 cost=self.objective.cost(job, keep_speedup * ratio, changed=False),
                 speedup=keep_speedup * ratio,
-                plan=plan,
+                plan=current.plan,
             )
-            problem.columns[keep] = current
-            found.append((keep, plan, current.speedup, False))
+            problem.columns[keep] = column
+            found.append((keep, current, column.speedup, False))
             if not view.pinned:
-                found.append(self._host(problem, index, full, keep_speedup))
-        if not self.config.hosts or not job.spec.plan_request.is_auto or view.pinned:
+                found.append(self._host(problem, index, offers.full, keep_speedup))
+        if view.pinned:
             return found
-        if len(placement) != job.spec.workers or len(placement) < 2:
-            return found
-        options = [
-            o for o in self.catalog.options(job) if not o.is_full_backprop and o.plan != plan
-        ]
-        for option in options[:SPB_PLANS_PER_HOST]:
-            ratio = self.catalog.goodput(job, option.plan, placement) / base
-            if ratio < self.config.host_keep:
-                continue
-            found.append(self._host(problem, index, option.plan, keep_speedup * ratio))
+        for offer in offers.staircases:
+            found.append(self._host(problem, index, offer, keep_speedup * offer.ratio))
         return found
 
     def _host(
-        self, problem: Problem, index: int, plan: Plan, speedup: float
-    ) -> tuple[int, Plan, float, bool]:
+        self, problem: Problem, index: int, offer: PlanOffer, speedup: float
+    ) -> tuple[int, PlanOffer, float, bool]:
         job = problem.views[index].job
         cost = self.objective.cost(job, speedup, changed=True)
         gpus = len(problem.views[index].current)
-        column = problem.add(Column(index, HOST, gpus, cost, speedup, plan=plan))
-        return column, plan, speedup, True
+        column = problem.add(Column(index, HOST, gpus, cost, speedup, plan=offer.plan))
+        return column, offer, speedup, True
 
     # -- guests -----------------------------------------------------------------------------
     def _guests(self, problem: Problem) -> list[tuple[int, Plan, float]]:

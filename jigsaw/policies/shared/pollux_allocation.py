@@ -172,11 +172,13 @@ class CostCurve:
         if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
             # Off or one size, the most common pair (a rigid job): the same arithmetic as
             # the loop below, without its bookkeeping.
+            # Every value rises by ``off`` (kept in :attr:`constant`), and running rises by
+            # ``on - off`` more: on the grid, the same exact comparisons as adding both.
             off, on = (_grid(cost) for cost in costs.tolist())
-            shifted = padded[width - listed[1] : 2 * width - listed[1]] + on
-            best_so_far += off
+            shifted = padded[width - listed[1] : 2 * width - listed[1]] + (on - off)
+            self.constant += off
             if pick is not None:
-                pick[:] = shifted < best_so_far
+                np.less(shifted, best_so_far, out=pick, casting="unsafe")
             np.minimum(best_so_far, shifted, out=best_so_far)
             return
         # Each option shifts the curve by its size and adds its cost; the first strictly
@@ -241,12 +243,12 @@ def _dominated_pairs(
     forced = 0
     pairs: list[tuple[int, int, float, float]] = []
     for job, (sizes, costs) in enumerate(options):
-        first = int(sizes[0])
-        if first > 0:
-            forced += first  # it may not wait: it takes at least this many GPUs
-        elif len(sizes) == 2:
-            off, on = (_grid(cost) for cost in costs.tolist())
-            pairs.append((job, int(sizes[1]), off, on))
+        listed = sizes.tolist()
+        if listed[0] > 0:
+            forced += listed[0]  # it may not wait: it takes at least this many GPUs
+        elif len(listed) == 2:
+            off, on = costs.tolist()
+            pairs.append((job, listed[1], _grid(off), _grid(on)))
     budget = capacity - forced
     if budget < 0 or not pairs:
         return set()  # infeasible, or no rigid job: the program answers as it is

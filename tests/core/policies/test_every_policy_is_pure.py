@@ -42,6 +42,7 @@ from jigsaw.oracle import Oracle
 from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
+from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.jigsaw import JigsawPolicy
@@ -69,6 +70,9 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # test_kept_gang_round.py).
     RoundMemory: frozenset({"_ranking", "_las_round", "_ledger", "_caches"}),
     RecordCache: frozenset({"_answers"}),
+    # What each running gang offers co-tenancy, per (job options, plan, GPUs): oracle figures
+    # (tests/core/policies/test_gang_offers.py holds it to building afresh).
+    GangOfferMemo: frozenset({"_kept", "built"}),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
     JigsawPolicy: frozenset({"_last_round"}),
 }
