@@ -313,7 +313,9 @@ def _ends_by(
 
 def held_since(job: Job) -> float:
     """When the job's current configuration began: its start or its last resize."""
-    return max(t for t in (job.run_started_at, job.resized_at, 0.0) if t is not None)
+    started, resized = job.run_started_at, job.resized_at
+    since = started if started is not None and started > 0.0 else 0.0
+    return resized if resized is not None and resized > since else since
 
 
 def _held(job: Job, now: float, hold_s: float) -> bool:

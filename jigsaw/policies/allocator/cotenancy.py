@@ -60,8 +60,6 @@ MAX_SLOTS = 64
 MAX_GUESTS = 12
 _ANY_GPU: GpuId = (0, 0)
 """Where a host-and-guest pair is priced: one GPU, the same for every slot."""
-_MIN_SLACK = 0.05
-"""A GPU whose host worker leaves less than this share idle is not offered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,11 +237,10 @@ class Cotenancy:
                 timing = offer.timing
                 if timing is None:
                     continue
-                for gpu, load, used in offer.footprint:
-                    if occupants.get(gpu, 0) != 1 or load > 1.0 - _MIN_SLACK:
-                        continue
-                    entry = (-(1.0 - load), column, gpu, used, index, speedup, changed, timing)
-                    found.append(entry)
+                for less_idle, gpu, used in offer.open_gpus:
+                    if occupants.get(gpu, 0) == 1:
+                        entry = (less_idle, column, gpu, used, index, speedup, changed, timing)
+                        found.append(entry)
         slots: list[_Slot] = []
         for less_idle, column, gpu, used, index, speedup, changed, timing in heapq.nsmallest(
             MAX_SLOTS, found, key=lambda entry: entry[:3]
@@ -372,6 +369,9 @@ def _hosts_now(problem: Problem) -> bool:
 
 def guest_hosts(jobs: Sequence[Job]) -> dict[str, str]:
     """Running one-GPU jobs that share a GPU with a larger (or earlier) gang: guest -> host."""
+    held = [gpu for job in jobs if job.state.holds_resources for gpu in job.placement]
+    if len(set(held)) == len(held):
+        return {}  # no GPU holds two jobs: nobody is a guest
     owner: dict[GpuId, Job] = {}
     guests: dict[str, str] = {}
     ordered = sorted(jobs, key=lambda j: (-len(j.placement), j.run_started_at or 0.0, j.id))

@@ -14,14 +14,16 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from jigsaw.model.cluster import Placement
+from jigsaw.model.cluster import GpuId, Placement
 from jigsaw.model.domain import Job
 from jigsaw.model.plan import Plan, SPBPlan, full_backprop
 from jigsaw.oracle import GangTiming
-from jigsaw.policies.shared.plans import Footprint, PlanCatalog
+from jigsaw.policies.shared.plans import PlanCatalog
 
 SPB_PLANS_PER_HOST = 2
 """A host column is offered for at most this many SPB plans of a gang (its best)."""
+MIN_SLACK = 0.05
+"""A GPU whose host worker leaves less than this share idle is not offered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +33,9 @@ class PlanOffer:
     """Goodput under ``plan`` over goodput under full backprop, on the gang's GPUs."""
     timing: GangTiming | None
     """``None``: the oracle cannot time it (no profile): it offers no slot."""
-    footprint: Footprint
+    open_gpus: tuple[tuple[float, GpuId, int], ...]
+    """``(-idle, gpu, memory used)`` of each GPU where its workers leave at least
+    ``MIN_SLACK`` of the GPU's time idle (none when it cannot be timed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,5 +122,11 @@ class GangOfferMemo:
 
     def _offer(self, job: Job, plan: Plan, placement: Placement, ratio: float) -> PlanOffer:
         timing = self.catalog.timing(job, plan, placement)
-        footprint = self.catalog.footprint(job, plan, placement) if timing is not None else ()
-        return PlanOffer(plan, ratio, timing, footprint)
+        if timing is None:
+            return PlanOffer(plan, ratio, None, ())
+        open_gpus = tuple(
+            (-(1.0 - load), gpu, used)
+            for gpu, load, used in self.catalog.footprint(job, plan, placement)
+            if load <= 1.0 - MIN_SLACK
+        )
+        return PlanOffer(plan, ratio, timing, open_gpus)
