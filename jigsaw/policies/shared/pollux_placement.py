@@ -35,12 +35,14 @@ def pack(requests: Sequence[PackRequest], cluster: Cluster) -> dict[str, Placeme
     it can, and falls back to them if its new size does not fit (a move to the same size
     would be a restart for nothing).
     """
-    gpus = _Gpus(cluster)
     placed: dict[str, Placement] = {}
     live = [r for r in requests if r.size > 0]
-    holding = [r for r in live if r.current and gpus.available(r.current)]
+    alive = cluster.alive_gpus
+    holding = [r for r in live if r.current and alive.issuperset(r.current)]
+    gpus = _Gpus(cluster, {gpu for request in holding for gpu in request.current})
+    held_by = {request.job_id for request in holding}
     for request in holding:
-        gpus.take(request.current)
+        gpus.note_spanning(request.current)
     for request in holding:
         if len(request.current) == request.size:
             placed[request.job_id] = request.current
@@ -50,7 +52,7 @@ def pack(requests: Sequence[PackRequest], cluster: Cluster) -> dict[str, Placeme
     for request in sorted(
         (r for r in live if r.job_id not in placed), key=lambda r: (-r.size, r.job_id)
     ):
-        held = request.current if request in holding else ()
+        held = request.current if request.job_id in held_by else ()
         if held:
             gpus.give_back(held)
         placement: Placement = ()
@@ -76,21 +78,25 @@ def _subset(placement: Placement, size: int) -> Placement:
 class _Gpus:
     """Free GPUs per node, and how many jobs spanning several nodes each node holds."""
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.free = {node.index: list(node.gpu_ids()) for node in cluster.alive_nodes}
-        self.per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
+    def __init__(self, cluster: Cluster, taken: set[GpuId]) -> None:
+        """The alive GPUs less ``taken`` (the jobs that hold theirs; each then tells
+        :meth:`note_spanning` where it runs)."""
+        nodes = cluster.alive_nodes
+        self.free = {node.index: [g for g in node.gpu_ids() if g not in taken] for node in nodes}
+        self.per_node = max((node.num_gpus for node in nodes), default=1)
         self.spanning: Counter[int] = Counter()
-
-    def available(self, placement: Placement) -> bool:
-        return all(gpu in self.free.get(gpu[0], ()) for gpu in placement)
 
     def take(self, placement: Placement) -> Placement:
         for gpu in placement:
             self.free[gpu[0]].remove(gpu)
+        self.note_spanning(placement)
+        return placement
+
+    def note_spanning(self, placement: Placement) -> None:
+        """A job of ``placement`` holds its GPUs: count it on each node, if it spans several."""
         nodes = {gpu[0] for gpu in placement}
         if len(nodes) > 1:
             self.spanning.update(nodes)
-        return placement
 
     def give_back(self, placement: Placement) -> None:
         for gpu in placement:
