@@ -105,8 +105,8 @@ def _program(
     """:func:`choose_options` over every job given: the dynamic program itself."""
     curve = CostCurve(capacity)
     picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
-    for index, (sizes, costs) in enumerate(options):
-        curve.add(sizes, costs, picks[index])
+    for index, (sizes, costs) in enumerate(_listed(options)):
+        curve.add_grid(sizes, costs, picks[index])
     best = curve.values
     left = int(np.argmin(best))
     if not best[left] < UNREACHABLE:
@@ -119,6 +119,24 @@ def _program(
         chosen[index] = pick
         left -= int(options[index][0][pick])
     return chosen
+
+
+def _listed(
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]],
+) -> list[tuple[list[int], list[float]]]:
+    """Each job's sizes and its costs on the grid, as lists: one vector pass for every job
+    (the same rounding, element by element, as :func:`_grid` of each cost)."""
+    if not options:
+        return []
+    sizes = np.concatenate([option[0] for option in options]).tolist()
+    costs = _on_grid(np.concatenate([option[1] for option in options])).tolist()
+    found: list[tuple[list[int], list[float]]] = []
+    first = 0
+    for option in options:
+        last = first + len(option[0])
+        found.append((sizes[first:last], costs[first:last]))
+        first = last
+    return found
 
 
 class CostCurve:
@@ -165,16 +183,21 @@ class CostCurve:
     ) -> None:
         """Add one job's ``(sizes, costs)``; ``pick``, when given, receives the index of the
         option the new optimum at each GPU count takes (the first strictly cheaper wins)."""
+        self.add_grid(sizes.tolist(), [_grid(cost) for cost in costs.tolist()], pick)
+
+    def add_grid(
+        self, listed: list[int], costs: list[float], pick: NDArray[np.int32] | None = None
+    ) -> None:
+        """:meth:`add` of sizes and costs already on the grid, as lists."""
         width, padded = self._width, self._padded
         capacity = width - 1
         best_so_far = padded[width:]
-        listed = sizes.tolist()
         if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
             # Off or one size, the most common pair (a rigid job): the same arithmetic as
             # the loop below, without its bookkeeping.
             # Every value rises by ``off`` (kept in :attr:`constant`), and running rises by
             # ``on - off`` more: on the grid, the same exact comparisons as adding both.
-            off, on = (_grid(cost) for cost in costs.tolist())
+            off, on = costs
             shifted = padded[width - listed[1] : 2 * width - listed[1]] + (on - off)
             self.constant += off
             if pick is not None:
@@ -184,10 +207,10 @@ class CostCurve:
         # Each option shifts the curve by its size and adds its cost; the first strictly
         # cheaper option wins (argmin's tie rule), one vector pass per option.
         new = None
-        for option, (size, raw) in enumerate(zip(listed, costs.tolist(), strict=True)):
+        for option, (size, cost) in enumerate(zip(listed, costs, strict=True)):
             if size > capacity:
                 continue
-            shifted = padded[width - size : 2 * width - size] + _grid(raw)
+            shifted = padded[width - size : 2 * width - size] + cost
             if new is None:  # the first option is better than nothing wherever it reaches
                 new = shifted
                 if pick is not None:
@@ -213,11 +236,11 @@ def cost_curve(
     forced = [job for job, (sizes, _) in enumerate(options) if len(sizes) == 1]
     curve = CostCurve(capacity, sum(int(options[job][0][0]) for job in forced))
     dominated = _dominated_pairs(options, capacity)
-    for job, (sizes, costs) in enumerate(options):
+    for job, (sizes, costs) in enumerate(_listed(options)):
         if job in dominated or len(sizes) == 1:
-            curve.constant += _grid(float(costs[0]))  # it waits, or takes its one size
+            curve.constant += costs[0]  # it waits, or takes its one size
         else:
-            curve.add(sizes, costs)
+            curve.add_grid(sizes, costs)
     return curve
 
 
