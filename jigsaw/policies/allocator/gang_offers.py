@@ -11,7 +11,6 @@ so the columns and the decisions are the same.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from jigsaw.model.cluster import GpuId, Placement
@@ -82,11 +81,13 @@ class GangOfferMemo:
             self._kept[job.id] = (key, found)
         return found
 
-    def forget_unless(self, running: Collection[str]) -> None:
-        """Drop the gangs no longer running, once more are kept than run (a long replay)."""
+    def forget_unless(self, running: set[str]) -> None:
+        """Drop the gangs no longer running, and the catalog's footprints of them, once more
+        are kept than run (a long replay would otherwise keep every job it ever ran)."""
         if len(self._kept) > 2 * len(running) + 64:
             for job_id in [j for j in self._kept if j not in running]:
                 del self._kept[job_id]
+            self.catalog.forget(running)
 
     def _build(self, job: Job, plan: SPBPlan, placement: Placement) -> GangOffers | None:
         self.built += 1
