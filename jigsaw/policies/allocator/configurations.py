@@ -56,8 +56,10 @@ _NO_COTENANCY = tuple(Column._field_defaults[name] for name in Column._fields[5:
 their defaults."""
 
 
-@dataclass(frozen=True, slots=True)
-class JobView:
+class JobView(NamedTuple):
+    """Immutable; a tuple, since a round builds one per job (a frozen dataclass's
+    constructor cost more than the rest of its job's view)."""
+
     job: Job
     goodput: JobGoodput | None
     current: Placement
