@@ -149,9 +149,7 @@ class JigsawPolicy(PolicyBase):
         jobs = [*snapshot.running, *backlog.waiting]
         goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
         guests_of = guest_hosts(snapshot.running)
-        set_aside_cost = math.fsum(
-            count * objective.cost(job, 0.0, changed=False) for job, count in backlog.classes_aside
-        )
+        set_aside_cost = self._set_aside_cost(snapshot, backlog, objective)
         for relax_guests in (False, True):
             problem = exclusive_problem(
                 jobs,
@@ -211,6 +209,23 @@ class JigsawPolicy(PolicyBase):
             class_of=lambda job: job.spec.priority,  # the objective's weight reads it
             # Co-tenancy ranks the waiting one-GPU jobs for its guest columns.
             quota_of=lambda size: MAX_GUESTS if guests and size == 1 else 0,
+        )
+
+    def _set_aside_cost(self, snapshot: Snapshot, backlog: Backlog, objective: Objective) -> float:
+        """What the jobs the backlog set aside cost to leave waiting: each class's first job's
+        price times its count, or with aging (its weights differ by wait) every job's."""
+        if not backlog.classes_aside:
+            return 0.0
+        if objective.config.wait_weight <= 0:
+            return math.fsum(
+                count * objective.cost(job, 0.0, changed=False)
+                for job, count in backlog.classes_aside
+            )
+        kept = {job.id for job in backlog.waiting}
+        return math.fsum(
+            objective.cost(job, 0.0, changed=False)
+            for job in snapshot.waiting
+            if job.id not in kept
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:

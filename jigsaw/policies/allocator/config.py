@@ -42,6 +42,13 @@ class JigsawConfig:
     T / (T + attained GPU-seconds)`` (``T`` = ``service_scale_s``): little attained service
     weighs more. 0: Pollux's unweighted objective."""
     service_scale_s: float = 3_600.0
+    wait_weight: float = 0.0
+    """Aging: a job's weight also counts ``wait_weight x waited / service_scale_s``, with
+    ``waited`` the seconds it has waited (:meth:`~jigsaw.policies.allocator.objective.
+    Objective.waited_s`; it stops growing while the job runs). A gang that a stream of small
+    jobs keeps waiting grows dearer to leave out until it wins its GPUs: a price where
+    ``promote_s`` is a pin. 0 (the default): off; docs/BENCHMARKS.md, "Aging", has what it
+    does to Philly's tails."""
     promote_s: float = math.inf
     """Starvation pin: the waiting job that has waited longest, if longer than this
     (:meth:`~jigsaw.policies.allocator.objective.Objective.waited_s`), loses its off column
@@ -96,6 +103,7 @@ class JigsawConfig:
             "restart_s",
             "launch_s",
             "service_weight",
+            "wait_weight",
             "churn",
             "min_hold_s",
             "min_run_s",

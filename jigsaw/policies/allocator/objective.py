@@ -17,7 +17,8 @@ share, ``ceil(GPUs / jobs)`` GPUs on one node) contributes
   service weighs more (Tiresias' idea, in the objective instead of a separate ranking), and so
   does a higher ``priority`` (``1 + p``; ``1 / (1 - p)`` below 0, as max-min weighs it);
   ``attained`` is what the job had when its current run began, so a weight does not decay
-  while the job runs;
+  while the job runs; with ``wait_weight`` (off by default) it also grows by
+  ``wait_weight x waited / T`` while the job waits (aging);
 - ``churn``: a small bias towards the configuration a job has.
 """
 
@@ -57,6 +58,8 @@ class Objective:
         if config.service_weight > 0:
             scale = config.service_scale_s
             weight += config.service_weight * scale / (scale + attained)
+        if config.wait_weight > 0:
+            weight += config.wait_weight * self.waited_s(job) / config.service_scale_s
         return weight * priority_weight(job.spec.priority)
 
     def starving(self, job: Job) -> bool:

@@ -11,7 +11,10 @@ while it runs or waits (it counts the service it had when its run began,
   waiting job's discount moves (never started, with a free launch), so every column's cost
   stays what it is, or the answer holds at the moving prices' limit (below);
 - no running job is starving beside a waiting one that starves (the longest waiters run
-  first, and only the waiting ones' waits grow).
+  first, and only the waiting ones' waits grow);
+- with aging on (``wait_weight``) and a running job that may be evicted while jobs wait,
+  the answer holds with every waiting job priced as it will be a few hours on at most (its
+  weight then, discount 1); the quiet spell then ends there (:data:`AGING_HORIZONS_S`).
 
 A waiting job that has run before gets cheaper to start as it ages: its discount,
 ``max(age - restarts x r, 0) / (age + r)``, rises towards 1 and nothing else of its price
@@ -50,7 +53,7 @@ def stable_until(
     it may change any round."""
     if problem.cotenancy_offered:
         return None
-    evictable = starving_runs = moving_prices = starving_waits = False
+    evictable = starving_runs = moving_prices = starving_waits = waits = False
     for index, view in enumerate(problem.views):
         job = view.job
         if view.guest_of is not None:
@@ -62,28 +65,65 @@ def stable_until(
                 evictable = True
                 starving_runs = starving_runs or objective.starving(job)
         else:
+            waits = True
             moving_prices = moving_prices or _discount_moves(job, objective)
             starving_waits = starving_waits or objective.starving(job)
     if starving_runs and starving_waits:
         return None
-    if evictable and moving_prices and not _holds_at_limit_prices(problem, chosen, objective):
+    until = math.inf
+    if evictable and waits and objective.config.wait_weight > 0:
+        # Aging: the waiting jobs' weights grow every round, without a limit.
+        aged = _aging_horizon(problem, chosen, objective)
+        if aged is None:
+            return None
+        until = aged
+    elif evictable and moving_prices and not _holds_at_limit_prices(problem, chosen, objective):
         return None
     retry = snapshot.next_retry_at
-    return min(_crossings(problem, objective), retry if retry is not None else math.inf)
+    return min(until, _crossings(problem, objective), retry if retry is not None else math.inf)
 
 
-def _holds_at_limit_prices(problem: Problem, chosen: Sequence[int], objective: Objective) -> bool:
+AGING_HORIZONS_S = (14_400.0, 3_600.0, 900.0)
+"""How far ahead a quiet round under aging is checked, longest first."""
+
+
+def _aging_horizon(problem: Problem, chosen: Sequence[int], objective: Objective) -> float | None:
+    """Under aging, the latest of ``now`` plus each of :data:`AGING_HORIZONS_S` at which
+    the answer holds with every waiting job priced as it will be then at most (its weight
+    then, discount 1): its gain by running only grows on the way, so an answer that holds
+    there holds at every moment before. ``None``: none of them holds."""
+    config, now = objective.config, objective.now
+    for horizon in AGING_HORIZONS_S:
+        later = Objective(config, now + horizon, objective.per_node)
+        if _holds_at_limit_prices(problem, chosen, objective, weights_at=later):
+            return now + horizon
+    return None
+
+
+def _holds_at_limit_prices(
+    problem: Problem,
+    chosen: Sequence[int],
+    objective: Objective,
+    *,
+    weights_at: Objective | None = None,
+) -> bool:
     """The dynamic program keeps ``chosen`` with every waiting job whose discount moves
-    priced at discount 1 (the supremum its age tends to)."""
+    priced at discount 1 (the supremum its age tends to); with ``weights_at`` (aging), every
+    waiting job so, and weighted as it is at that objective's moment."""
     columns = list(problem.columns)
     for index, view in enumerate(problem.views):
-        if view.current or not _discount_moves(view.job, objective):
+        if view.current:
             continue
-        weight = objective.weight(view.job)
+        if weights_at is None and not _discount_moves(view.job, objective):
+            continue
+        weight = (weights_at if weights_at is not None else objective).weight(view.job)
         for column_index in problem.by_job[index]:
             column = columns[column_index]
             if column.kind != OFF:
                 cost = objective.term(weight, 1.0, column.speedup, changed=True)
+                columns[column_index] = column._replace(cost=cost)
+            elif weights_at is not None:  # waiting costs more too, at the higher weight
+                cost = objective.term(weight, 1.0, column.speedup, changed=False)
                 columns[column_index] = column._replace(cost=cost)
     limit = dataclasses.replace(problem, columns=columns)
     return solve_exclusive(limit).chosen == list(chosen)

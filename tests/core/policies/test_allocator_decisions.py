@@ -354,3 +354,61 @@ def test_a_fresh_guest_on_a_full_cluster_leaves_the_round_feasible() -> None:
     assert chosen["host"].gpus == 4
     assert chosen["g"].kind in {"guest", "off"}
     assert not any(d.job_id == "host" and isinstance(d, Preempt) for d in policy.decide(snapshot))
+
+
+# -- aging: a waiting gang grows dearer to leave out ---------------------------------------
+
+
+def _gang_behind_small_jobs(waited_s: float) -> Snapshot:
+    """Four one-GPU jobs, started on arrival, have run for two hours (unprotected) on a
+    4-GPU node, and a 4-GPU gang has waited ``waited_s``."""
+    now = 100_000.0
+    started = now - 7_200.0
+    small = tuple(
+        replace(
+            running_job(JobSpec(f"s{i}", "resnet18_32", 1, 10**6), ((0, i),), _r18(1), started),
+            submitted_at=started,
+        )
+        for i in range(4)
+    )
+    gang = Job("gang", JobSpec("gang", "resnet18_32", 4, 10**6), submitted_at=now - waited_s)
+    return Snapshot(now, Cluster.uniform(4, 4), (gang,), small)
+
+
+HOURS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def _cost(problem: Problem, job_id: str, gpus: int) -> float:
+    """The round's price of ``job_id`` on ``gpus`` GPUs of its own (0: waiting)."""
+    (index,) = [i for i, v in enumerate(problem.views) if v.job.id == job_id]
+    columns = [problem.columns[c] for c in problem.by_job[index]]
+    return next(column.cost for column in columns if column.gpus == gpus)
+
+
+@pytest.mark.parametrize("wait_weight", [0.0, 1.0, 4.0])
+def test_aging_evicts_for_a_waiting_gang_exactly_when_its_weight_pays(wait_weight: float) -> None:
+    started_at: list[int] = []
+    for hours in HOURS:
+        snapshot = _gang_behind_small_jobs(hours * 3_600.0)
+        policy = _policy(JigsawConfig(wait_weight=wait_weight))
+        result = policy.solve_round(snapshot)
+        assert result is not None
+        problem = result.problem
+
+        small = [f"s{i}" for i in range(4)]
+        keep = sum(_cost(problem, job, 1) for job in small) + _cost(problem, "gang", 0)
+        evict = sum(_cost(problem, job, 0) for job in small) + _cost(problem, "gang", 4)
+        decisions = policy.decide(snapshot)
+        if evict < keep:
+            started_at.append(hours)
+            assert {d.job_id for d in decisions if isinstance(d, Preempt)} == set(small)
+            assert [d.job_id for d in decisions if isinstance(d, Start)] == ["gang"]
+        else:
+            assert decisions == []
+    if wait_weight == 0.0:
+        assert started_at == []  # without aging, four small jobs always outweigh one gang
+    else:
+        # It pays from some wait on, and from then on at every longer one; the larger the
+        # weight, the sooner.
+        assert started_at == [h for h in HOURS if h >= started_at[0]]
+        assert started_at[0] == (2 if wait_weight == 4.0 else 8)

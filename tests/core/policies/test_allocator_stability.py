@@ -85,3 +85,52 @@ def test_the_limit_price_answer_is_the_answer_at_every_later_age(age: float) -> 
     assert _policy().stable_until(base) == math.inf
     later = replace(base, now=NOW + age)
     assert _policy().decide(later) == []
+
+
+# -- aging: waiting weights grow without a limit ----------------------------------------------
+
+
+def _aging_world(waited_h: float) -> Snapshot:
+    """Four one-GPU jobs that have run two hours (evictable), and a 4-GPU gang that has
+    waited ``waited_h`` hours: under aging it evicts them once it has waited long enough."""
+    small = tuple(
+        replace(
+            running_job(
+                JobSpec(f"s{i}", "resnet18_32", 1, 10**7),
+                ((0, i),),
+                full_backprop(1, 4),
+                NOW - 2 * HOUR,
+            ),
+            submitted_at=NOW - 2 * HOUR,
+        )
+        for i in range(4)
+    )
+    gang = Job("gang", JobSpec("gang", "resnet18_32", 4, 10**7), submitted_at=NOW - waited_h * HOUR)
+    return Snapshot(NOW, Cluster.uniform(4, 4), (gang,), small)
+
+
+def _at(snapshot: Snapshot, later_s: float) -> Snapshot:
+    """The same world ``later_s`` on: the gang waited that much longer, the jobs ran on."""
+    return replace(snapshot, now=snapshot.now + later_s)
+
+
+@pytest.mark.parametrize("waited_h", [0.5, 2.0, 4.0, 5.0, 5.5])
+def test_under_aging_a_quiet_round_promises_only_what_holds(waited_h: float) -> None:
+    """The hint names a moment no later than the first round that evicts for the gang, and
+    while the gang is far from winning it names one at all (the replay skips rounds)."""
+    config = JigsawConfig(guests=False, wait_weight=1.0)
+    policy = JigsawPolicy(ORACLE, planner_for(ORACLE), config=config)
+    snapshot = _aging_world(waited_h)
+    assert policy.decide(snapshot) == []
+    until = policy.stable_until(snapshot)
+    first_eviction = next(
+        minute * 60.0
+        for minute in range(1, 24 * 60)
+        if JigsawPolicy(ORACLE, planner_for(ORACLE), config=config).decide(
+            _at(snapshot, minute * 60.0)
+        )
+    )
+    if until is not None:
+        assert until <= NOW + first_eviction
+    if waited_h <= 4.0:  # four hours or more from winning: some rounds are skipped
+        assert until is not None and until >= NOW + HOUR

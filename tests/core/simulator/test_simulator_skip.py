@@ -41,6 +41,12 @@ CASES: dict[str, dict[str, Any]] = {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(min_run_s=0.0, guests=False)},
     },
+    "jigsaw-aging": {
+        # Waiting jobs' weights grow every round (wait_weight): evictable gangs and a queue
+        # are never quiet, whatever else holds.
+        "policy": "jigsaw",
+        "options": {"config": JigsawConfig(wait_weight=4.0, min_run_s=300.0)},
+    },
     "jigsaw-tight": {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(min_run_s=300.0, promote_s=900.0, min_hold_s=120.0)},
