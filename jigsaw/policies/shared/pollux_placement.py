@@ -37,9 +37,17 @@ def pack(requests: Sequence[PackRequest], cluster: Cluster) -> dict[str, Placeme
     """
     placed: dict[str, Placement] = {}
     live = [r for r in requests if r.size > 0]
+    # A job holds its GPUs while they are alive and no earlier job holds one of them (a
+    # job that shares a GPU with an earlier one is placed afresh, as a waiting job is).
     alive = cluster.alive_gpus
-    holding = [r for r in live if r.current and alive.issuperset(r.current)]
-    gpus = _Gpus(cluster, {gpu for request in holding for gpu in request.current})
+    taken: set[GpuId] = set()
+    holding: list[PackRequest] = []
+    for request in live:
+        if request.current and alive.issuperset(request.current):
+            if taken.isdisjoint(request.current):
+                holding.append(request)
+                taken.update(request.current)
+    gpus = _Gpus(cluster, taken)
     held_by = {request.job_id for request in holding}
     for request in holding:
         gpus.note_spanning(request.current)

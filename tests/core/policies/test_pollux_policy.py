@@ -67,6 +67,18 @@ def test_kept_sizes_keep_their_gpus_and_a_shrink_keeps_its_fullest_node() -> Non
     assert len(placed["new"]) == 4 and len({gpu[0] for gpu in placed["new"]}) == 1
 
 
+def test_two_jobs_on_one_gpu_are_never_both_kept_there() -> None:
+    """A job sharing a GPU with an earlier one (time-sliced before, say) keeps no GPU of its
+    own: it is placed afresh, and no GPU ends up under two exclusive jobs."""
+    cluster = Cluster.uniform(8, 4)
+    placed = pack(
+        [PackRequest("first", 2, ((0, 0), (0, 1))), PackRequest("second", 1, ((0, 1),))],
+        cluster,
+    )
+    assert placed["first"] == ((0, 0), (0, 1))
+    assert len(placed["second"]) == 1 and placed["second"][0] not in placed["first"]
+
+
 def test_a_growing_job_extends_on_its_node_or_falls_back_to_its_own_gpus() -> None:
     cluster = Cluster.uniform(8, 4)
     grown = pack([PackRequest("g", 4, ((1, 0), (1, 1)))], cluster)
