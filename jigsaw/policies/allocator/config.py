@@ -48,8 +48,8 @@ class JigsawConfig:
     Objective.waited_s`; it stops growing while the job runs). A gang that a stream of small
     jobs keeps waiting grows dearer to leave out until it wins its GPUs: a price where
     ``promote_s`` is a pin. 0 (the default): off. Experimental: its effect on Philly's tails
-    is not measured yet, because a fortnight under it did not finish (the aged weights made
-    HiGHS's programs slow; docs/BENCHMARKS.md, "Aging")."""
+    is not measured yet, because a fortnight under it did not finish (its replays spent their
+    time in HiGHS; docs/BENCHMARKS.md, "Aging")."""
     promote_s: float = math.inf
     """Starvation pin: the waiting job that has waited longest, if longer than this
     (:meth:`~jigsaw.policies.allocator.objective.Objective.waited_s`), loses its off column
