@@ -47,9 +47,9 @@ class JigsawConfig:
     ``waited`` the seconds it has waited (:meth:`~jigsaw.policies.allocator.objective.
     Objective.waited_s`; it stops growing while the job runs). A gang that a stream of small
     jobs keeps waiting grows dearer to leave out until it wins its GPUs: a price where
-    ``promote_s`` is a pin. 0 (the default): off. Experimental: its effect on Philly's tails
-    is not measured yet, because a fortnight under it did not finish (its replays spent their
-    time in HiGHS; docs/BENCHMARKS.md, "Aging")."""
+    ``promote_s`` is a pin. 0 (the default): off. Experimental: at 1 it made philly-low
+    worse on every metric (4.75 h average JCT against 3.75 h, twenty times the preemptions;
+    docs/BENCHMARKS.md, "Aging")."""
     promote_s: float = math.inf
     """Starvation pin: the waiting job that has waited longest, if longer than this
     (:meth:`~jigsaw.policies.allocator.objective.Objective.waited_s`), loses its off column
