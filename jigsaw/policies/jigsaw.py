@@ -62,6 +62,7 @@ from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.backlog import Backlog, split_backlog
 from jigsaw.policies.shared.plans import EtaOf, PlanCatalog
 from jigsaw.policies.shared.pollux_allocation import Infeasible
+from jigsaw.policies.shared.program_memo import ProgramMemo
 
 __all__ = ["JigsawConfig", "JigsawPolicy"]
 
@@ -93,7 +94,8 @@ class JigsawPolicy(PolicyBase):
     ) -> None:
         """``eta_of``: SPB's eta by model and plan in place of the oracle's (a test seam).
         ``incremental=False``: what running gangs offer co-tenancy is read afresh each round
-        instead of kept from the last (the same decisions, for more work)."""
+        instead of kept from the last, and the size program runs over every job (the same
+        decisions, for more work)."""
         if goodput is not None and not callable(getattr(goodput, "job_goodput", None)):
             raise InvalidSpecError(
                 "jigsaw's goodput option is the simulator's source of job reports, "
@@ -114,6 +116,9 @@ class JigsawPolicy(PolicyBase):
         )
         """What each running gang offers co-tenancy, by its plan and GPUs (a memo of oracle
         figures, as the catalog is; :mod:`~jigsaw.policies.allocator.gang_offers`)."""
+        self._program = ProgramMemo() if incremental else None
+        """The round's size program as it last ran: the next adds only the jobs after the
+        first that differs (:mod:`~jigsaw.policies.shared.program_memo`)."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
         snapshot right after; it never changes a decision)."""
@@ -137,7 +142,8 @@ class JigsawPolicy(PolicyBase):
             result = self.solve_round(snapshot)
             if result is None:
                 return math.inf
-        return stable_until(result.problem, result.solution.chosen, snapshot, result.objective)
+        problem, chosen = result.problem, result.solution.chosen
+        return stable_until(problem, chosen, snapshot, result.objective, self._program)
 
     def solve_round(self, snapshot: Snapshot) -> RoundResult | None:
         if not snapshot.running and not snapshot.waiting:
@@ -180,13 +186,13 @@ class JigsawPolicy(PolicyBase):
         beat the exclusive optimum even at their floor prices (a one-GPU job on a free GPU
         of its own runs cheaper than on any slot): HiGHS would keep no answer with them."""
         if not self.config.guests:
-            return solve(problem, self._limits)
+            return solve(problem, self._limits, memo=self._program)
         cotenancy = Cotenancy(
             self.catalog, self.oracle, self.planner, objective, self.config, offers=self._offers
         )
         if not cotenancy.offer_slots(problem, cluster):
-            return solve(problem, self._limits)
-        exclusive = solve_exclusive_round(problem)
+            return solve(problem, self._limits, memo=self._program)
+        exclusive = solve_exclusive_round(problem, self._program)
         floors = cotenancy.guest_price_floors(problem)
         if floors is not None and not guests_may_pay(problem, exclusive, floors):
             return exclusive.solution

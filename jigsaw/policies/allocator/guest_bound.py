@@ -17,13 +17,8 @@ import numpy as np
 
 from jigsaw.policies.allocator.configurations import GUEST, Problem
 from jigsaw.policies.allocator.solution import Solution
-from jigsaw.policies.shared.pollux_allocation import (
-    COST_GRID,
-    UNREACHABLE,
-    CostCurve,
-    Infeasible,
-    cost_curve,
-)
+from jigsaw.policies.shared.cost_curve import COST_GRID, UNREACHABLE, CostCurve
+from jigsaw.policies.shared.pollux_allocation import Infeasible, cost_curve
 
 HIGHS_TOLERANCE = 1e-9
 """HiGHS's own relative tolerance: the slack of the 0-1 program's goodput and completion

@@ -63,15 +63,18 @@ from jigsaw.policies.allocator.guest_bound import (
 )
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.shared.pollux_allocation import choose_options
+from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
-def solve_exclusive(problem: Problem) -> Solution:
-    return _solve_exclusive(problem, _size_options(problem))
+def solve_exclusive(problem: Problem, memo: ProgramMemo | None = None) -> Solution:
+    return _solve_exclusive(problem, _size_options(problem), memo)
 
 
-def solve_exclusive_round(problem: Problem) -> ExclusiveRound:
+def solve_exclusive_round(problem: Problem, memo: ProgramMemo | None = None) -> ExclusiveRound:
+    """``memo``: the size program's last run, kept by the caller between rounds (the same
+    answer, for less work: :mod:`~jigsaw.policies.shared.program_memo`)."""
     options = _size_options(problem)
-    return ExclusiveRound(options, _solve_exclusive(problem, options))
+    return ExclusiveRound(options, _solve_exclusive(problem, options, memo))
 
 
 def _size_options(problem: Problem) -> SizeOptions:
@@ -80,8 +83,11 @@ def _size_options(problem: Problem) -> SizeOptions:
     return [size_costs(problem, job, all_costs) for job in range(len(problem.views))]
 
 
-def _solve_exclusive(problem: Problem, options: SizeOptions) -> Solution:
-    picks = choose_options([(sizes, costs) for sizes, costs, _ in options], problem.capacity)
+def _solve_exclusive(
+    problem: Problem, options: SizeOptions, memo: ProgramMemo | None = None
+) -> Solution:
+    pairs = [(sizes, costs) for sizes, costs, _ in options]
+    picks = choose_options(pairs, problem.capacity, memo)
     chosen = [indices[pick] for (_, _, indices), pick in zip(options, picks, strict=True)]
     return Solution(chosen, _cost(problem, chosen), "dp")
 
@@ -97,11 +103,15 @@ class SolverLimits:
 
 
 def solve(
-    problem: Problem, limits: SolverLimits, exclusive_round: ExclusiveRound | None = None
+    problem: Problem,
+    limits: SolverLimits,
+    exclusive_round: ExclusiveRound | None = None,
+    memo: ProgramMemo | None = None,
 ) -> Solution:
-    """``exclusive_round``: the exclusive optimum, when the caller solved it already."""
+    """``exclusive_round``: the exclusive optimum, when the caller solved it already;
+    ``memo``: else the size program's last run (:func:`solve_exclusive_round`)."""
     if exclusive_round is None:
-        exclusive_round = solve_exclusive_round(problem)
+        exclusive_round = solve_exclusive_round(problem, memo)
     exclusive = exclusive_round.solution
     guests = cheapest_guest_columns(problem)
     if not guests or not guests_may_pay(problem, exclusive_round, guests):

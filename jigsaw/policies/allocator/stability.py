@@ -43,14 +43,20 @@ from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator.configurations import OFF, Problem, held_since
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.solve import solve_exclusive
+from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
 def stable_until(
-    problem: Problem, chosen: Sequence[int], snapshot: Snapshot, objective: Objective
+    problem: Problem,
+    chosen: Sequence[int],
+    snapshot: Snapshot,
+    objective: Objective,
+    memo: ProgramMemo | None = None,
 ) -> float | None:
     """The earliest time the answer ``chosen`` to ``problem`` (the round solved at
     ``snapshot`` under ``objective``) could change without an arrival or finish; ``None``:
-    it may change any round."""
+    it may change any round. ``memo``: the size program's last run (the round's own: the
+    limit-price program shares its running jobs)."""
     if problem.cotenancy_offered:
         return None
     evictable = starving_runs = moving_prices = starving_waits = waits = False
@@ -73,11 +79,15 @@ def stable_until(
     until = math.inf
     if evictable and waits and objective.config.wait_weight > 0:
         # Aging: the waiting jobs' weights grow every round, without a limit.
-        aged = _aging_horizon(problem, chosen, objective)
+        aged = _aging_horizon(problem, chosen, objective, memo)
         if aged is None:
             return None
         until = aged
-    elif evictable and moving_prices and not _holds_at_limit_prices(problem, chosen, objective):
+    elif (
+        evictable
+        and moving_prices
+        and not _holds_at_limit_prices(problem, chosen, objective, memo=memo)
+    ):
         return None
     retry = snapshot.next_retry_at
     return min(until, _crossings(problem, objective), retry if retry is not None else math.inf)
@@ -87,7 +97,9 @@ AGING_HORIZONS_S = (14_400.0, 3_600.0, 900.0)
 """How far ahead a quiet round under aging is checked, longest first."""
 
 
-def _aging_horizon(problem: Problem, chosen: Sequence[int], objective: Objective) -> float | None:
+def _aging_horizon(
+    problem: Problem, chosen: Sequence[int], objective: Objective, memo: ProgramMemo | None
+) -> float | None:
     """Under aging, the latest of ``now`` plus each of :data:`AGING_HORIZONS_S` at which
     the answer holds with every waiting job priced as it will be then at most (its weight
     then, discount 1): its gain by running only grows on the way, so an answer that holds
@@ -95,7 +107,7 @@ def _aging_horizon(problem: Problem, chosen: Sequence[int], objective: Objective
     config, now = objective.config, objective.now
     for horizon in AGING_HORIZONS_S:
         later = Objective(config, now + horizon, objective.per_node)
-        if _holds_at_limit_prices(problem, chosen, objective, weights_at=later):
+        if _holds_at_limit_prices(problem, chosen, objective, weights_at=later, memo=memo):
             return now + horizon
     return None
 
@@ -106,6 +118,7 @@ def _holds_at_limit_prices(
     objective: Objective,
     *,
     weights_at: Objective | None = None,
+    memo: ProgramMemo | None = None,
 ) -> bool:
     """The dynamic program keeps ``chosen`` with every waiting job whose discount moves
     priced at discount 1 (the supremum its age tends to); with ``weights_at`` (aging), every
@@ -126,7 +139,7 @@ def _holds_at_limit_prices(
                 cost = objective.term(weight, 1.0, column.speedup, changed=False)
                 columns[column_index] = column._replace(cost=cost)
     limit = dataclasses.replace(problem, columns=columns)
-    return solve_exclusive(limit).chosen == list(chosen)
+    return solve_exclusive(limit, memo).chosen == list(chosen)
 
 
 def _discount_moves(job: Job, objective: Objective) -> bool:

@@ -6,8 +6,10 @@ and the round minimises ``sum_j c_j(n_j)`` subject to ``sum_j n_j <= GPUs``. The
 separable, so dynamic programming over (jobs, GPUs used) finds the exact optimum in
 ``O(jobs x GPUs x sizes)`` (:func:`choose_sizes`, :func:`choose_options`), where Pollux
 searches the same space with a genetic algorithm (100 generations of 100 candidates per
-round). :class:`CostCurve` is the program's values alone, for a caller that needs only the
-optimum's cost (jigsaw's guest bound).
+round). The program's values are a :class:`~jigsaw.policies.shared.cost_curve.CostCurve`
+(:func:`cost_curve` alone, for a caller that needs only the optimum's cost: jigsaw's guest
+bound); a :class:`~jigsaw.policies.shared.program_memo.ProgramMemo` keeps the last run's, so a
+round re-adds only the jobs that changed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-UNREACHABLE = np.inf
+from jigsaw.policies.shared.cost_curve import UNREACHABLE, CostCurve, _grid, _on_grid
+from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +51,9 @@ class Infeasible(ValueError):
 
 
 def choose_options(
-    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]],
+    capacity: int,
+    memo: ProgramMemo | None = None,
 ) -> list[int]:
     """For each job's ``(sizes, costs)`` (sizes ascending, each with a finite cost), the index
     of the option minimising the summed cost with the summed sizes within ``capacity``:
@@ -60,7 +65,10 @@ def choose_options(
     traceback takes a job's smaller option whenever an optimum does), so of jobs with equal
     costs the earlier in the list run first. (With costs as they come, a rounding error of
     one unit in the last place decided which of a backlog's equal jobs started: later ones,
-    in a round of Philly's October, tests/core/policies/test_pollux_allocation.py.)"""
+    in a round of Philly's October, tests/core/policies/test_pollux_allocation.py.)
+
+    ``memo``: the last run's curve, kept between calls (:mod:`.program_memo`): the same
+    answer, for the passes of the jobs that differ from the last run's."""
     # A job with one option (one that may not wait, at one size) takes it: the program runs
     # over the others on the GPUs left. Its answer is the same (every sum differs by the
     # same exact constant, so every comparison, tie included, comes out the same).
@@ -75,39 +83,28 @@ def choose_options(
     dominated = _dominated_pairs([options[job] for job in several], capacity)
     free = [job for rank, job in enumerate(several) if rank not in dominated]
     if len(free) == len(options):
-        return _program(options, capacity)
+        return _program(options, capacity, memo)
     answer = [0] * len(options)  # one option: 0; a dominated job waits (option 0, size 0)
-    for job, pick in zip(free, _program([options[job] for job in free], capacity), strict=True):
+    picks = _program([options[job] for job in free], capacity, memo)
+    for job, pick in zip(free, picks, strict=True):
         answer[job] = pick
     return answer
 
 
-COST_GRID = 2.0**16
-"""Costs are rounded to multiples of ``1 / COST_GRID`` (1.5e-5, far below any difference
-between two configurations that matters), which makes the program's sums exact."""
-
-
-def _on_grid(costs: NDArray[np.float64]) -> NDArray[np.float64]:
-    """:func:`_grid` of every cost (the same rounding, half to even)."""
-    result: NDArray[np.float64] = np.round(costs * COST_GRID) / COST_GRID
-    return result
-
-
-def _grid(cost: float) -> float:
-    """``cost`` on the grid: applied as the program reads each cost, where it is a Python
-    float already (rounding a round's arrays first cost as much as the program)."""
-    return round(cost * COST_GRID) / COST_GRID
-
-
 def _program(
-    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]],
+    capacity: int,
+    memo: ProgramMemo | None = None,
 ) -> list[int]:
     """:func:`choose_options` over every job given: the dynamic program itself."""
-    curve = CostCurve(capacity)
-    picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
-    for index, (sizes, costs) in enumerate(_listed(options)):
-        curve.add_grid(sizes, costs, picks[index])
-    best = curve.values
+    if memo is not None:
+        best, picks = memo.run(options, capacity)
+    else:
+        curve = CostCurve(capacity)
+        picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
+        for index, (sizes, costs) in enumerate(_listed(options)):
+            curve.add_grid(sizes, costs, picks[index])
+        best = curve.values
     left = int(np.argmin(best))
     if not best[left] < UNREACHABLE:
         raise Infeasible(
@@ -137,91 +134,6 @@ def _listed(
         found.append((sizes[first:last], costs[first:last]))
         first = last
     return found
-
-
-class CostCurve:
-    """The dynamic program's values: for each count ``g`` of GPUs, the least summed cost (on
-    the grid) of the jobs added so far using exactly ``g`` (``UNREACHABLE`` where none
-    does), plus a constant (jobs that wait in every answer). :func:`_program` adds every job
-    and traces its choices back; a caller that needs only the optimum's cost (a bound) adds
-    jobs without choices, and may copy a curve to finish it several ways."""
-
-    __slots__ = ("_padded", "_width", "constant")
-
-    def __init__(self, capacity: int, taken: int = 0) -> None:
-        """``taken``: GPUs held by jobs that may not wait, at one size each (their costs go
-        to :attr:`constant`): the curve starts there, as those jobs' passes would leave it."""
-        self._width = width = capacity + 1
-        # ``padded[width:]`` holds the curve, behind ``width`` unreachable entries: the
-        # curve shifted right by ``size`` GPUs is the view
-        # ``padded[width - size : 2 * width - size]``.
-        self._padded = np.full(2 * width, UNREACHABLE)
-        if taken <= capacity:
-            self._padded[width + taken] = 0.0
-        self.constant = 0.0
-
-    @property
-    def values(self) -> NDArray[np.float64]:
-        """The curve itself (a view), without the constant."""
-        return self._padded[self._width :]
-
-    def copy(self) -> CostCurve:
-        twin = CostCurve.__new__(CostCurve)
-        twin._width, twin._padded, twin.constant = self._width, self._padded.copy(), self.constant
-        return twin
-
-    def least(self) -> float:
-        """The optimum's cost over the jobs added: the curve's least value plus the constant
-        (``UNREACHABLE`` when no choice of their options fits)."""
-        return float(self.values.min()) + self.constant
-
-    def add(
-        self,
-        sizes: NDArray[np.int64],
-        costs: NDArray[np.float64],
-        pick: NDArray[np.int32] | None = None,
-    ) -> None:
-        """Add one job's ``(sizes, costs)``; ``pick``, when given, receives the index of the
-        option the new optimum at each GPU count takes (the first strictly cheaper wins)."""
-        self.add_grid(sizes.tolist(), [_grid(cost) for cost in costs.tolist()], pick)
-
-    def add_grid(
-        self, listed: list[int], costs: list[float], pick: NDArray[np.int32] | None = None
-    ) -> None:
-        """:meth:`add` of sizes and costs already on the grid, as lists."""
-        width, padded = self._width, self._padded
-        capacity = width - 1
-        best_so_far = padded[width:]
-        if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
-            # Off or one size, the most common pair (a rigid job): the same arithmetic as
-            # the loop below, without its bookkeeping.
-            # Every value rises by ``off`` (kept in :attr:`constant`), and running rises by
-            # ``on - off`` more: on the grid, the same exact comparisons as adding both.
-            off, on = costs
-            shifted = padded[width - listed[1] : 2 * width - listed[1]] + (on - off)
-            self.constant += off
-            if pick is not None:
-                np.less(shifted, best_so_far, out=pick, casting="unsafe")
-            np.minimum(best_so_far, shifted, out=best_so_far)
-            return
-        # Each option shifts the curve by its size and adds its cost; the first strictly
-        # cheaper option wins (argmin's tie rule), one vector pass per option.
-        new = None
-        for option, (size, cost) in enumerate(zip(listed, costs, strict=True)):
-            if size > capacity:
-                continue
-            shifted = padded[width - size : 2 * width - size] + cost
-            if new is None:  # the first option is better than nothing wherever it reaches
-                new = shifted
-                if pick is not None:
-                    pick[:] = option
-            elif pick is None:
-                np.minimum(new, shifted, out=new)
-            else:
-                better = shifted < new
-                np.copyto(new, shifted, where=better)
-                pick[better] = option
-        best_so_far[:] = UNREACHABLE if new is None else new
 
 
 def cost_curve(

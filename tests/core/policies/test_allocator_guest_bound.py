@@ -35,7 +35,7 @@ from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.allocator.solve import solve_exclusive
 from jigsaw.policies.jigsaw import JigsawPolicy
-from jigsaw.policies.shared.pollux_allocation import COST_GRID
+from jigsaw.policies.shared.cost_curve import COST_GRID
 from tests.core.policies.test_allocator_decisions import ORACLE, PLANNER, _policy
 from tests.core.support import running_job
 

@@ -47,6 +47,7 @@ from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.jigsaw import JigsawPolicy
 from jigsaw.policies.shared.plans import PlanCatalog
+from jigsaw.policies.shared.program_memo import ProgramMemo
 from jigsaw.policies.speed.round_memory import RecordCache, RoundMemory
 from jigsaw.scheduling.poison import restricted
 from jigsaw.simulator import SimulationSetup, make_oracle
@@ -73,6 +74,11 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # What each running gang offers co-tenancy, per (job options, plan, GPUs): oracle figures
     # (tests/core/policies/test_gang_offers.py holds it to building afresh).
     GangOfferMemo: frozenset({"_kept", "built"}),
+    # The size program's last run: its answer is the whole program's
+    # (tests/core/policies/test_program_memo.py).
+    ProgramMemo: frozenset(
+        {"_capacity", "_sizes", "_costs", "_counts", "_curves", "_picks", "added", "reused"}
+    ),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
     JigsawPolicy: frozenset({"_last_round"}),
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jigsaw.policies.shared import pollux_allocation
+from jigsaw.policies.shared import cost_curve, pollux_allocation
 from jigsaw.policies.shared.pollux_allocation import Infeasible, choose_options
 
 Options = list[tuple[np.ndarray, np.ndarray]]
@@ -117,14 +117,14 @@ def test_of_equal_jobs_the_earliest_run_in_a_real_backlog_round() -> None:
 
 def test_the_scalar_and_the_array_grid_round_alike() -> None:
     costs = np.random.default_rng(0).uniform(0.0, 2_000.0, 1_000)
-    costs[:3] = [0.5 / pollux_allocation.COST_GRID, 1.5 / pollux_allocation.COST_GRID, 31.6]
-    gridded = pollux_allocation._on_grid(costs)
-    assert gridded.tolist() == [pollux_allocation._grid(cost) for cost in costs.tolist()]
-    assert (gridded * pollux_allocation.COST_GRID == np.round(gridded * 2.0**16)).all()
+    costs[:3] = [0.5 / cost_curve.COST_GRID, 1.5 / cost_curve.COST_GRID, 31.6]
+    gridded = cost_curve._on_grid(costs)
+    assert gridded.tolist() == [cost_curve._grid(cost) for cost in costs.tolist()]
+    assert (gridded * cost_curve.COST_GRID == np.round(gridded * 2.0**16)).all()
 
 
 def _grid_sum(options: Options, picks: list[int]) -> float:
-    grid = pollux_allocation.COST_GRID
+    grid = cost_curve.COST_GRID
     return sum(
         round(float(costs[pick]) * grid) / grid
         for (_, costs), pick in zip(options, picks, strict=True)

@@ -1,0 +1,120 @@
+"""The size program's values as a curve over GPUs, on an exact grid of costs.
+
+:class:`CostCurve` holds, for each count of GPUs, the least summed cost of the jobs added so
+far that use exactly that many; adding a job is one vector pass per option it has. Costs are
+rounded to multiples of ``1 / COST_GRID`` first, so every sum is exact and a tie is a tie
+(:func:`~jigsaw.policies.shared.pollux_allocation.choose_options` relies on it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+UNREACHABLE = np.inf
+
+COST_GRID = 2.0**16
+"""Costs are rounded to multiples of ``1 / COST_GRID`` (1.5e-5, far below any difference
+between two configurations that matters), which makes the program's sums exact."""
+
+
+def _on_grid(costs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_grid` of every cost (the same rounding, half to even)."""
+    result: NDArray[np.float64] = np.round(costs * COST_GRID) / COST_GRID
+    return result
+
+
+def _grid(cost: float) -> float:
+    """``cost`` on the grid: applied as the program reads each cost, where it is a Python
+    float already (rounding a round's arrays first cost as much as the program)."""
+    return round(cost * COST_GRID) / COST_GRID
+
+
+class CostCurve:
+    """The dynamic program's values: for each count ``g`` of GPUs, the least summed cost (on
+    the grid) of the jobs added so far using exactly ``g`` (``UNREACHABLE`` where none
+    does), plus a constant (jobs that wait in every answer). :func:`_program` adds every job
+    and traces its choices back; a caller that needs only the optimum's cost (a bound) adds
+    jobs without choices, and may copy a curve to finish it several ways."""
+
+    __slots__ = ("_padded", "_width", "constant")
+
+    def __init__(self, capacity: int, taken: int = 0) -> None:
+        """``taken``: GPUs held by jobs that may not wait, at one size each (their costs go
+        to :attr:`constant`): the curve starts there, as those jobs' passes would leave it."""
+        self._width = width = capacity + 1
+        # ``padded[width:]`` holds the curve, behind ``width`` unreachable entries: the
+        # curve shifted right by ``size`` GPUs is the view
+        # ``padded[width - size : 2 * width - size]``.
+        self._padded = np.full(2 * width, UNREACHABLE)
+        if taken <= capacity:
+            self._padded[width + taken] = 0.0
+        self.constant = 0.0
+
+    @property
+    def values(self) -> NDArray[np.float64]:
+        """The curve itself (a view), without the constant."""
+        return self._padded[self._width :]
+
+    def copy(self) -> CostCurve:
+        twin = CostCurve.__new__(CostCurve)
+        twin._width, twin._padded, twin.constant = self._width, self._padded.copy(), self.constant
+        return twin
+
+    def least(self) -> float:
+        """The optimum's cost over the jobs added: the curve's least value plus the constant
+        (``UNREACHABLE`` when no choice of their options fits)."""
+        return float(self.values.min()) + self.constant
+
+    def add(
+        self,
+        sizes: NDArray[np.int64],
+        costs: NDArray[np.float64],
+        pick: NDArray[np.int32] | None = None,
+    ) -> None:
+        """Add one job's ``(sizes, costs)``; ``pick``, when given, receives the index of the
+        option the new optimum at each GPU count takes (the first strictly cheaper wins)."""
+        self.add_grid(sizes.tolist(), [_grid(cost) for cost in costs.tolist()], pick)
+
+    def add_grid(
+        self, listed: list[int], costs: list[float], pick: NDArray[np.int32] | None = None
+    ) -> None:
+        """:meth:`add` of sizes and costs already on the grid, as lists."""
+        width, padded = self._width, self._padded
+        capacity = width - 1
+        best_so_far = padded[width:]
+        if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
+            # Off or one size, the most common pair (a rigid job): the same arithmetic as
+            # the loop below, without its bookkeeping.
+            # Every value rises by ``off`` (kept in :attr:`constant`), and running rises by
+            # ``on - off`` more: on the grid, the same exact comparisons as adding both.
+            off, on = costs
+            shifted = padded[width - listed[1] : 2 * width - listed[1]] + (on - off)
+            self.constant += off
+            if pick is not None:
+                np.less(shifted, best_so_far, out=pick, casting="unsafe")
+            np.minimum(best_so_far, shifted, out=best_so_far)
+            return
+        # Each option shifts the curve by its size and adds its cost; the first strictly
+        # cheaper option wins (argmin's tie rule), one vector pass per option.
+        new = None
+        for option, (size, cost) in enumerate(zip(listed, costs, strict=True)):
+            if size > capacity:
+                continue
+            shifted = padded[width - size : 2 * width - size] + cost
+            if new is None:  # the first option is better than nothing wherever it reaches
+                new = shifted
+                if pick is not None:
+                    pick[:] = option
+            elif pick is None:
+                np.minimum(new, shifted, out=new)
+            else:
+                better = shifted < new
+                np.copyto(new, shifted, where=better)
+                pick[better] = option
+        if new is None:  # no option fits: nothing is reachable (and nothing is picked)
+            best_so_far[:] = UNREACHABLE
+            if pick is not None:
+                pick[:] = 0
+        else:
+            best_so_far[:] = new
