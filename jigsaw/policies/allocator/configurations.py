@@ -95,7 +95,13 @@ class Problem:
     that HiGHS's relative gap and the test that keeps its answer read the same totals as a
     round over every job."""
 
+    exclusive_only: bool = True
+    """Every job's columns are its off and exclusive ones, consecutive, in size order (as
+    :func:`exclusive_problem` builds them; :meth:`add` ends it): the size program then reads
+    them as they stand (:func:`~jigsaw.policies.allocator.solve.solve_exclusive`)."""
+
     def add(self, column: Column) -> int:
+        self.exclusive_only = False
         self.columns.append(column)
         self.by_job[column.job].append(len(self.columns) - 1)
         return len(self.columns) - 1

@@ -62,12 +62,24 @@ from jigsaw.policies.allocator.guest_bound import (
     margin,
 )
 from jigsaw.policies.allocator.solution import Solution
-from jigsaw.policies.shared.pollux_allocation import choose_options
+from jigsaw.policies.shared.cost_curve import _on_grid
+from jigsaw.policies.shared.pollux_allocation import Flat, choose_flat, choose_options
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
 def solve_exclusive(problem: Problem, memo: ProgramMemo | None = None) -> Solution:
-    return _solve_exclusive(problem, _size_options(problem), memo)
+    """The exclusive optimum. A problem of off and exclusive columns only is handed to the
+    size program as its columns stand, flat (one pass, not one per job)."""
+    if not problem.exclusive_only:
+        return _solve_exclusive(problem, _size_options(problem), memo)
+    columns = problem.columns
+    counts = np.fromiter(map(len, problem.by_job), np.int64, len(problem.by_job))
+    sizes = np.fromiter((column.gpus for column in columns), np.int64, len(columns))
+    costs = np.fromiter((column.cost for column in columns), np.float64, len(columns))
+    flat = Flat(sizes, _on_grid(costs), counts)
+    picks = choose_flat(flat, problem.capacity, memo)
+    chosen = (flat.starts() + np.array(picks, dtype=np.int64)).tolist()
+    return Solution(chosen, _cost(problem, chosen), "dp")
 
 
 def solve_exclusive_round(problem: Problem, memo: ProgramMemo | None = None) -> ExclusiveRound:
@@ -110,10 +122,12 @@ def solve(
 ) -> Solution:
     """``exclusive_round``: the exclusive optimum, when the caller solved it already;
     ``memo``: else the size program's last run (:func:`solve_exclusive_round`)."""
+    guests = cheapest_guest_columns(problem)
     if exclusive_round is None:
+        if not guests:
+            return solve_exclusive(problem, memo)
         exclusive_round = solve_exclusive_round(problem, memo)
     exclusive = exclusive_round.solution
-    guests = cheapest_guest_columns(problem)
     if not guests or not guests_may_pay(problem, exclusive_round, guests):
         return exclusive
     joint = _solve_milp(problem, _touched(problem, exclusive), exclusive, limits)

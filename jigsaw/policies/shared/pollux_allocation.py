@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from jigsaw.policies.shared.cost_curve import UNREACHABLE, CostCurve, _grid, _on_grid
+from jigsaw.policies.shared.cost_curve import UNREACHABLE, CostCurve, _on_grid
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
@@ -69,24 +69,68 @@ def choose_options(
 
     ``memo``: the last run's curve, kept between calls (:mod:`.program_memo`): the same
     answer, for the passes of the jobs that differ from the last run's."""
+    return choose_flat(Flat.of(options), capacity, memo)
+
+
+@dataclass(frozen=True, slots=True)
+class Flat:
+    """Every job's options in three arrays: their sizes and costs, job after job, and how
+    many options each job has (one concatenation, so the program's checks are vector passes
+    rather than a Python step per job)."""
+
+    sizes: NDArray[np.int64]
+    costs: NDArray[np.float64]
+    """On the grid (:func:`~jigsaw.policies.shared.cost_curve._on_grid`)."""
+    counts: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]]) -> Flat:
+        counts = np.fromiter((len(option[0]) for option in options), np.int64, len(options))
+        if not len(options):
+            return cls(np.empty(0, dtype=np.int64), np.empty(0), counts)
+        sizes = np.concatenate([option[0] for option in options]).astype(np.int64, copy=False)
+        costs = _on_grid(np.concatenate([option[1] for option in options]))
+        return cls(sizes, costs, counts)
+
+    def starts(self) -> NDArray[np.int64]:
+        """Where each job's options begin."""
+        return np.cumsum(self.counts) - self.counts
+
+    def jobs(self, keep: NDArray[np.bool_]) -> Flat:
+        """The jobs ``keep`` marks, in their order."""
+        return Flat(
+            self.sizes[np.repeat(keep, self.counts)],
+            self.costs[np.repeat(keep, self.counts)],
+            self.counts[keep],
+        )
+
+
+def choose_flat(flat: Flat, capacity: int, memo: ProgramMemo | None = None) -> list[int]:
+    """:func:`choose_options` of options already flat."""
     # A job with one option (one that may not wait, at one size) takes it: the program runs
     # over the others on the GPUs left. Its answer is the same (every sum differs by the
     # same exact constant, so every comparison, tie included, comes out the same).
-    forced = sum(int(sizes[0]) for sizes, _ in options if len(sizes) == 1)
+    starts = flat.starts()
+    single = flat.counts == 1
+    forced = int(flat.sizes[starts[single]].sum())
     if forced:
         if forced > capacity:
             raise Infeasible(
                 f"no choice of options fits {capacity} GPUs: the jobs that may not wait need more"
             )
         capacity -= forced
-    several = [job for job, (sizes, _) in enumerate(options) if len(sizes) > 1]
-    dominated = _dominated_pairs([options[job] for job in several], capacity)
-    free = [job for rank, job in enumerate(several) if rank not in dominated]
-    if len(free) == len(options):
-        return _program(options, capacity, memo)
-    answer = [0] * len(options)  # one option: 0; a dominated job waits (option 0, size 0)
-    picks = _program([options[job] for job in free], capacity, memo)
-    for job, pick in zip(free, picks, strict=True):
+    several = np.flatnonzero(~single)
+    free = several
+    if len(several) >= _PRUNE_FROM:
+        dominated = _dominated(flat.jobs(~single), capacity)
+        free = several[~dominated]
+    if len(free) == len(flat.counts):
+        return _program_flat(flat, capacity, memo)
+    answer = [0] * len(flat.counts)  # one option: 0; a dominated job waits (option 0, size 0)
+    keep = np.zeros(len(flat.counts), dtype=bool)
+    keep[free] = True
+    picks = _program_flat(flat.jobs(keep), capacity, memo)
+    for job, pick in zip(free.tolist(), picks, strict=True):
         answer[job] = pick
     return answer
 
@@ -97,24 +141,32 @@ def _program(
     memo: ProgramMemo | None = None,
 ) -> list[int]:
     """:func:`choose_options` over every job given: the dynamic program itself."""
+    return _program_flat(Flat.of(options), capacity, memo)
+
+
+def _program_flat(flat: Flat, capacity: int, memo: ProgramMemo | None = None) -> list[int]:
     if memo is not None:
-        best, picks = memo.run(options, capacity)
+        best, picks = memo.run(flat.sizes, flat.costs, flat.counts, capacity)
     else:
         curve = CostCurve(capacity)
-        picks = np.zeros((len(options), capacity + 1), dtype=np.int32)
-        for index, (sizes, costs) in enumerate(_listed(options)):
-            curve.add_grid(sizes, costs, picks[index])
+        picks = np.zeros((len(flat.counts), capacity + 1), dtype=np.int32)
+        sizes, costs = flat.sizes.tolist(), flat.costs.tolist()
+        first = 0
+        for index, last in enumerate(np.cumsum(flat.counts).tolist()):
+            curve.add_grid(sizes[first:last], costs[first:last], picks[index])
+            first = last
         best = curve.values
     left = int(np.argmin(best))
     if not best[left] < UNREACHABLE:
         raise Infeasible(
             f"no choice of options fits {capacity} GPUs: the jobs that may not wait need more"
         )
-    chosen = [0] * len(options)
-    for index in range(len(options) - 1, -1, -1):
+    sizes_listed, starts = flat.sizes.tolist(), flat.starts().tolist()
+    chosen = [0] * len(starts)
+    for index in range(len(starts) - 1, -1, -1):
         pick = int(picks[index, left])
         chosen[index] = pick
-        left -= int(options[index][0][pick])
+        left -= sizes_listed[starts[index] + pick]
     return chosen
 
 
@@ -122,7 +174,7 @@ def _listed(
     options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]],
 ) -> list[tuple[list[int], list[float]]]:
     """Each job's sizes and its costs on the grid, as lists: one vector pass for every job
-    (the same rounding, element by element, as :func:`_grid` of each cost)."""
+    (the same rounding, element by element, as ``cost_curve._grid`` of each cost)."""
     if not options:
         return []
     sizes = np.concatenate([option[0] for option in options]).tolist()
@@ -175,40 +227,40 @@ def _dominated_pairs(
     random ties)."""
     if len(options) < _PRUNE_FROM:
         return set()
-    forced = 0
-    pairs: list[tuple[int, int, float, float]] = []
-    for job, (sizes, costs) in enumerate(options):
-        listed = sizes.tolist()
-        if listed[0] > 0:
-            forced += listed[0]  # it may not wait: it takes at least this many GPUs
-        elif len(listed) == 2:
-            off, on = costs.tolist()
-            pairs.append((job, listed[1], _grid(off), _grid(on)))
+    return set(np.flatnonzero(_dominated(Flat.of(options), capacity)).tolist())
+
+
+def _dominated(flat: Flat, capacity: int) -> NDArray[np.bool_]:
+    """:func:`_dominated_pairs` of flat options, as a mask over the jobs."""
+    starts, counts, sizes = flat.starts(), flat.counts, flat.sizes
+    dominated = np.zeros(len(counts), dtype=bool)
+    first = sizes[starts]
+    forced = int(first[first > 0].sum())  # such a job may not wait: it takes at least this
+    pair = (first == 0) & (counts == 2)
     budget = capacity - forced
-    if budget < 0 or not pairs:
-        return set()  # infeasible, or no rigid job: the program answers as it is
-    dominated: set[int] = set()
-    by_size: dict[int, list[tuple[int, int, float, float]]] = {}
-    for pair in pairs:
-        by_size.setdefault(pair[1], []).append(pair)
-    for size, group in by_size.items():
+    if budget < 0 or not pair.any():
+        return dominated  # infeasible, or no rigid job: the program answers as it is
+    jobs = np.flatnonzero(pair)
+    pair_sizes = sizes[starts[jobs] + 1]
+    pair_offs = flat.costs[starts[jobs]]
+    pair_ons = flat.costs[starts[jobs] + 1]
+    for size in np.unique(pair_sizes).tolist():
         fits = budget // size
-        if len(group) <= fits:
+        group = pair_sizes == size
+        if int(group.sum()) <= fits:
             continue
-        jobs = np.array([pair[0] for pair in group])
-        offs = np.array([pair[2] for pair in group])
-        ons = np.array([pair[3] for pair in group])
+        members, offs, ons = jobs[group], pair_offs[group], pair_ons[group]
         gain = offs - ons
         ascending = np.sort(gain)
-        better = len(group) - np.searchsorted(ascending, gain, side="right")
+        better = len(members) - np.searchsorted(ascending, gain, side="right")
         # Exactly equal costs, earlier in the list: the rank within each class of equals.
-        order = np.lexsort((jobs, ons, offs))
+        order = np.lexsort((members, ons, offs))
         same = (offs[order][1:] == offs[order][:-1]) & (ons[order][1:] == ons[order][:-1])
-        starts = np.flatnonzero(np.concatenate(([True], ~same)))
-        run_start = np.repeat(starts, np.diff(np.append(starts, len(order))))
+        run_starts = np.flatnonzero(np.concatenate(([True], ~same)))
+        run_start = np.repeat(run_starts, np.diff(np.append(run_starts, len(order))))
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order)) - run_start
-        dominated.update(jobs[better + rank >= fits].tolist())
+        dominated[members[better + rank >= fits]] = True
     return dominated
 
 

@@ -20,15 +20,10 @@ tests/core/policies/test_program_memo.py holds it to the whole program.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from numpy.typing import NDArray
 
-from jigsaw.policies.shared.cost_curve import CostCurve, _on_grid
-
-Options = Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]]
-"""Each job's sizes (ascending) and costs, in the program's order."""
+from jigsaw.policies.shared.cost_curve import CostCurve
 
 
 class ProgramMemo:
@@ -49,21 +44,22 @@ class ProgramMemo:
         self.added = 0
         """Jobs a run added afresh."""
 
-    def run(self, options: Options, capacity: int) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
-        """The program over ``options`` within ``capacity`` GPUs: its values on
-        0..``capacity`` GPUs, and per job a row of the option the optimum at each GPU count
-        takes (read only up to ``capacity``; valid until the next run)."""
+    def run(
+        self,
+        sizes: NDArray[np.int64],
+        costs: NDArray[np.float64],
+        counts: NDArray[np.int64],
+        capacity: int,
+    ) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
+        """The program within ``capacity`` GPUs over jobs given flat: ``sizes`` and ``costs``
+        (on the grid) of every job's options, job after job, ``counts`` options each. Returns
+        its values on 0..``capacity`` GPUs, and per job a row of the option the optimum at
+        each GPU count takes (read only up to ``capacity``; valid until the next run)."""
         if capacity > self._capacity:
             self._reset(capacity)
-        counts = np.fromiter((len(option[0]) for option in options), np.int64, len(options))
-        if not len(options):
-            sizes, costs = np.empty(0, dtype=np.int64), np.empty(0)
-        else:
-            sizes = np.concatenate([option[0] for option in options])
-            costs = _on_grid(np.concatenate([option[1] for option in options]))
         ends = np.cumsum(counts)
         kept = self._kept(sizes, costs, counts, ends)
-        self._grow(len(options))
+        self._grow(len(counts))
         curve = CostCurve(self._capacity)
         if kept:
             curve.values[:] = self._curves[kept - 1]
@@ -77,7 +73,7 @@ class ProgramMemo:
             at = end
         self._sizes, self._costs, self._counts = sizes, costs, counts
         self.reused += kept
-        self.added += len(options) - kept
+        self.added += len(counts) - kept
         return curve.values[: capacity + 1], picks
 
     def _kept(

@@ -16,6 +16,7 @@ always asks HiGHS. The worlds must also tell the cases apart: rounds skipped at 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -28,6 +29,7 @@ from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator import guest_bound as guest_bound_module
 from jigsaw.policies.allocator import solve as solve_module
+from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.configurations import EXCLUSIVE, GUEST, OFF, Column, Problem
 from jigsaw.policies.allocator.cotenancy import Cotenancy
 from jigsaw.policies.allocator.guest_bound import ExclusiveRound
@@ -272,3 +274,29 @@ def test_a_free_gpu_round_is_skipped_and_a_full_one_is_not(
     # Guests priced only on the full cluster; HiGHS asked once, there.
     assert asked == {4: True, 8: False}
     assert programs == [4]
+
+
+def test_the_flat_size_program_answers_as_the_per_job_one() -> None:
+    """A problem of off and exclusive columns only goes to the size program flat, its columns
+    as they stand (solve_exclusive); the answer is the per-job path's, which reads each job's
+    cheapest column per size, at the round's prices and at prices moved as the stability
+    check moves them."""
+    checked = started = 0
+    for seed in range(60):
+        snapshot = _world(seed)
+        policy = _policy(JigsawConfig(guests=False))
+        result = policy.solve_round(snapshot)
+        assert result is not None
+        problem = result.problem
+        assert problem.exclusive_only
+        rng = random.Random(seed)
+        moved = [
+            column._replace(cost=column.cost * rng.uniform(0.5, 1.5)) for column in problem.columns
+        ]
+        for priced in (problem, dataclasses.replace(problem, columns=moved)):
+            flat = solve_exclusive(priced)
+            per_job = dataclasses.replace(priced, exclusive_only=False)
+            assert flat == solve_exclusive(per_job), seed
+            checked += 1
+            started += sum(priced.columns[index].gpus > 0 for index in flat.chosen)
+    assert checked == 120 and started > 60, (checked, started)
