@@ -49,6 +49,7 @@ from jigsaw.policies.base import PolicyBase, register
 from jigsaw.policies.shared.backlog import split_backlog
 from jigsaw.policies.shared.pollux_allocation import choose_options
 from jigsaw.policies.shared.pollux_placement import PackRequest, pack
+from jigsaw.policies.shared.program_memo import ProgramMemo
 
 RESTART_S = 30.0
 """What Pollux charges a reallocation, in the speedup it discounts and in the simulator."""
@@ -104,6 +105,9 @@ class PolluxPolicy(PolicyBase):
         """Without job reports nothing is resized: rounds are needed only when jobs wait."""
         self.restart_s = restart_s
         self.fairness_power = fairness_power
+        self._program = ProgramMemo()
+        """The size program's last run: a round adds only the jobs after the first that
+        differs (the same answer, :mod:`~jigsaw.policies.shared.program_memo`)."""
 
     def decide(self, snapshot: Snapshot) -> list[Decision]:
         population = len(snapshot.running) + len(snapshot.waiting)
@@ -122,7 +126,7 @@ class PolluxPolicy(PolicyBase):
             self._view(job, goodput, now, fair_share, capacity, per_node)
             for job, goodput in zip(jobs, goodputs, strict=True)
         ]
-        picks = choose_options([(v.sizes, v.costs) for v in views], capacity)
+        picks = choose_options([(v.sizes, v.costs) for v in views], capacity, self._program)
         sizes = {v.job.id: int(v.sizes[pick]) for v, pick in zip(views, picks, strict=True)}
         requests = [
             PackRequest(

@@ -19,6 +19,7 @@ from jigsaw.model.errors import InvalidSpecError
 from jigsaw.oracle import Oracle
 from jigsaw.policies import policy_names
 from jigsaw.policies.options import merged_options, policy_options
+from jigsaw.simulator.collector import replay_collector
 from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.simulator.replay import ProgressHook
 from jigsaw.simulator.replay_result import ReplayResult
@@ -72,15 +73,18 @@ class PreparedTrace:
     arrivals: list[Arrival]
 
     def replay(self, policy: str, progress: ProgressHook | None = None) -> ReplayResult:
-        return replay(
-            self.arrivals,
-            policy,
-            self.rates,
-            self.oracle,
-            self.setup,
-            semantics=self.semantics,
-            progress=progress,
-        )
+        """The trace under ``policy``, with the collector tuned for a replay
+        (:mod:`~jigsaw.simulator.collector`)."""
+        with replay_collector():
+            return replay(
+                self.arrivals,
+                policy,
+                self.rates,
+                self.oracle,
+                self.setup,
+                semantics=self.semantics,
+                progress=progress,
+            )
 
 
 def prepare_trace(

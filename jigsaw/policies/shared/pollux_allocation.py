@@ -170,24 +170,6 @@ def _program_flat(flat: Flat, capacity: int, memo: ProgramMemo | None = None) ->
     return chosen
 
 
-def _listed(
-    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]],
-) -> list[tuple[list[int], list[float]]]:
-    """Each job's sizes and its costs on the grid, as lists: one vector pass for every job
-    (the same rounding, element by element, as ``cost_curve._grid`` of each cost)."""
-    if not options:
-        return []
-    sizes = np.concatenate([option[0] for option in options]).tolist()
-    costs = _on_grid(np.concatenate([option[1] for option in options])).tolist()
-    found: list[tuple[list[int], list[float]]] = []
-    first = 0
-    for option in options:
-        last = first + len(option[0])
-        found.append((sizes[first:last], costs[first:last]))
-        first = last
-    return found
-
-
 def cost_curve(
     options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
 ) -> CostCurve:
@@ -197,14 +179,18 @@ def cost_curve(
     to the GPUs taken (its own options include waiting, or it is counted where its least
     size is: the budget is then larger, and fewer jobs are dropped). A job with one option
     shifts the curve by its size: the curve starts at their summed sizes instead."""
-    forced = [job for job, (sizes, _) in enumerate(options) if len(sizes) == 1]
-    curve = CostCurve(capacity, sum(int(options[job][0][0]) for job in forced))
-    dominated = _dominated_pairs(options, capacity)
-    for job, (sizes, costs) in enumerate(_listed(options)):
-        if job in dominated or len(sizes) == 1:
-            curve.constant += costs[0]  # it waits, or takes its one size
-        else:
-            curve.add_grid(sizes, costs)
+    flat = Flat.of(options)
+    starts, single = flat.starts(), flat.counts == 1
+    curve = CostCurve(capacity, int(flat.sizes[starts[single]].sum()))
+    waits = single.copy()  # it takes its one size; the dominated ones wait
+    if len(options) >= _PRUNE_FROM:
+        waits |= _dominated(flat, capacity)
+    # Their first options' costs, summed in one go (on the grid every sum is exact, so in
+    # any order the same).
+    curve.constant += float(flat.costs[starts[waits]].sum())
+    sizes, costs = flat.sizes.tolist(), flat.costs.tolist()
+    for first, count in zip(starts[~waits].tolist(), flat.counts[~waits].tolist(), strict=True):
+        curve.add_grid(sizes[first : first + count], costs[first : first + count])
     return curve
 
 

@@ -1,0 +1,54 @@
+"""A replay runs with the collector tuned (what exists frozen, young collections rarer), puts
+it back after, and decides exactly what it decides under the default collector."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pytest
+
+from jigsaw.simulator import SimulationSetup
+from jigsaw.simulator.collector import YOUNG_THRESHOLD, replay_collector
+from jigsaw.simulator.trace_replay import prepare_trace
+from tests.core.simulator.test_simulator_skip import CASES, replay_log
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def test_the_collector_is_tuned_inside_and_put_back_after() -> None:
+    threshold = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with replay_collector():
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        assert gc.get_threshold()[1:] == threshold[1:]
+        assert gc.get_freeze_count() > 0
+        garbage: list[object] = []
+        garbage.append(garbage)  # a cycle made inside is still collected
+        del garbage
+        assert gc.collect() >= 1
+    assert gc.get_threshold() == threshold
+    assert gc.get_freeze_count() == 0
+
+
+def test_an_error_inside_puts_the_collector_back() -> None:
+    threshold = gc.get_threshold()
+    with pytest.raises(RuntimeError), replay_collector():
+        raise RuntimeError("a replay that fails")
+    assert gc.get_threshold() == threshold
+    assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("name", ["las-defaults", "jigsaw-defaults"])
+def test_a_replay_under_the_tuned_collector_decides_the_same(name: str) -> None:
+    case = CASES[name]
+    setup = {"gpus": 8, "gpus_per_node": 4, "seed": 3}
+    plain, plain_summary = replay_log("philly_excerpt.csv", case, skip=True, **setup)
+    config = SimulationSetup(
+        keep_log=True, policy_options={case["policy"]: case["options"]}, **setup
+    )
+    prepared = prepare_trace(DATA / "philly_excerpt.csv", config)
+    tuned = prepared.replay(case["policy"])
+    assert tuned.log.lines == plain
+    assert tuned.summary["avg_jct_s"] == plain_summary["avg_jct_s"]
+    assert len(plain) >= 40  # the excerpt makes real decisions
