@@ -55,6 +55,7 @@ from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import remaining_seconds
+from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.allocator.solve import SolverLimits, solve, solve_exclusive_round
 from jigsaw.policies.allocator.stability import stable_until
@@ -94,8 +95,8 @@ class JigsawPolicy(PolicyBase):
     ) -> None:
         """``eta_of``: SPB's eta by model and plan in place of the oracle's (a test seam).
         ``incremental=False``: what running gangs offer co-tenancy is read afresh each round
-        instead of kept from the last, and the size program runs over every job (the same
-        decisions, for more work)."""
+        instead of kept from the last, every job's columns are built anew, and the size
+        program runs over every job (the same decisions, for more work)."""
         if goodput is not None and not callable(getattr(goodput, "job_goodput", None)):
             raise InvalidSpecError(
                 "jigsaw's goodput option is the simulator's source of job reports, "
@@ -117,6 +118,9 @@ class JigsawPolicy(PolicyBase):
         """What each running gang offers co-tenancy, by its plan and GPUs (a memo of oracle
         figures, as the catalog is; :mod:`~jigsaw.policies.allocator.gang_offers`)."""
         self._program = ProgramMemo() if incremental else None
+        self._rows = RowMemo() if incremental else None
+        """The last round's leading steady jobs, their views and columns
+        (:mod:`~jigsaw.policies.allocator.row_memo`)."""
         """The round's size program as it last ran: the next adds only the jobs after the
         first that differs (:mod:`~jigsaw.policies.shared.program_memo`)."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
@@ -170,6 +174,7 @@ class JigsawPolicy(PolicyBase):
                 remaining_s=lambda job: remaining_seconds(
                     self.catalog, job, now, running=job.state.holds_resources
                 ),
+                rows=self._rows,
             )
             problem.set_aside_cost = set_aside_cost
             try:

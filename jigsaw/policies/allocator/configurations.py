@@ -23,6 +23,7 @@ from jigsaw.model.plan import Plan
 from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.knowledge import SizeChoices, allowed_sizes, size_choices
 from jigsaw.policies.allocator.objective import Objective
+from jigsaw.policies.allocator.row_memo import RowMemo, held_since, steady_until, usable
 
 OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
 
@@ -131,17 +132,25 @@ def exclusive_problem(
     relax_guests: bool = False,
     population: int | None = None,
     remaining_s: Callable[[Job], float] | None = None,
+    rows: RowMemo | None = None,
 ) -> Problem:
     """Every job's off and exclusive columns (Pollux's configurations). ``population``: the
     jobs the fair share divides the GPUs among (default: ``jobs``; more where waiting jobs
     that wait whatever the round decides were left out of it, :mod:`~jigsaw.policies.shared.
     backlog`). ``remaining_s``: a job's seconds of work left (:mod:`.remaining`), for the
     starvation reservation's backfill; without it a reservation lets no other waiting job
-    start."""
+    start. ``rows``: the last round's leading jobs and columns, kept where still valid
+    (:mod:`.row_memo`)."""
     count = len(jobs) if population is None else population
     fair_share = max(-(-capacity // max(count, 1)), 1)  # 1 when every node is lost
     problem = Problem([], capacity=capacity)
     now = objective.now
+    memo_key = (fair_share, capacity, per_node, relax_guests, config)
+    if rows is not None and not usable(config):
+        rows = None
+    kept = rows.kept(jobs, guests_of, now, memo_key) if rows is not None else 0
+    whole_jobs = jobs
+    jobs, goodputs = jobs[kept:], goodputs[kept:]
     powers = config.sizes == "powers"
     allowed = [
         allowed_sizes(job, goodput, capacity, per_node, powers)
@@ -184,19 +193,47 @@ def exclusive_problem(
             choices = size_choices(job, goodput, sizes, fair_share, per_node)
         problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
         problem.by_job.append([])
-    # One vector pass prices every job's sizes (the same arithmetic, element by element, as
-    # pricing each job alone).
     counts = [len(view.choices.sizes) for view in problem.views]
-    sizes_all = np.concatenate([view.choices.sizes for view in problem.views])
-    speedups_all = np.concatenate([view.choices.speedups for view in problem.views])
-    held = np.repeat([len(v.current) if v.guest_of is None else -1 for v in problem.views], counts)
-    weights = np.repeat([objective.weight(job) for job in jobs], counts)
-    discounts = np.repeat([objective.discount(job) for job in jobs], counts)
+    first = rows.columns_end(kept) if rows is not None else 0
+    columns = _priced_columns(problem.views, counts, objective, kept) if counts else []
+    for job_columns, count in zip(problem.by_job, counts, strict=True):
+        job_columns.extend(range(first, first + count))
+        first += count
+    if rows is not None:
+        ends = rows.ends(kept)
+        problem.views = [*rows.views[:kept], *problem.views]
+        problem.columns = [*rows.columns[: rows.columns_end(kept)], *columns]
+        problem.by_job = [
+            *(list(range(start, end)) for start, end in zip([0, *ends], ends, strict=False)),
+            *problem.by_job,
+        ]
+        until = rows.until(kept) + [
+            steady_until(job, goodput, guests_of.get(job.id), now, config)
+            for job, goodput in zip(jobs, goodputs, strict=True)
+        ]
+        rows.keep(
+            memo_key, whole_jobs, guests_of, until, problem.views, problem.columns, problem.by_job
+        )
+    else:
+        problem.columns = columns
+    return problem
+
+
+def _priced_columns(
+    views: list[JobView], counts: list[int], objective: Objective, first_job: int
+) -> list[Column]:
+    """The jobs' off and exclusive columns, priced in one vector pass (the same arithmetic,
+    element by element, as pricing each job alone); ``first_job``: the first one's place."""
+    sizes_all = np.concatenate([view.choices.sizes for view in views])
+    speedups_all = np.concatenate([view.choices.speedups for view in views])
+    held = np.repeat([len(v.current) if v.guest_of is None else -1 for v in views], counts)
+    weights = np.repeat([objective.weight(view.job) for view in views], counts)
+    discounts = np.repeat([objective.discount(view.job) for view in views], counts)
     costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
-    owners = np.repeat(np.arange(len(jobs)), counts)
+    owners = np.repeat(np.arange(first_job, first_job + len(views)), counts)
     # ``Column._make`` of whole tuples: the same columns, without the per-field defaults of
     # ``Column(...)`` (thousands a round).
-    problem.columns = list(
+    return list(
         map(
             Column._make,
             (
@@ -211,11 +248,6 @@ def exclusive_problem(
             ),
         )
     )
-    first = 0
-    for job_columns, count in zip(problem.by_job, counts, strict=True):
-        job_columns.extend(range(first, first + count))
-        first += count
-    return problem
 
 
 def _starving(
@@ -317,13 +349,6 @@ def _ends_by(
     """The waiting ``job``, started now, is done by ``shadow`` (it cannot delay the
     reservation): never without an estimate."""
     return remaining_s is not None and now + remaining_s(job) <= shadow
-
-
-def held_since(job: Job) -> float:
-    """When the job's current configuration began: its start or its last resize."""
-    started, resized = job.run_started_at, job.resized_at
-    since = started if started is not None and started > 0.0 else 0.0
-    return resized if resized is not None and resized > since else since
 
 
 def _held(job: Job, now: float, hold_s: float) -> bool:

@@ -40,8 +40,9 @@ from collections.abc import Sequence
 
 from jigsaw.model.domain import Job
 from jigsaw.model.snapshot import Snapshot
-from jigsaw.policies.allocator.configurations import OFF, Problem, held_since
+from jigsaw.policies.allocator.configurations import OFF, Problem
 from jigsaw.policies.allocator.objective import Objective
+from jigsaw.policies.allocator.row_memo import held_since
 from jigsaw.policies.allocator.solve import solve_exclusive
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
