@@ -126,6 +126,8 @@ def steady_until(
     if not job.state.holds_resources:
         fresh = job.attempt == 0 and job.resizes == 0 and job.attained_gpu_seconds == 0
         return math.inf if fresh and config.launch_s == 0 else -math.inf
+    if len(job.placement) != job.spec.workers:
+        return -math.inf  # a size it did not ask for: its own size is a restart, discounted
     if job.state is not JobState.RUNNING:
         return math.inf  # admitted: pinned until it starts, which replaces the job
     since = held_since(job)
