@@ -5,18 +5,22 @@ jobs start, finish and are preempted, and guests come and go."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from jigsaw.goodput.model import BatchLimits
+from jigsaw.goodput.source import JobGoodput
 from jigsaw.model.cluster import Cluster
 from jigsaw.model.decisions import Decision
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator.config import JigsawConfig
-from jigsaw.policies.allocator.row_memo import RowMemo
+from jigsaw.policies.allocator.row_memo import RowMemo, steady_until
 from jigsaw.policies.jigsaw import JigsawPolicy
 from jigsaw.simulator import SimulationSetup, load_jobs, make_oracle, make_rates
 from jigsaw.simulator.run import replay
@@ -115,3 +119,24 @@ def test_a_restarted_waiting_job_is_priced_again_as_it_ages() -> None:
         assert decided == _kinds(afresh.decide(snapshot)), now
         starts.append(decided)
     assert starts[0] == [("Start", "b")] and starts[-1] == [("Start", "a")], starts
+
+
+def test_only_a_job_whose_prices_cannot_move_is_steady() -> None:
+    """Steady: a rigid job running at its own size (until its minimum run ends), a fresh
+    waiting job with a free launch. Not: a job at a size it did not ask for, a restarted
+    waiting job, a job the goodput source knows, a guest, a fresh job whose launch costs."""
+    config = JigsawConfig(min_run_s=1_800.0)
+    plan2 = full_backprop(2, ORACLE.num_blocks("resnet18_32"))
+    spec = JobSpec("j", "resnet18_32", 2, 10**6, batch_size=32)
+    own = running_job(spec, ((0, 0), (0, 1)), plan2, 1_000.0)
+    assert steady_until(own, None, None, 1_500.0, config) == 2_800.0
+    assert steady_until(own, None, None, 3_000.0, config) == math.inf
+    assert steady_until(own, None, "h", 1_500.0, config) == -math.inf
+    known = JobGoodput(BatchLimits(64, 4096, 16, 256), None, 0)
+    assert steady_until(own, known, None, 1_500.0, config) == -math.inf
+    smaller = replace(own, placement=((0, 0),))
+    assert steady_until(smaller, None, None, 1_500.0, config) == -math.inf
+    fresh = Job("f", spec, 10.0)
+    assert steady_until(fresh, None, None, 1_500.0, config) == math.inf
+    assert steady_until(fresh, None, None, 1_500.0, JigsawConfig(launch_s=30.0)) == -math.inf
+    assert steady_until(replace(fresh, attempt=2), None, None, 1_500.0, config) == -math.inf
