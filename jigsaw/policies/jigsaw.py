@@ -118,11 +118,11 @@ class JigsawPolicy(PolicyBase):
         """What each running gang offers co-tenancy, by its plan and GPUs (a memo of oracle
         figures, as the catalog is; :mod:`~jigsaw.policies.allocator.gang_offers`)."""
         self._program = ProgramMemo() if incremental else None
+        """The round's size program as it last ran: the next adds only the jobs after the
+        first that differs (:mod:`~jigsaw.policies.shared.program_memo`)."""
         self._rows = RowMemo() if incremental else None
         """The last round's leading steady jobs, their views and columns
         (:mod:`~jigsaw.policies.allocator.row_memo`)."""
-        """The round's size program as it last ran: the next adds only the jobs after the
-        first that differs (:mod:`~jigsaw.policies.shared.program_memo`)."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
         snapshot right after; it never changes a decision)."""

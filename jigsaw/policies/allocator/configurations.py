@@ -211,9 +211,7 @@ def exclusive_problem(
             steady_until(job, goodput, guests_of.get(job.id), now, config)
             for job, goodput in zip(jobs, goodputs, strict=True)
         ]
-        rows.keep(
-            memo_key, whole_jobs, guests_of, until, problem.views, problem.columns, problem.by_job
-        )
+        rows.keep(memo_key, whole_jobs, until, problem.views, problem.columns, problem.by_job)
     else:
         problem.columns = columns
     return problem

@@ -35,7 +35,6 @@ class RowMemo:
 
     __slots__ = (
         "_columns_end",
-        "_guest_of",
         "_jobs",
         "_key",
         "_until",
@@ -47,7 +46,6 @@ class RowMemo:
     def __init__(self) -> None:
         self._key: Hashable = None
         self._jobs: list[Job] = []
-        self._guest_of: list[str | None] = []
         self._until: list[float] = []
         """Per job: when its pins may change (``-inf``: not steady, never reused)."""
         self._columns_end: list[int] = []
@@ -70,10 +68,9 @@ class RowMemo:
         if key != self._key:
             return 0
         kept = 0
-        for mine, theirs, until, guest in zip(
-            self._jobs, jobs, self._until, self._guest_of, strict=False
-        ):
-            if mine is not theirs or not now < until or guests_of.get(theirs.id) != guest:
+        # A kept job was steady, so no guest (``steady_until``): one that is a guest now differs.
+        for mine, theirs, until in zip(self._jobs, jobs, self._until, strict=False):
+            if mine is not theirs or not now < until or theirs.id in guests_of:
                 break
             kept += 1
         self.reused += kept
@@ -95,7 +92,6 @@ class RowMemo:
         self,
         key: Hashable,
         jobs: Sequence[Job],
-        guests_of: dict[str, str],
         until: list[float],
         views: Sequence[Any],
         columns: Sequence[Any],
@@ -105,7 +101,6 @@ class RowMemo:
         each job's column indices as built (copied: co-tenancy adds to them later)."""
         self._key = key
         self._jobs = list(jobs)
-        self._guest_of = [guests_of.get(job.id) for job in jobs]
         self._until = until
         self.views, self.columns = list(views), list(columns)
         self._columns_end = [indices[-1] + 1 for indices in by_job]

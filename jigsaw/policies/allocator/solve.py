@@ -62,8 +62,8 @@ from jigsaw.policies.allocator.guest_bound import (
     margin,
 )
 from jigsaw.policies.allocator.solution import Solution
-from jigsaw.policies.shared.cost_curve import _on_grid
-from jigsaw.policies.shared.pollux_allocation import Flat, choose_flat, choose_options
+from jigsaw.policies.shared.cost_curve import Flat, _on_grid
+from jigsaw.policies.shared.pollux_allocation import choose_flat, choose_options
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 

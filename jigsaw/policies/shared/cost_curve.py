@@ -4,9 +4,14 @@
 far that use exactly that many; adding a job is one vector pass per option it has. Costs are
 rounded to multiples of ``1 / COST_GRID`` first, so every sum is exact and a tie is a tie
 (:func:`~jigsaw.policies.shared.pollux_allocation.choose_options` relies on it).
+:class:`Flat` holds a program's jobs as the curve reads them: every job's options in
+three arrays.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -118,3 +123,44 @@ class CostCurve:
                 pick[:] = 0
         else:
             best_so_far[:] = new
+
+
+@dataclass(frozen=True, slots=True)
+class Flat:
+    """Every job's options in three arrays: their sizes and costs, job after job, and how
+    many options each job has (one concatenation, so the program's checks are vector passes
+    rather than a Python step per job)."""
+
+    sizes: NDArray[np.int64]
+    costs: NDArray[np.float64]
+    """On the grid (:func:`~jigsaw.policies.shared.cost_curve._on_grid`)."""
+    counts: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]]) -> Flat:
+        counts = np.fromiter((len(option[0]) for option in options), np.int64, len(options))
+        if not len(options):
+            return cls(np.empty(0, dtype=np.int64), np.empty(0), counts)
+        sizes = np.concatenate([option[0] for option in options]).astype(np.int64, copy=False)
+        costs = _on_grid(np.concatenate([option[1] for option in options]))
+        return cls(sizes, costs, counts)
+
+    def starts(self) -> NDArray[np.int64]:
+        """Where each job's options begin."""
+        return np.cumsum(self.counts) - self.counts
+
+    def jobs(self, keep: NDArray[np.bool_]) -> Flat:
+        """The jobs ``keep`` marks, in their order."""
+        options = np.repeat(keep, self.counts)
+        return Flat(self.sizes[options], self.costs[options], self.counts[keep])
+
+    def listed(self, first_job: int = 0) -> Iterator[tuple[list[int], list[float]]]:
+        """Each job's sizes and costs as lists (what :meth:`CostCurve.add_grid` reads), from
+        the job ``first_job`` on."""
+        ends = np.cumsum(self.counts)
+        first = int(ends[first_job - 1]) if first_job else 0
+        sizes, costs = self.sizes[first:].tolist(), self.costs[first:].tolist()
+        at = 0
+        for end in (ends[first_job:] - first).tolist():
+            yield sizes[at:end], costs[at:end]
+            at = end

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from jigsaw.policies.shared.cost_curve import UNREACHABLE, CostCurve, _on_grid
+from jigsaw.policies.shared.cost_curve import UNREACHABLE, CostCurve, Flat
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
@@ -72,39 +72,6 @@ def choose_options(
     return choose_flat(Flat.of(options), capacity, memo)
 
 
-@dataclass(frozen=True, slots=True)
-class Flat:
-    """Every job's options in three arrays: their sizes and costs, job after job, and how
-    many options each job has (one concatenation, so the program's checks are vector passes
-    rather than a Python step per job)."""
-
-    sizes: NDArray[np.int64]
-    costs: NDArray[np.float64]
-    """On the grid (:func:`~jigsaw.policies.shared.cost_curve._on_grid`)."""
-    counts: NDArray[np.int64]
-
-    @classmethod
-    def of(cls, options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]]) -> Flat:
-        counts = np.fromiter((len(option[0]) for option in options), np.int64, len(options))
-        if not len(options):
-            return cls(np.empty(0, dtype=np.int64), np.empty(0), counts)
-        sizes = np.concatenate([option[0] for option in options]).astype(np.int64, copy=False)
-        costs = _on_grid(np.concatenate([option[1] for option in options]))
-        return cls(sizes, costs, counts)
-
-    def starts(self) -> NDArray[np.int64]:
-        """Where each job's options begin."""
-        return np.cumsum(self.counts) - self.counts
-
-    def jobs(self, keep: NDArray[np.bool_]) -> Flat:
-        """The jobs ``keep`` marks, in their order."""
-        return Flat(
-            self.sizes[np.repeat(keep, self.counts)],
-            self.costs[np.repeat(keep, self.counts)],
-            self.counts[keep],
-        )
-
-
 def choose_flat(flat: Flat, capacity: int, memo: ProgramMemo | None = None) -> list[int]:
     """:func:`choose_options` of options already flat."""
     # A job with one option (one that may not wait, at one size) takes it: the program runs
@@ -146,15 +113,12 @@ def _program(
 
 def _program_flat(flat: Flat, capacity: int, memo: ProgramMemo | None = None) -> list[int]:
     if memo is not None:
-        best, picks = memo.run(flat.sizes, flat.costs, flat.counts, capacity)
+        best, picks = memo.run(flat, capacity)
     else:
         curve = CostCurve(capacity)
         picks = np.zeros((len(flat.counts), capacity + 1), dtype=np.int32)
-        sizes, costs = flat.sizes.tolist(), flat.costs.tolist()
-        first = 0
-        for index, last in enumerate(np.cumsum(flat.counts).tolist()):
-            curve.add_grid(sizes[first:last], costs[first:last], picks[index])
-            first = last
+        for index, (sizes, costs) in enumerate(flat.listed()):
+            curve.add_grid(sizes, costs, picks[index])
         best = curve.values
     left = int(np.argmin(best))
     if not best[left] < UNREACHABLE:
@@ -188,9 +152,8 @@ def cost_curve(
     # Their first options' costs, summed in one go (on the grid every sum is exact, so in
     # any order the same).
     curve.constant += float(flat.costs[starts[waits]].sum())
-    sizes, costs = flat.sizes.tolist(), flat.costs.tolist()
-    for first, count in zip(starts[~waits].tolist(), flat.counts[~waits].tolist(), strict=True):
-        curve.add_grid(sizes[first : first + count], costs[first : first + count])
+    for sizes, costs in flat.jobs(~waits).listed():
+        curve.add_grid(sizes, costs)
     return curve
 
 

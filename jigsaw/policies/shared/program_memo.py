@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from jigsaw.policies.shared.cost_curve import CostCurve
+from jigsaw.policies.shared.cost_curve import CostCurve, Flat
 
 
 class ProgramMemo:
@@ -44,33 +44,23 @@ class ProgramMemo:
         self.added = 0
         """Jobs a run added afresh."""
 
-    def run(
-        self,
-        sizes: NDArray[np.int64],
-        costs: NDArray[np.float64],
-        counts: NDArray[np.int64],
-        capacity: int,
-    ) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
-        """The program within ``capacity`` GPUs over jobs given flat: ``sizes`` and ``costs``
-        (on the grid) of every job's options, job after job, ``counts`` options each. Returns
-        its values on 0..``capacity`` GPUs, and per job a row of the option the optimum at
-        each GPU count takes (read only up to ``capacity``; valid until the next run)."""
+    def run(self, flat: Flat, capacity: int) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
+        """The program within ``capacity`` GPUs over the jobs of ``flat`` (costs on the
+        grid). Returns its values on 0..``capacity`` GPUs, and per job a row of the option
+        the optimum at each GPU count takes (read only up to ``capacity``; valid until the
+        next run)."""
         if capacity > self._capacity:
             self._reset(capacity)
-        ends = np.cumsum(counts)
-        kept = self._kept(sizes, costs, counts, ends)
+        sizes, costs, counts = flat.sizes, flat.costs, flat.counts
+        kept = self._kept(sizes, costs, counts, np.cumsum(counts))
         self._grow(len(counts))
         curve = CostCurve(self._capacity)
         if kept:
             curve.values[:] = self._curves[kept - 1]
-        first = int(ends[kept - 1]) if kept else 0
-        listed_sizes, listed_costs = sizes[first:].tolist(), costs[first:].tolist()
         curves, picks = self._curves, self._picks
-        at = 0
-        for index, end in enumerate((ends[kept:] - first).tolist(), start=kept):
-            curve.add_grid(listed_sizes[at:end], listed_costs[at:end], picks[index])
+        for index, (job_sizes, job_costs) in enumerate(flat.listed(kept), start=kept):
+            curve.add_grid(job_sizes, job_costs, picks[index])
             curves[index] = curve.values
-            at = end
         self._sizes, self._costs, self._counts = sizes, costs, counts
         self.reused += kept
         self.added += len(counts) - kept

@@ -82,9 +82,7 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     ),
     # The last round's leading steady jobs and their columns, kept while valid
     # (tests/core/policies/test_gang_offers.py holds the kept policy to building afresh).
-    RowMemo: frozenset(
-        {"_key", "_jobs", "_guest_of", "_until", "_columns_end", "views", "columns", "reused"}
-    ),
+    RowMemo: frozenset({"_key", "_jobs", "_until", "_columns_end", "views", "columns", "reused"}),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
     JigsawPolicy: frozenset({"_last_round"}),
 }
