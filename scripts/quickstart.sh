@@ -61,9 +61,6 @@ for _ in $(seq 1 120); do
 done
 curl -fsS "$JIGSAW_URL/readyz" >/dev/null || { echo "server not ready; see $log" >&2; exit 1; }
 
-job_field() {  # job_field JOB FIELD: one field of `status -o json`
-  "$CLI" status "$1" -o json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; print(d.get(sys.argv[1]) or "")' "$2"
-}
 shared_gpu() {  # shared_gpu: succeed once some GPU holds workers of two different jobs
   "$CLI" cluster -o json | "$PY" -c '
 import json, sys
@@ -76,21 +73,15 @@ def shared(node):
     return isinstance(node, list) and any(shared(v) for v in node)
 sys.exit(0 if shared(json.load(sys.stdin)) else 1)'
 }
-wait_for() {  # wait_for SECONDS COMMAND...: poll once a second until COMMAND succeeds
-  local limit=$1; shift
-  for _ in $(seq 1 "$limit"); do "$@" && return 0; sleep 1; done
-  return 1
+# wait_until SECONDS CONDITION [JOB]: poll (one process, twice a second) until CONDITION holds:
+# `running JOB`, `placed JOB` (left PENDING, or a GPU is shared), `resized-or-done JOB`, `idle`.
+wait_until() { "$PY" scripts/wait_until.py "$@"; }
+final_evaluation() {  # final_evaluation NAME=JOB...: each job's held-out accuracy, by its name
+  local pair
+  for pair in "$@"; do
+    echo "${pair%%=*}: $("$CLI" logs "${pair#*=}" --tail 50 | grep "finished at" | tail -1 || true)"
+  done
 }
-idle_cluster() {  # no GPU holds a worker
-  "$CLI" cluster -o json | "$PY" -c '
-import json, sys
-def busy(node):
-    if isinstance(node, dict):
-        return bool(node.get("workers")) or any(busy(v) for v in node.values())
-    return isinstance(node, list) and any(busy(v) for v in node)
-sys.exit(1 if busy(json.load(sys.stdin)) else 0)'
-}
-running() { [ "$(job_field "$1" state)" = RUNNING ]; }
 
 # Jobs left active by an interrupted earlier run (the SQLite database persists) would hold
 # the GPUs: cancel them so the demo starts on an idle cluster.
@@ -100,21 +91,20 @@ if [ -n "$leftover" ]; then
   echo "==> cancelling jobs left active by an earlier run: $leftover"
   # shellcheck disable=SC2086
   "$CLI" cancel $leftover >/dev/null
-  wait_for 60 idle_cluster || { echo "the cluster did not become idle; see $log" >&2; exit 1; }
+  wait_until 60 idle || { echo "the cluster did not become idle; see $log" >&2; exit 1; }
 fi
 
 echo "==> submitting the host: digits CNN on 4 workers, SPB plan chosen by jigsaw"
 host=$("$CLI" submit --name digits-host --model digits_cnn --workers 4 --iterations 300 \
   --spb auto --batch-size 32 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-wait_for 180 running "$host" || { echo "the host did not start; see $log" >&2; exit 1; }
+wait_until 180 running "$host" || { echo "the host did not start; see $log" >&2; exit 1; }
 
 echo "==> submitting the guest: MLP on 1 worker (no GPU is free: jigsaw looks for SPB slack)"
 guest=$("$CLI" submit --name mlp-guest --model mlp --workers 1 --iterations 400 \
   --spb auto --batch-size 32 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-guest_placed() { [ "$(job_field "$guest" state)" != PENDING ] || shared_gpu; }
-wait_for 120 guest_placed || true
+wait_until 120 placed "$guest" || true
 if shared_gpu; then
   echo "==> the cluster now: one GPU runs the host's partial worker and the guest"
 else
@@ -129,19 +119,14 @@ fi
 echo "==> final state"
 "$CLI" status "$host" "$guest"
 echo "==> final evaluation (held-out digits)"
-for job in "$host" "$guest"; do
-  echo "$(job_field "$job" name): $("$CLI" logs "$job" --tail 50 | grep "finished at" | tail -1 || true)"
-done
+final_evaluation digits-host="$host" mlp-guest="$guest"
 
-resized() { "$CLI" describe "$1" | grep -q "Running/Resized"; }
-finished() { [ "$(job_field "$1" state)" = SUCCEEDED ]; }
 echo "==> elastic: an MLP on 1..4 workers; jigsaw sizes it by goodput, from what its leases measure"
 echo "    (the $JIGSAW_GPUS logical GPUs share this machine's $(nproc) CPU cores: here more workers of one job can be slower, not faster)"
 elastic=$("$CLI" submit --name mlp-elastic --model mlp --spb none --workers 2 --min-workers 1 \
   --max-workers 4 --batch-size 24 --iterations 20000 --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-resized_or_done() { resized "$1" || finished "$1"; }
-wait_for 240 resized_or_done "$elastic" || { echo "the elastic job neither resized nor finished; see $log" >&2; exit 1; }
+wait_until 240 resized-or-done "$elastic" || { echo "the elastic job neither resized nor finished; see $log" >&2; exit 1; }
 COLUMNS=200 "$CLI" describe "$elastic" | grep -m1 "^Size" || true
 echo "==> a 2-worker newcomer arrives"
 newcomer=$("$CLI" submit --name mlp-newcomer --model mlp --workers 2 --iterations 400 \
@@ -157,7 +142,5 @@ COLUMNS=200 "$CLI" describe "$elastic" | "$PY" -c 'import sys
 text = sys.stdin.read()
 print(text[text.index("Resizes"):text.index("Events")].rstrip())'
 echo "==> final evaluation (held-out digits)"
-for job in "$elastic" "$newcomer"; do
-  echo "$(job_field "$job" name): $("$CLI" logs "$job" --tail 50 | grep "finished at" | tail -1 || true)"
-done
+final_evaluation mlp-elastic="$elastic" mlp-newcomer="$newcomer"
 echo "==> demo took $(( $(date +%s) - started )) s"
