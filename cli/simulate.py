@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from cli.job_table import writable_problem, write_job_table
 from cli.output import note, print_renderable
 from jigsaw.model.errors import JigsawError
 from jigsaw.oracle import SharingSettings
@@ -83,6 +84,12 @@ def simulate(
     plot: Annotated[
         Path | None, typer.Option(help="Write the JCT CDF and utilization to this PNG.")
     ] = None,
+    jobs: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write every job's outcome (start, finish, JCT, preemptions) to this CSV."
+        ),
+    ] = None,
     eta: Annotated[
         str,
         typer.Option(
@@ -122,6 +129,8 @@ def simulate(
     if problem is None and knowledge not in KNOWLEDGE:
         problem = f"--knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}"
     problem = problem or _date_problem("--start", start) or _date_problem("--end", end)
+    if problem is None and jobs is not None:
+        problem = writable_problem(jobs)
     options = _parse_policy_options(policy_options) if problem is None else {}
     if problem:
         _fail(problem)
@@ -162,6 +171,12 @@ def simulate(
             typer.echo(yaml.safe_dump(_finite(payload), sort_keys=True), nl=False)
     else:
         _print_table(summaries, semantics)
+    if jobs is not None:
+        try:
+            rows = write_job_table(results, jobs)
+        except OSError as error:
+            _fail(f"cannot write {jobs}: {error}")
+        note(f"wrote {rows} jobs to {jobs}")
     if plot is not None:
         from cli.plot import plot_results
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from jigsaw.simulator.trace_replay import simulate_trace, simulation_setup
 
@@ -158,3 +161,38 @@ def test_bad_policy_options_exit_2_with_one_line() -> None:
         2,
         "error: --eta must be one of table, curve, one, got 'guess'",
     )
+
+
+def test_the_job_table_accounts_for_every_figure_of_the_summary(tmp_path: Path) -> None:
+    """--jobs writes one row per job and policy; the summary's average JCT, makespan and
+    preemptions are those of the rows, so a figure can be traced to the jobs behind it."""
+    table = tmp_path / "jobs.csv"
+    done = cli(
+        str(TRACE), "--policy", "fifo,las", "--gpus", "8", "--gpus-per-node", "4",
+        "-o", "json", "--jobs", str(table),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summaries = {r["policy"]: r for r in json.loads(done.stdout)["results"]}
+    with table.open() as handle:
+        rows = list(csv.DictReader(handle))
+    for policy, summary in summaries.items():
+        mine = [row for row in rows if row["policy"] == policy]
+        assert len(mine) == summary["jobs"] == 40
+        jcts = [float(row["jct_h"]) for row in mine]
+        assert sum(jcts) / len(jcts) == pytest.approx(summary["avg_jct_s"] / 3600, abs=1e-3)
+        finishes = [float(row["finished_h"]) for row in mine]
+        assert max(finishes) == pytest.approx(summary["makespan_s"] / 3600, abs=1e-3)
+        assert sum(int(row["preemptions"]) for row in mine) == summary["preemptions"]
+        for row in mine:
+            assert float(row["submitted_h"]) <= float(row["first_start_h"])
+            assert float(row["first_start_h"]) < float(row["finished_h"])
+    # las preempts on this cluster and fifo does not: the rows tell the two apart.
+    assert summaries["las"]["preemptions"] > 0 == summaries["fifo"]["preemptions"]
+
+
+def test_an_unwritable_job_table_is_refused_before_the_replay(tmp_path: Path) -> None:
+    for target in (tmp_path / "missing" / "jobs.csv", tmp_path):
+        done = cli(str(TRACE), "--jobs", str(target))
+        assert done.returncode == 2
+        assert done.stdout == ""  # refused before anything ran
+        assert len(done.stderr.strip().splitlines()) == 1 and "--jobs" in done.stderr
