@@ -52,6 +52,8 @@ from jigsaw.policies.allocator.cotenancy import MAX_GUESTS, Cotenancy, guest_hos
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.guest_bound import guests_may_pay
 from jigsaw.policies.allocator.knowledge import worker_batch
+from jigsaw.policies.allocator.longest_job import NONE as NO_LONGEST
+from jigsaw.policies.allocator.longest_job import Longest, longest_critical
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import remaining_seconds
@@ -160,6 +162,7 @@ class JigsawPolicy(PolicyBase):
         goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
         guests_of = guest_hosts(snapshot.running)
         set_aside_cost = self._set_aside_cost(snapshot, backlog, objective)
+        longest = self._longest(snapshot)
         for relax_guests in (False, True):
             problem = exclusive_problem(
                 jobs,
@@ -175,8 +178,10 @@ class JigsawPolicy(PolicyBase):
                     self.catalog, job, now, running=job.state.holds_resources
                 ),
                 rows=self._rows,
+                keep_running=longest.job_id,
             )
             problem.set_aside_cost = set_aside_cost
+            problem.stable_by_clock_until = longest.until
             try:
                 solution = self._solve(problem, objective, cluster)
                 break
@@ -203,6 +208,19 @@ class JigsawPolicy(PolicyBase):
             return exclusive.solution
         cotenancy.add_guests(problem)
         return solve(problem, self._limits, exclusive)
+
+    def _longest(self, snapshot: Snapshot) -> Longest:
+        """The running job kept as the critical path, with ``protect_longest`` on."""
+        if not self.config.protect_longest:
+            return NO_LONGEST
+        now = snapshot.now
+        return longest_critical(
+            snapshot.running,
+            snapshot.waiting,
+            snapshot.cluster.num_gpus,
+            now,
+            lambda job, running: remaining_seconds(self.catalog, job, now, running=running),
+        )
 
     def _backlog(self, snapshot: Snapshot) -> Backlog:
         """The waiting jobs this round prices: all of them, less the fresh rigid jobs that

@@ -60,6 +60,12 @@ class JigsawConfig:
     promoting every job past the threshold, as the pin first did, made the round FIFO with
     evictions (21.9 h at 30 min, 14.8 h at 48 h; docs/BENCHMARKS.md). The adversarial stream
     of tests/core/policies/test_allocator_decisions.py sets it to one hour."""
+    protect_longest: bool = False
+    """Keep the critical path running: the running job with the most work left, when no
+    packing of the rest could finish before it, loses its off column
+    (:mod:`~jigsaw.policies.allocator.longest_job`). Off by default: on Philly's fortnights
+    it cut philly-high's makespan to within 1% of the shortest peer's but lengthened
+    philly-mid's (docs/BENCHMARKS.md, "The longest job kept running")."""
     churn: float = 0.0
     """A change of configuration costs this share of the job's term on top of the restart
     discount (a small bias towards keeping things as they are)."""

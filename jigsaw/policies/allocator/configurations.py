@@ -96,6 +96,9 @@ class Problem:
     that HiGHS's relative gap and the test that keeps its answer read the same totals as a
     round over every job."""
 
+    stable_by_clock_until: float = math.inf
+    """When a pin set this round lapses by the clock alone (the longest job's,
+    :mod:`.longest_job`); the quiet-round hint ends there."""
     exclusive_only: bool = True
     """Every job's columns are its off and exclusive ones, consecutive, in size order (as
     :func:`exclusive_problem` builds them; :meth:`add` ends it): the size program then reads
@@ -133,6 +136,7 @@ def exclusive_problem(
     population: int | None = None,
     remaining_s: Callable[[Job], float] | None = None,
     rows: RowMemo | None = None,
+    keep_running: str | None = None,
 ) -> Problem:
     """Every job's off and exclusive columns (Pollux's configurations). ``population``: the
     jobs the fair share divides the GPUs among (default: ``jobs``; more where waiting jobs
@@ -140,7 +144,8 @@ def exclusive_problem(
     backlog`). ``remaining_s``: a job's seconds of work left (:mod:`.remaining`), for the
     starvation reservation's backfill; without it a reservation lets no other waiting job
     start. ``rows``: the last round's leading jobs and columns, kept where still valid
-    (:mod:`.row_memo`)."""
+    (:mod:`.row_memo`). ``keep_running``: a running job that loses its off column
+    (:mod:`.longest_job`)."""
     count = len(jobs) if population is None else population
     fair_share = max(-(-capacity // max(count, 1)), 1)  # 1 when every node is lost
     problem = Problem([], capacity=capacity)
@@ -163,7 +168,7 @@ def exclusive_problem(
     # protected nor pinned as starving.
     sharing = [relax_guests and job.id in guests_of for job in jobs]
     protected = [
-        not pin and not guest and _held(job, now, config.min_run_s)
+        not pin and not guest and (_held(job, now, config.min_run_s) or job.id == keep_running)
         for job, pin, guest in zip(jobs, pinned, sharing, strict=True)
     ]
     linear: dict[tuple[int, ...], SizeChoices] = {}

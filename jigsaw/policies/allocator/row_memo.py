@@ -13,9 +13,9 @@ the ones built last round.
 The round's jobs come in one order (running, then waiting, each by arrival), and a
 column names its job by its place in that order; so the memo keeps the leading run of
 steady jobs that are the very objects of the last round at the same places, and the
-round builds the rest. With the starvation pin or aging on it keeps nothing (their columns
-read the clock). tests/core/policies/test_gang_offers.py holds the kept policy to one that
-builds every round afresh.
+round builds the rest. With the starvation pin, aging or the longest job's pin on it keeps
+nothing (their columns read the clock or the whole round). tests/core/policies/
+test_gang_offers.py holds the kept policy to one that builds every round afresh.
 """
 
 from __future__ import annotations
@@ -107,8 +107,9 @@ class RowMemo:
 
 
 def usable(config: JigsawConfig) -> bool:
-    """Columns may be kept at all: no starvation pin, no aging (both read the clock)."""
-    return config.promote_s == math.inf and config.wait_weight <= 0
+    """Columns may be kept at all: no starvation pin, no aging (both read the clock), no
+    longest job kept (its pin moves with every arrival and finish)."""
+    return config.promote_s == math.inf and config.wait_weight <= 0 and not config.protect_longest
 
 
 def steady_until(

@@ -26,7 +26,8 @@ rule keeps its answer when off-answer options only get dearer). On Philly this w
 reason for most rounds asked again (a profiler's diagnosis; the published effect is
 philly-low's cycle count in docs/BENCHMARKS.md).
 
-Then the answer holds until a protection or hold ends, a waiting job starts starving, a
+Then the answer holds until a protection or hold ends, the longest job's protection lapses
+(:mod:`.longest_job`), a waiting job starts starving, a
 restarted job's discount leaves zero, or a back-off ends; with nothing waiting, until the
 next arrival or finish. ``None`` otherwise: ask every round. tests/core/simulator/
 test_simulator_skip.py replays with and without the skip and compares the decision logs.
@@ -153,10 +154,10 @@ def _discount_moves(job: Job, objective: Objective) -> bool:
 
 def _crossings(problem: Problem, objective: Objective) -> float:
     """The first moment after now at which a pin, protection or price changes by itself: a
-    hold or minimum run ends, a waiting job starts starving, a restarted job's discount
-    leaves zero."""
+    hold or minimum run ends, the longest job stops being critical, a waiting job starts
+    starving, a restarted job's discount leaves zero."""
     config, now = objective.config, objective.now
-    found = math.inf
+    found = problem.stable_by_clock_until
     for view in problem.views:
         job = view.job
         if view.current:

@@ -47,6 +47,11 @@ CASES: dict[str, dict[str, Any]] = {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(wait_weight=4.0, min_run_s=300.0)},
     },
+    "jigsaw-longest": {
+        # The critical path kept running: its pin lapses by the clock when GPUs are idle.
+        "policy": "jigsaw",
+        "options": {"config": JigsawConfig(protect_longest=True, min_run_s=300.0)},
+    },
     "jigsaw-tight": {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(min_run_s=300.0, promote_s=900.0, min_hold_s=120.0)},
