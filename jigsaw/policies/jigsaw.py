@@ -27,7 +27,7 @@ The policy keeps no state between rounds; its plan catalog is a memo of oracle f
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jigsaw.goodput.source import GoodputSource, JobGoodput
@@ -156,8 +156,8 @@ class JigsawPolicy(PolicyBase):
             return None
         cluster, now = snapshot.cluster, snapshot.now
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
-        objective = Objective(self.config, now, per_node)
-        backlog = self._backlog(snapshot)
+        objective = Objective(self.config, now, per_node, work_left_s=self._work_left(now))
+        backlog = self._backlog(snapshot, objective)
         jobs = [*snapshot.running, *backlog.waiting]
         goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
         guests_of = guest_hosts(snapshot.running)
@@ -209,6 +209,12 @@ class JigsawPolicy(PolicyBase):
         cotenancy.add_guests(problem)
         return solve(problem, self._limits, exclusive)
 
+    def _work_left(self, now: float) -> Callable[[Job], float] | None:
+        """For ``remaining_weight``: a job's seconds of work left when its run began."""
+        if self.config.remaining_weight <= 0:
+            return None
+        return lambda job: remaining_seconds(self.catalog, job, now, running=False)
+
     def _longest(self, snapshot: Snapshot) -> Longest:
         """The running job kept as the critical path, with ``protect_longest`` on."""
         if not self.config.protect_longest:
@@ -222,7 +228,7 @@ class JigsawPolicy(PolicyBase):
             lambda job, running: remaining_seconds(self.catalog, job, now, running=running),
         )
 
-    def _backlog(self, snapshot: Snapshot) -> Backlog:
+    def _backlog(self, snapshot: Snapshot, objective: Objective) -> Backlog:
         """The waiting jobs this round prices: all of them, less the fresh rigid jobs that
         wait whatever it decides (:mod:`~jigsaw.policies.shared.backlog`). With the
         starvation pin on, every waiting job's wait is read, so none is set aside."""
@@ -231,13 +237,22 @@ class JigsawPolicy(PolicyBase):
             waiting = list(snapshot.waiting)
             return Backlog(waiting, [self._goodput(job, now) for job in waiting])
         guests = self.config.guests
+        rank_of = None
+        if objective.work_left_s is not None:
+            if self.config.launch_s > 0:
+                # Fresh jobs' discounts differ by age and their weights by work left: no
+                # one order ranks a class, so every waiting job is priced.
+                waiting = list(snapshot.waiting)
+                return Backlog(waiting, [self._goodput(job, now) for job in waiting])
+            rank_of = objective.weight  # their discounts are all 1 (a free launch)
         return split_backlog(
             snapshot.waiting,
             lambda job: self._goodput(job, now),
             capacity,
             class_of=lambda job: job.spec.priority,  # the objective's weight reads it
-            # Co-tenancy ranks the waiting one-GPU jobs for its guest columns.
+            # Co-tenancy ranks the waiting one-GPU jobs for its guest columns, by weight.
             quota_of=lambda size: MAX_GUESTS if guests and size == 1 else 0,
+            rank_of=rank_of,
         )
 
     def _set_aside_cost(self, snapshot: Snapshot, backlog: Backlog, objective: Objective) -> float:
@@ -245,7 +260,7 @@ class JigsawPolicy(PolicyBase):
         price times its count, or with aging (its weights differ by wait) every job's."""
         if not backlog.classes_aside:
             return 0.0
-        if objective.config.wait_weight <= 0:
+        if objective.config.wait_weight <= 0 or objective.work_left_s is not None:
             return math.fsum(
                 count * objective.cost(job, 0.0, changed=False)
                 for job, count in backlog.classes_aside

@@ -42,6 +42,12 @@ class JigsawConfig:
     T / (T + attained GPU-seconds)`` (``T`` = ``service_scale_s``): little attained service
     weighs more. 0: Pollux's unweighted objective."""
     service_scale_s: float = 3_600.0
+    remaining_weight: float = 0.0
+    """Shortest-remaining-first in the weight: a job's term also counts ``remaining_weight x
+    T / (T + left)``, ``left`` its seconds of work left when its current run began (its
+    iterations left at its requested size's best exclusive speed, :mod:`~jigsaw.policies.
+    allocator.remaining`; the job's spec names its iterations). 0 (the default): off, the
+    issue's objective, which reads no job's remaining work (pollux does not either)."""
     wait_weight: float = 0.0
     """Aging: a job's weight also counts ``wait_weight x waited / service_scale_s``, with
     ``waited`` the seconds it has waited (:meth:`~jigsaw.policies.allocator.objective.
@@ -111,6 +117,7 @@ class JigsawConfig:
             "launch_s",
             "service_weight",
             "wait_weight",
+            "remaining_weight",
             "churn",
             "min_hold_s",
             "min_run_s",

@@ -25,6 +25,7 @@ share, ``ceil(GPUs / jobs)`` GPUs on one node) contributes
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,9 @@ class Objective:
     config: JigsawConfig
     now: float
     per_node: int
+    work_left_s: Callable[[Job], float] | None = None
+    """A job's seconds of work left when its current run began (for a waiting job: now),
+    for ``remaining_weight`` (:mod:`.remaining`); ``None``: that weight is off."""
 
     def weight(self, job: Job) -> float:
         """The job's weight, from the service it had attained when its current run began
@@ -60,6 +64,11 @@ class Objective:
             weight += config.service_weight * scale / (scale + attained)
         if config.wait_weight > 0:
             weight += config.wait_weight * self.waited_s(job) / config.service_scale_s
+        if config.remaining_weight > 0 and self.work_left_s is not None:
+            left = self.work_left_s(job)
+            if math.isfinite(left):
+                scale = config.service_scale_s
+                weight += config.remaining_weight * scale / (scale + left)
         return weight * priority_weight(job.spec.priority)
 
     def starving(self, job: Job) -> bool:

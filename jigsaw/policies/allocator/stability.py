@@ -106,9 +106,9 @@ def _aging_horizon(
     the answer holds with every waiting job priced as it will be then at most (its weight
     then, discount 1): its gain by running only grows on the way, so an answer that holds
     there holds at every moment before. ``None``: none of them holds."""
-    config, now = objective.config, objective.now
+    now = objective.now
     for horizon in AGING_HORIZONS_S:
-        later = Objective(config, now + horizon, objective.per_node)
+        later = dataclasses.replace(objective, now=now + horizon)
         if _holds_at_limit_prices(problem, chosen, objective, weights_at=later, memo=memo):
             return now + horizon
     return None

@@ -61,12 +61,19 @@ def split_backlog(
     capacity: int,
     class_of: Callable[[Job], Hashable] | None = None,
     quota_of: Callable[[int], int] | None = None,
+    rank_of: Callable[[Job], float] | None = None,
 ) -> Backlog:
     """``waiting`` in arrival order (earliest first; the order the round lists them in) less
     the fresh jobs behind their class's quota: ``capacity // n`` for jobs of size ``n``
     (``quota_of(n)`` where given, never less than that). ``class_of``: what of a fresh job
     its price reads besides its size (the size is always part of the class; ``None``:
-    nothing else)."""
+    nothing else). ``rank_of``: where fresh jobs of one class differ in a weight that scales
+    their whole price (and nothing else of it differs, their discounts all 1), that weight:
+    the heavier gains more by running, so a class keeps its quota of heaviest jobs, the
+    earliest first among equals (the program's tie rule), and each job set aside is listed
+    on its own (their prices differ)."""
+    if rank_of is not None:
+        return _split_ranked(waiting, goodput_of, capacity, class_of, quota_of, rank_of)
     kept: list[Job] = []
     goodputs: list[JobGoodput | None] = []
     seen: dict[tuple[int, Hashable], int] = {}
@@ -77,9 +84,7 @@ def split_backlog(
         if goodput is None and _fresh(job) and 0 < size <= capacity:
             key = (size, class_of(job) if class_of is not None else None)
             count = seen.get(key, 0)
-            quota = capacity // size
-            if quota_of is not None:
-                quota = max(quota, quota_of(size))
+            quota = _quota(size, capacity, quota_of)
             if count >= quota:
                 first, behind = aside.get(key, (job, 0))
                 aside[key] = (first, behind + 1)
@@ -88,6 +93,39 @@ def split_backlog(
         kept.append(job)
         goodputs.append(goodput)
     return Backlog(kept, goodputs, list(aside.values()))
+
+
+def _split_ranked(
+    waiting: Sequence[Job],
+    goodput_of: Callable[[Job], JobGoodput | None],
+    capacity: int,
+    class_of: Callable[[Job], Hashable] | None,
+    quota_of: Callable[[int], int] | None,
+    rank_of: Callable[[Job], float],
+) -> Backlog:
+    """:func:`split_backlog` with a weight that orders each class (heaviest, then earliest)."""
+    goodputs_all = [goodput_of(job) for job in waiting]
+    members: dict[tuple[int, Hashable], list[tuple[float, int]]] = {}
+    for index, (job, goodput) in enumerate(zip(waiting, goodputs_all, strict=True)):
+        size = job.spec.workers
+        if goodput is None and _fresh(job) and 0 < size <= capacity:
+            key = (size, class_of(job) if class_of is not None else None)
+            members.setdefault(key, []).append((-rank_of(job), index))
+    aside_at: set[int] = set()
+    for (size, _), ranked in members.items():
+        quota = _quota(size, capacity, quota_of)
+        if len(ranked) > quota:
+            ranked.sort()
+            aside_at.update(index for _, index in ranked[quota:])
+    kept = [job for index, job in enumerate(waiting) if index not in aside_at]
+    goodputs = [g for index, g in enumerate(goodputs_all) if index not in aside_at]
+    aside = [(waiting[index], 1) for index in sorted(aside_at)]
+    return Backlog(kept, goodputs, aside)
+
+
+def _quota(size: int, capacity: int, quota_of: Callable[[int], int] | None) -> int:
+    quota = capacity // size
+    return max(quota, quota_of(size)) if quota_of is not None else quota
 
 
 def _fresh(job: Job) -> bool:

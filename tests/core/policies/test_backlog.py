@@ -24,6 +24,7 @@ from jigsaw.model.decisions import Start
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
+from jigsaw.policies.allocator.cotenancy import MAX_GUESTS
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.pollux import PolluxPolicy
 from jigsaw.policies.shared.backlog import split_backlog
@@ -40,10 +41,14 @@ EVERY_JOB_PRICED = 1e15
 """A starvation pin nobody reaches: jigsaw then prices every waiting job."""
 
 
-def _backlog_world(seed: int, *, priorities: bool = True) -> tuple[Snapshot, FixedSource]:
+def _backlog_world(
+    seed: int, *, priorities: bool = True, varied_work: bool = False
+) -> tuple[Snapshot, FixedSource]:
     """``priorities``: some jobs have priority 2 (pollux reads no priority, so its worlds
-    have none)."""
+    have none); ``varied_work``: waiting jobs ask for 10^3 to 10^6 iterations (drawn apart,
+    so the worlds are otherwise the same)."""
     rng = random.Random(seed)
+    work = random.Random(seed + 10_000)
     gpus = rng.choice([8, 16])
     cluster = Cluster.uniform(gpus, 4, gpu_memory_bytes=ORACLE.hardware.memory_bytes)
     free: list[GpuId] = list(cluster.gpu_ids())
@@ -78,8 +83,14 @@ def _backlog_world(seed: int, *, priorities: bool = True) -> tuple[Snapshot, Fix
             waiting.append(Job(job_id, spec, submitted_at=submitted))
             continue
         priority = rng.choice([0, 0, 0, 2]) if priorities else 0
+        iterations = work.choice([10**3, 10**4, 10**5, 10**6]) if varied_work else 10**6
         spec = JobSpec(
-            job_id, "resnet18_32", rng.choice([1, 1, 2, 4]), 10**6, batch_size=64, priority=priority
+            job_id,
+            "resnet18_32",
+            rng.choice([1, 1, 2, 4]),
+            iterations,
+            batch_size=64,
+            priority=priority,
         )
         job = Job(job_id, spec, submitted_at=submitted)
         if kind < 0.25:  # ran before and was preempted: priced by its own history
@@ -103,6 +114,53 @@ def test_jigsaw_decides_as_with_every_waiting_job_priced(seed: int) -> None:
         assert _without_reasons(split.decide(snapshot)) == _without_reasons(
             reference.decide(snapshot)
         )
+
+
+SHORTEST_FIRST = JigsawConfig(remaining_weight=64.0)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_shortest_first_decides_as_with_every_waiting_job_priced(seed: int) -> None:
+    """With ``remaining_weight`` fresh jobs of one class weigh what their work left makes
+    them: each class keeps its heaviest, and the objective counts each job set aside at its
+    own price."""
+    snapshot, source = _backlog_world(seed, varied_work=True)
+    for config in (SHORTEST_FIRST, replace(SHORTEST_FIRST, guests=False)):
+        split = JigsawPolicy(ORACLE, PLANNER, config=config, goodput=source).solve_round(snapshot)
+        every = replace(config, promote_s=EVERY_JOB_PRICED)
+        reference = JigsawPolicy(ORACLE, PLANNER, config=every, goodput=source)
+        whole = reference.solve_round(snapshot)
+        assert split is not None and whole is not None
+        assert split.solution.cost == pytest.approx(whole.solution.cost, rel=1e-12)
+        policy = JigsawPolicy(ORACLE, PLANNER, config=config, goodput=source)
+        assert _without_reasons(policy.decide(snapshot)) == _without_reasons(
+            reference.decide(snapshot)
+        )
+
+
+def test_shortest_first_worlds_set_jobs_aside_out_of_arrival_order() -> None:
+    """Were nothing set aside, or every class's kept jobs its earliest, the comparison above
+    could not tell a weight-ranked split from an arrival-ordered one."""
+    aside = out_of_order = 0
+    for seed in range(30):
+        snapshot, source = _backlog_world(seed, varied_work=True)
+        policy = JigsawPolicy(ORACLE, PLANNER, config=SHORTEST_FIRST, goodput=source)
+        result = policy.solve_round(snapshot)
+        assert result is not None
+        priced = {view.job.id for view in result.problem.views}
+        left_out = [job for job in snapshot.waiting if job.id not in priced]
+        aside += len(left_out)
+        plain = split_backlog(  # jigsaw's split, less the ranking: arrival order
+            snapshot.waiting,
+            _known_to(source),
+            snapshot.cluster.num_gpus,
+            class_of=lambda job: job.spec.priority,
+            quota_of=lambda size: MAX_GUESTS if size == 1 else 0,
+        )
+        out_of_order += {j.id for j in plain.waiting} != {
+            j.id for j in snapshot.waiting if j.id in priced
+        }
+    assert aside > 0 and out_of_order > 0
 
 
 @pytest.mark.parametrize("seed", range(30))

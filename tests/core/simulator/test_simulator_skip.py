@@ -52,6 +52,11 @@ CASES: dict[str, dict[str, Any]] = {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(protect_longest=True, min_run_s=300.0)},
     },
+    "jigsaw-shortest": {
+        # Weights from each job's work left when its run began: constant between events.
+        "policy": "jigsaw",
+        "options": {"config": JigsawConfig(remaining_weight=64.0, min_run_s=300.0)},
+    },
     "jigsaw-tight": {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(min_run_s=300.0, promote_s=900.0, min_hold_s=120.0)},
