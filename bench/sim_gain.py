@@ -29,7 +29,10 @@ the goodput row alone, not by the completion rate), ``jigsaw-oracle``
 older files), ``jigsaw-p1`` (``{"fairness_power": -1}``: Pollux's power),
 ``jigsaw-unweighted`` (``{"service_weight": 0}``: Pollux's objective; with no guest taken it
 decides as pollux) and
-``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1). With
+``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1); and two options
+off by default, ``jigsaw-shortest`` (``{"remaining_weight": 64}``: shortest remaining work
+first, in the weight) and ``jigsaw-shortest-longest`` (with ``"protect_longest": true`` too:
+the critical path kept running). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
 (``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on
@@ -78,6 +81,12 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw-p1": ("jigsaw", {"config": {"fairness_power": -1.0}}, "table"),
     "jigsaw-unweighted": ("jigsaw", {"config": {"service_weight": 0.0}}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
+    "jigsaw-shortest": ("jigsaw", {"config": {"remaining_weight": 64.0}}, "table"),
+    "jigsaw-shortest-longest": (
+        "jigsaw",
+        {"config": {"remaining_weight": 64.0, "protect_longest": True}},
+        "table",
+    ),
 }
 """Row label: (policy, its ``--policy-options``, ``--eta``)."""
 INTERFERENCE_ROWS = ("jigsaw", "timeslice")

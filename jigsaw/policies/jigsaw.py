@@ -210,7 +210,8 @@ class JigsawPolicy(PolicyBase):
         return solve(problem, self._limits, exclusive)
 
     def _work_left(self, now: float) -> Callable[[Job], float] | None:
-        """For ``remaining_weight``: a job's seconds of work left when its run began."""
+        """For ``remaining_weight``: a job's seconds of work left as its record counts them
+        (not the progress of its current run since: the weight holds between events)."""
         if self.config.remaining_weight <= 0:
             return None
         return lambda job: remaining_seconds(self.catalog, job, now, running=False)

@@ -43,11 +43,14 @@ class JigsawConfig:
     weighs more. 0: Pollux's unweighted objective."""
     service_scale_s: float = 3_600.0
     remaining_weight: float = 0.0
-    """Shortest-remaining-first in the weight: a job's term also counts ``remaining_weight x
-    T / (T + left)``, ``left`` its seconds of work left when its current run began (its
-    iterations left at its requested size's best exclusive speed, :mod:`~jigsaw.policies.
-    allocator.remaining`; the job's spec names its iterations). 0 (the default): off, the
-    issue's objective, which reads no job's remaining work (pollux does not either)."""
+    """Shortest remaining work first, in the weight: a job's weight also counts
+    ``remaining_weight x T / (T + left)`` (``T`` = ``service_scale_s``), ``left`` its seconds
+    of work left as its record counts them: the iterations left at its run's start or last
+    progress report, at its requested size's best exclusive speed
+    (:mod:`~jigsaw.policies.allocator.remaining`; the job's spec names its iterations).
+    0 (the default): off, the issue's objective, which reads no job's remaining work (nor
+    does pollux's). 64 met every Pollux-workload target (docs/BENCHMARKS.md, "Shortest
+    remaining work first")."""
     wait_weight: float = 0.0
     """Aging: a job's weight also counts ``wait_weight x waited / service_scale_s``, with
     ``waited`` the seconds it has waited (:meth:`~jigsaw.policies.allocator.objective.

@@ -45,8 +45,10 @@ class Objective:
     now: float
     per_node: int
     work_left_s: Callable[[Job], float] | None = None
-    """A job's seconds of work left when its current run began (for a waiting job: now),
-    for ``remaining_weight`` (:mod:`.remaining`); ``None``: that weight is off."""
+    """A job's seconds of work left as its record counts them (its iterations done at its
+    run's start or its last progress report, not the progress since), for
+    ``remaining_weight`` (:mod:`.remaining`): a weight that holds between events. ``None``:
+    that weight is off."""
 
     def weight(self, job: Job) -> float:
         """The job's weight, from the service it had attained when its current run began
