@@ -62,34 +62,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.sim_common import shared_traces
+from bench.sim_gain_rows import INTERFERENCE_ROWS, PEERS, ROWS
 from jigsaw.oracle import SharingSettings
 from jigsaw.simulator.trace_replay import simulate_trace, simulation_setup
 
-PEERS = ("fifo", "las", "maxmin", "timeslice", "pollux")
-ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
-    "fifo": ("fifo", {}, "table"),
-    "las": ("las", {}, "table"),
-    "maxmin": ("maxmin", {}, "table"),
-    "timeslice": ("timeslice", {}, "table"),
-    "pollux": ("pollux", {}, "table"),
-    "jigsaw": ("jigsaw", {}, "table"),
-    "jigsaw-noguests": ("jigsaw", {"config": {"guests": False}}, "table"),
-    "jigsaw-nohosts": ("jigsaw", {"config": {"hosts": False}}, "table"),
-    "jigsaw-noguard": ("jigsaw", {"config": {"completion_guard": False}}, "table"),
-    "jigsaw-oracle": ("jigsaw", {"config": {"knowledge": "oracle"}}, "table"),
-    "jigsaw-p05": ("jigsaw", {"config": {"fairness_power": -0.5}}, "table"),
-    "jigsaw-p1": ("jigsaw", {"config": {"fairness_power": -1.0}}, "table"),
-    "jigsaw-unweighted": ("jigsaw", {"config": {"service_weight": 0.0}}, "table"),
-    "jigsaw-eta1": ("jigsaw", {}, "one"),
-    "jigsaw-shortest": ("jigsaw", {"config": {"remaining_weight": 64.0}}, "table"),
-    "jigsaw-shortest-longest": (
-        "jigsaw",
-        {"config": {"remaining_weight": 64.0, "protect_longest": True}},
-        "table",
-    ),
-}
-"""Row label: (policy, its ``--policy-options``, ``--eta``)."""
-INTERFERENCE_ROWS = ("jigsaw", "timeslice")
 COLUMNS = (
     "completed",
     "avg_jct_s",

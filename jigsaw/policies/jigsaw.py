@@ -231,21 +231,18 @@ class JigsawPolicy(PolicyBase):
 
     def _backlog(self, snapshot: Snapshot, objective: Objective) -> Backlog:
         """The waiting jobs this round prices: all of them, less the fresh rigid jobs that
-        wait whatever it decides (:mod:`~jigsaw.policies.shared.backlog`). With the
-        starvation pin on, every waiting job's wait is read, so none is set aside."""
+        wait whatever it decides (:mod:`~jigsaw.policies.shared.backlog`). None is set aside
+        with the starvation pin on (every waiting job's wait is read), nor with the work-left
+        weight and a charged launch (fresh jobs' discounts then differ by age and their
+        weights by work left: no one order ranks a class)."""
         now, capacity = snapshot.now, snapshot.cluster.num_gpus
-        if math.isfinite(self.config.promote_s):
+        ranked = objective.work_left_s is not None
+        if math.isfinite(self.config.promote_s) or (ranked and self.config.launch_s > 0):
             waiting = list(snapshot.waiting)
             return Backlog(waiting, [self._goodput(job, now) for job in waiting])
         guests = self.config.guests
-        rank_of = None
-        if objective.work_left_s is not None:
-            if self.config.launch_s > 0:
-                # Fresh jobs' discounts differ by age and their weights by work left: no
-                # one order ranks a class, so every waiting job is priced.
-                waiting = list(snapshot.waiting)
-                return Backlog(waiting, [self._goodput(job, now) for job in waiting])
-            rank_of = objective.weight  # their discounts are all 1 (a free launch)
+        # With the work-left weight, a class ranks by weight (its discounts are all 1).
+        rank_of = objective.weight if ranked else None
         return split_backlog(
             snapshot.waiting,
             lambda job: self._goodput(job, now),

@@ -105,3 +105,25 @@ def test_the_pin_lapses_where_idle_gpus_bring_the_horizon_down() -> None:
     waiting = [Job("c", JobSpec("c", "mlp", 8, 1), 0.0)]
     left["c"] = 1_000.0
     assert longest_critical(jobs, waiting, 8, 50.0, lambda j, _r: left[j.id]).job_id is None
+
+
+@pytest.mark.parametrize("protect", [False, True])
+def test_a_quiet_round_ends_when_the_longest_jobs_pin_lapses(protect: bool) -> None:
+    """A lone 4-GPU gang on 8 GPUs, past its minimum run: its horizon is half its own
+    seconds left and falls at half its pace, so its pin lapses after ``left`` seconds, and
+    the quiet-round hint ends there (without the pin nothing ends the quiet spell)."""
+    gang = running_job(
+        JobSpec("gang", "resnet18_32", 4, 10**6),
+        tuple((0, g) for g in range(4)),
+        _plan(4),
+        NOW - 7_200.0,
+    )
+    snapshot = Snapshot(NOW, Cluster.uniform(8, 4), (), (gang,))
+    policy = JigsawPolicy(ORACLE, PLANNER, config=JigsawConfig(protect_longest=protect))
+    assert policy.decide(snapshot) == []
+    left = remaining_seconds(policy.catalog, gang, NOW, running=True)
+    quiet_until = policy.stable_until(snapshot)
+    if protect:
+        assert quiet_until == pytest.approx(NOW + left)
+    else:
+        assert quiet_until == math.inf
