@@ -50,11 +50,25 @@ def rate_line(name: str, job: dict[str, Any], rate: float) -> str:
 
 
 def in_time_order(events: list[tuple[str | None, str]]) -> list[str]:
-    """The lines of several jobs' ``(timestamp, line)`` events in time order. A stable sort on
-    the time alone: a job's events that share a timestamp (milliseconds) keep their own
-    order. Sorting the lines too printed "ADMITTED -> RUNNING" before "PENDING: submitted"
-    when a job was admitted and started within the millisecond it was submitted."""
+    """The lines of several jobs' ``(timestamp, line)`` events in time order, each job's
+    events (given in the order they happened) kept in that order. A stable sort on the time
+    alone: events that share a timestamp (milliseconds) keep their order. Sorting the lines
+    too printed "ADMITTED -> RUNNING" before "PENDING: submitted" when a job was admitted and
+    started within the millisecond it was submitted."""
     return [line for _, line in sorted(events, key=lambda event: moment(event[0]))]
+
+
+def job_ordered(events: list[dict[str, Any]]) -> list[str | None]:
+    """One job's event timestamps, each raised to the latest before it, so sorting by them
+    cannot put an event before one that happened earlier (a store written by an older server
+    may hold a decision stamped before the submission it answers)."""
+    latest: datetime | None = None
+    stamps: list[str | None] = []
+    for event in events:
+        at = moment(event.get("at"))
+        latest = at if latest is None or at > latest else latest
+        stamps.append(latest.isoformat())
+    return stamps
 
 
 def watch(job_ids: list[str], every_s: float) -> None:
@@ -67,7 +81,11 @@ def watch(job_ids: list[str], every_s: float) -> None:
             new: list[tuple[str | None, str]] = []
             for job_id, job in jobs.items():
                 events = client.events(job_id)
-                new.extend((e["at"], event_line(job["name"], e)) for e in events[seen[job_id] :])
+                stamps = job_ordered(events)
+                new.extend(
+                    (stamps[i], event_line(job["name"], events[i]))
+                    for i in range(seen[job_id], len(events))
+                )
                 seen[job_id] = len(events)
             for line in in_time_order(new):
                 print(line, flush=True)

@@ -275,6 +275,11 @@ def transition(
         raise IllegalTransitionError(
             f"job {job.id} cannot go from {job.state} to {target} ({reason})"
         )
+    if at < job.submitted_at:
+        # The service stamps a round's decisions with the time the round began, and a job
+        # submitted while the round read the store is seen by it: nothing happens to a job
+        # before it was submitted.
+        at = job.submitted_at
     updates: dict[str, Any] = {"state": target, "reason": reason}
     leaving_run = job.state is _RUNNING
     if leaving_run:

@@ -33,3 +33,16 @@ def test_events_sharing_a_millisecond_keep_their_order() -> None:
         "newcomer ADMITTED -> RUNNING",
         "elastic resized",
     ]
+
+
+def test_a_job_decision_stamped_before_its_submission_still_prints_after_it() -> None:
+    narrator = _narrator()
+    events = [
+        {"at": "2026-11-29T10:03:40.500Z", "to_state": "PENDING"},
+        {"at": "2026-11-29T10:03:40.100Z", "to_state": "ADMITTED"},
+        {"at": "2026-11-29T10:03:41.000Z", "to_state": "RUNNING"},
+    ]
+    stamps = narrator.job_ordered(events)
+    other = ("2026-11-29T10:03:40.300Z", "elastic resized")
+    merged = [other, *zip(stamps, ["submitted", "admitted", "running"], strict=True)]
+    assert narrator.in_time_order(merged) == ["elastic resized", "submitted", "admitted", "running"]

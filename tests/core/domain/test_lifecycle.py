@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -76,3 +77,15 @@ def test_run_interval_accounting() -> None:
     assert preempted.attained_gpu_seconds == pytest.approx(20.0)
     assert preempted.placement == () and preempted.preemptions == 1
     assert preempted.attained_service(100.0) == pytest.approx(20.0)
+
+
+def test_a_decision_stamped_before_the_submission_happens_at_the_submission() -> None:
+    """The service stamps a round's decisions with the time the round began; a job submitted
+    while the round read the store must not be admitted before it was submitted."""
+    job = replace(make_job(JobState.PENDING), submitted_at=50.0)
+    admitted, event = transition(job, JobState.ADMITTED, reason="fits", at=49.2, actor="s")
+    assert event.at == 50.0
+    running, _ = transition(admitted, JobState.RUNNING, reason="up", at=49.5, actor="executor")
+    assert running.started_at == 50.0 and running.run_started_at == 50.0
+    _, event = transition(job, JobState.ADMITTED, reason="fits", at=51.0, actor="s")
+    assert event.at == 51.0
