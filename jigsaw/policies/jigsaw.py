@@ -48,7 +48,7 @@ from jigsaw.policies.allocator.configurations import (
     Problem,
     exclusive_problem,
 )
-from jigsaw.policies.allocator.cotenancy import MAX_GUESTS, Cotenancy, guest_hosts
+from jigsaw.policies.allocator.cotenancy import Cotenancy, guest_hosts
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.guest_bound import guests_may_pay
 from jigsaw.policies.allocator.knowledge import worker_batch
@@ -57,12 +57,12 @@ from jigsaw.policies.allocator.longest_job import Longest, longest_critical
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import remaining_seconds
+from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.allocator.solve import SolverLimits, solve, solve_exclusive_round
 from jigsaw.policies.allocator.stability import stable_until
 from jigsaw.policies.base import PolicyBase, register
-from jigsaw.policies.shared.backlog import Backlog, split_backlog
 from jigsaw.policies.shared.plans import EtaOf, PlanCatalog
 from jigsaw.policies.shared.pollux_allocation import Infeasible
 from jigsaw.policies.shared.program_memo import ProgramMemo
@@ -157,11 +157,11 @@ class JigsawPolicy(PolicyBase):
         cluster, now = snapshot.cluster, snapshot.now
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
         objective = Objective(self.config, now, per_node, work_left_s=self._work_left(now))
-        backlog = self._backlog(snapshot, objective)
+        backlog = round_backlog(snapshot, objective, lambda job: self._goodput(job, now))
         jobs = [*snapshot.running, *backlog.waiting]
         goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
         guests_of = guest_hosts(snapshot.running)
-        set_aside_cost = self._set_aside_cost(snapshot, backlog, objective)
+        aside_cost = set_aside_cost(snapshot, backlog, objective)
         longest = self._longest(snapshot)
         for relax_guests in (False, True):
             problem = exclusive_problem(
@@ -180,7 +180,7 @@ class JigsawPolicy(PolicyBase):
                 rows=self._rows,
                 keep_running=longest.job_id,
             )
-            problem.set_aside_cost = set_aside_cost
+            problem.set_aside_cost = aside_cost
             problem.stable_by_clock_until = longest.until
             try:
                 solution = self._solve(problem, objective, cluster)
@@ -227,47 +227,6 @@ class JigsawPolicy(PolicyBase):
             snapshot.cluster.num_gpus,
             now,
             lambda job, running: remaining_seconds(self.catalog, job, now, running=running),
-        )
-
-    def _backlog(self, snapshot: Snapshot, objective: Objective) -> Backlog:
-        """The waiting jobs this round prices: all of them, less the fresh rigid jobs that
-        wait whatever it decides (:mod:`~jigsaw.policies.shared.backlog`). None is set aside
-        with the starvation pin on (every waiting job's wait is read), nor with the work-left
-        weight and a charged launch (fresh jobs' discounts then differ by age and their
-        weights by work left: no one order ranks a class)."""
-        now, capacity = snapshot.now, snapshot.cluster.num_gpus
-        ranked = objective.work_left_s is not None
-        if math.isfinite(self.config.promote_s) or (ranked and self.config.launch_s > 0):
-            waiting = list(snapshot.waiting)
-            return Backlog(waiting, [self._goodput(job, now) for job in waiting])
-        guests = self.config.guests
-        # With the work-left weight, a class ranks by weight (its discounts are all 1).
-        rank_of = objective.weight if ranked else None
-        return split_backlog(
-            snapshot.waiting,
-            lambda job: self._goodput(job, now),
-            capacity,
-            class_of=lambda job: job.spec.priority,  # the objective's weight reads it
-            # Co-tenancy ranks the waiting one-GPU jobs for its guest columns, by weight.
-            quota_of=lambda size: MAX_GUESTS if guests and size == 1 else 0,
-            rank_of=rank_of,
-        )
-
-    def _set_aside_cost(self, snapshot: Snapshot, backlog: Backlog, objective: Objective) -> float:
-        """What the jobs the backlog set aside cost to leave waiting: each class's first job's
-        price times its count, or with aging (its weights differ by wait) every job's."""
-        if not backlog.classes_aside:
-            return 0.0
-        if objective.config.wait_weight <= 0 or objective.work_left_s is not None:
-            return math.fsum(
-                count * objective.cost(job, 0.0, changed=False)
-                for job, count in backlog.classes_aside
-            )
-        kept = {job.id for job in backlog.waiting}
-        return math.fsum(
-            objective.cost(job, 0.0, changed=False)
-            for job in snapshot.waiting
-            if job.id not in kept
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:

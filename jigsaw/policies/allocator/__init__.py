@@ -4,6 +4,7 @@
 - :mod:`.knowledge`: what a job can do at each size (its reports, else what it asked for);
 - :mod:`.objective`: Pollux's objective generalised (power mean of speedups, restart discount,
   attained-service weight, work-left weight, churn);
+- :mod:`.round_backlog`: the waiting jobs a round prices, and the price of those it sets aside;
 - :mod:`.configurations`: each job's exclusive columns and the off column;
 - :mod:`.cotenancy`: host and guest columns (slack on a running gang's GPUs);
 - :mod:`.solve`: the exact sparse dynamic program, and HiGHS when co-tenancy is offered;
