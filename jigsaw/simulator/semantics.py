@@ -60,12 +60,18 @@ class Semantics:
     policy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def restart_as_charged(overheads: OverheadModel, *, min_run_s: float = 0.0) -> JigsawConfig:
+def restart_as_charged(
+    overheads: OverheadModel, *, min_run_s: float = 0.0, protect_longest: bool = False
+) -> JigsawConfig:
     """The jigsaw policy's restart prior and launch equal to what the replay charges, so its
     discount prices the seconds it pays before a job has measured one (``Job.resize_s``);
-    ``min_run_s``: the semantics' protection of a running job from preemption."""
+    ``min_run_s`` and ``protect_longest``: the semantics' protection of running jobs from
+    preemption (Pollux's and Gavel's policies protect nobody)."""
     return JigsawConfig(
-        restart_s=overheads.restart_s, launch_s=overheads.launch_s, min_run_s=min_run_s
+        restart_s=overheads.restart_s,
+        launch_s=overheads.launch_s,
+        min_run_s=min_run_s,
+        protect_longest=protect_longest,
     )
 
 
@@ -73,7 +79,11 @@ JIGSAW = Semantics(
     "jigsaw",
     "jigsaw: events (fifo) or 60 s rounds, 30 s restart, 30 min protection (docs/SCHEDULER.md)",
     policy_options={
-        "jigsaw": {"config": restart_as_charged(OverheadModel(), min_run_s=DEFAULT_MIN_RUN_S)}
+        "jigsaw": {
+            "config": restart_as_charged(
+                OverheadModel(), min_run_s=DEFAULT_MIN_RUN_S, protect_longest=True
+            )
+        }
     },
 )
 

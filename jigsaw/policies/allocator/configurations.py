@@ -150,7 +150,8 @@ def exclusive_problem(
     fair_share = max(-(-capacity // max(count, 1)), 1)  # 1 when every node is lost
     problem = Problem([], capacity=capacity)
     now = objective.now
-    memo_key = (fair_share, capacity, per_node, relax_guests, config)
+    # The longest job's pin changes its row: kept rows hold while the pinned job is the same.
+    memo_key = (fair_share, capacity, per_node, relax_guests, config, keep_running)
     if rows is not None and not usable(config):
         rows = None
     kept = rows.kept(jobs, guests_of, now, memo_key) if rows is not None else 0

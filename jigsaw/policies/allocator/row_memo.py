@@ -13,8 +13,9 @@ the ones built last round.
 The round's jobs come in one order (running, then waiting, each by arrival), and a
 column names its job by its place in that order; so the memo keeps the leading run of
 steady jobs that are the very objects of the last round at the same places, and the
-round builds the rest. With the starvation pin, aging or the longest job's pin on it keeps
-nothing (their columns read the clock or the whole round). tests/core/policies/
+round builds the rest. With the starvation pin or aging on it keeps nothing (their columns
+read the clock); the longest job's pin is part of the memo's key (rows hold while the same
+job is kept running). tests/core/policies/
 test_gang_offers.py holds the kept policy to one that builds every round afresh.
 """
 
@@ -107,9 +108,8 @@ class RowMemo:
 
 
 def usable(config: JigsawConfig) -> bool:
-    """Columns may be kept at all: no starvation pin, no aging (both read the clock), no
-    longest job kept (its pin moves with every arrival and finish)."""
-    return config.promote_s == math.inf and config.wait_weight <= 0 and not config.protect_longest
+    """Columns may be kept at all: no starvation pin, no aging (both read the clock)."""
+    return config.promote_s == math.inf and config.wait_weight <= 0
 
 
 def steady_until(

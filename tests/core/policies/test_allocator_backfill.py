@@ -22,7 +22,9 @@ from tests.core.support import planner_for, running_job
 
 ORACLE = make_oracle(SimulationSetup())
 NOW = 200_000.0
-CONFIG = JigsawConfig(guests=False, promote_s=3_600.0)
+CONFIG = JigsawConfig(guests=False, promote_s=3_600.0, remaining_weight=0.0)
+"""No work-left weight: the short job would win the free GPU on its weight alone, and the
+reservation would show nothing."""
 
 
 def _policy() -> JigsawPolicy:
@@ -80,8 +82,7 @@ def test_a_short_job_backfills_the_reservation_and_a_long_one_waits() -> None:
 def test_without_the_pin_the_long_job_takes_the_free_gpu_too() -> None:
     """The control: with no reservation both one-GPU jobs compete for the free GPU on price
     alone (the older, equally weighted one wins), so the test above is the reservation's."""
-    policy = JigsawPolicy(
-        ORACLE, planner_for(ORACLE), config=JigsawConfig(guests=False, promote_s=math.inf)
-    )
+    config = JigsawConfig(guests=False, promote_s=math.inf, remaining_weight=0.0)
+    policy = JigsawPolicy(ORACLE, planner_for(ORACLE), config=config)
     decisions = policy.decide(_world(policy))
     assert [(type(d), d.job_id) for d in decisions] == [(Start, "long")]

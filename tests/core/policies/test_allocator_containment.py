@@ -42,12 +42,15 @@ POLLUX_LIKE = JigsawConfig(
     hosts=False,
     fairness_power=-1.0,
     service_weight=0.0,
+    remaining_weight=0.0,
     promote_s=math.inf,
     launch_s=30.0,
     min_run_s=0.0,
+    protect_longest=False,
 )
 """jigsaw's objective reduced to Pollux's: its power (-1), no co-tenancy, no attained-service
-weight, no starvation pin, a first start priced as a restart (as Pollux's semantics sets it)."""
+or work-left weight, no starvation pin, no protection, a first start priced as a restart (as
+Pollux's semantics sets it)."""
 APPS = Path(__file__).resolve().parents[2] / "data" / "pollux" / "apps"
 
 

@@ -390,7 +390,10 @@ def test_aging_evicts_for_a_waiting_gang_exactly_when_its_weight_pays(wait_weigh
     started_at: list[int] = []
     for hours in HOURS:
         snapshot = _gang_behind_small_jobs(hours * 3_600.0)
-        policy = _policy(JigsawConfig(wait_weight=wait_weight))
+        # Aging alone: equal jobs' work-left weights and the longest job's pin (one small
+        # job would keep running) are other rows.
+        config = JigsawConfig(wait_weight=wait_weight, remaining_weight=0.0, protect_longest=False)
+        policy = _policy(config)
         result = policy.solve_round(snapshot)
         assert result is not None
         problem = result.problem

@@ -78,7 +78,7 @@ def test_user_options_change_only_what_they_name_of_the_semantics_config() -> No
     jigsaw = POLLUX.policy_options["jigsaw"]
     chosen = policy_options("jigsaw", merged_options(jigsaw, {"config": {"guests": False}}))
     assert chosen["config"] == JigsawConfig(
-        guests=False, restart_s=30.0, launch_s=30.0, min_run_s=0.0
+        guests=False, restart_s=30.0, launch_s=30.0, min_run_s=0.0, protect_longest=False
     )
     replaced = merged_options(jigsaw, {"config": JigsawConfig()})  # an object replaces it whole
     assert replaced["config"] == JigsawConfig()
