@@ -27,12 +27,14 @@ the goodput row alone, not by the completion rate), ``jigsaw-oracle``
 (``{"knowledge": "oracle"}``: the jobs' reports ignored, every job keeps its size),
 ``jigsaw-p05`` (``{"fairness_power": -0.5}``, the default since 2026-11-28: the row of the
 older files), ``jigsaw-p1`` (``{"fairness_power": -1}``: Pollux's power),
-``jigsaw-unweighted`` (``{"service_weight": 0}``: Pollux's objective; with no guest taken it
-decides as pollux) and
-``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1); and two options
-off by default, ``jigsaw-shortest`` (``{"remaining_weight": 64}``: shortest remaining work
-first, in the weight) and ``jigsaw-shortest-longest`` (with ``"protect_longest": true`` too:
-the critical path kept running). With
+``jigsaw-unweighted`` (``{"service_weight": 0}``: no attained-service weight),
+``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1),
+``jigsaw-noshortest`` (``{"remaining_weight": 0}``: no work-left weight, the default
+until 2026-11-29), ``jigsaw-nolongest`` (``{"protect_longest": false}``: the critical path
+not kept running), ``jigsaw-noshortest-nolongest`` (both: the default before) and
+``jigsaw-pollux-like`` (no co-tenancy, power -1, neither weight nor pin: Pollux's objective,
+which decides as pollux under Pollux's semantics, where launches are charged; the
+containment test's configuration). With
 ``--interference X``, ``jigsaw-interference`` and ``timeslice-interference`` rerun the two
 policies that share GPUs with the co-location model losing the share X of every shared rate
 (``jigsaw-cli simulate --interference X``), so a reader sees how much of a gain depends on

@@ -22,10 +22,25 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw-p1": ("jigsaw", {"config": {"fairness_power": -1.0}}, "table"),
     "jigsaw-unweighted": ("jigsaw", {"config": {"service_weight": 0.0}}, "table"),
     "jigsaw-eta1": ("jigsaw", {}, "one"),
-    "jigsaw-shortest": ("jigsaw", {"config": {"remaining_weight": 64.0}}, "table"),
-    "jigsaw-shortest-longest": (
+    "jigsaw-noshortest": ("jigsaw", {"config": {"remaining_weight": 0.0}}, "table"),
+    "jigsaw-nolongest": ("jigsaw", {"config": {"protect_longest": False}}, "table"),
+    "jigsaw-noshortest-nolongest": (
         "jigsaw",
-        {"config": {"remaining_weight": 64.0, "protect_longest": True}},
+        {"config": {"remaining_weight": 0.0, "protect_longest": False}},
+        "table",
+    ),
+    "jigsaw-pollux-like": (
+        "jigsaw",
+        {
+            "config": {
+                "guests": False,
+                "hosts": False,
+                "fairness_power": -1.0,
+                "service_weight": 0.0,
+                "remaining_weight": 0.0,
+                "protect_longest": False,
+            }
+        },
         "table",
     ),
 }

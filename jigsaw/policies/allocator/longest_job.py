@@ -10,8 +10,10 @@ its off column: it is never preempted. One job at most, so the GPUs it keeps are
 
 Measured on Philly's fortnights (docs/BENCHMARKS.md, "The longest job kept running"): on
 philly-high one 8-GPU job, preempted after 237 h and kept waiting 391 h behind fresher
-jobs, set the makespan. Off by default: on philly-mid the makespan is set by 16-GPU gangs
-that wait without ever running, which this does not reach.
+jobs, set the makespan; kept running, the makespan is the shortest peer's. On by default
+under jigsaw's semantics (with the work-left weight); it does not reach philly-mid's
+makespan, set by an 8-GPU job preempted before it was critical and a 16-GPU gang that
+waits 375 h without running (the horizon counts no job yet to arrive).
 
 By the clock alone the choice changes only when the job's remaining seconds fall below the
 horizon: both fall while it runs, the job's at one second per second and the horizon's at

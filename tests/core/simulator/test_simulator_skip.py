@@ -39,7 +39,7 @@ CASES: dict[str, dict[str, Any]] = {
         # Every gang evictable at once and preempted jobs waiting with rising discounts: the
         # rounds skipped are the ones whose answer holds at the discounts' limit.
         "policy": "jigsaw",
-        "options": {"config": JigsawConfig(min_run_s=0.0, guests=False)},
+        "options": {"config": JigsawConfig(min_run_s=0.0, guests=False, protect_longest=False)},
     },
     "jigsaw-aging": {
         # Waiting jobs' weights grow every round (wait_weight): evictable gangs and a queue
@@ -50,12 +50,16 @@ CASES: dict[str, dict[str, Any]] = {
     "jigsaw-longest": {
         # The critical path kept running: its pin lapses by the clock when GPUs are idle.
         "policy": "jigsaw",
-        "options": {"config": JigsawConfig(protect_longest=True, min_run_s=300.0)},
+        "options": {
+            "config": JigsawConfig(protect_longest=True, remaining_weight=0.0, min_run_s=300.0)
+        },
     },
     "jigsaw-shortest": {
         # Weights from each job's work left when its run began: constant between events.
         "policy": "jigsaw",
-        "options": {"config": JigsawConfig(remaining_weight=64.0, min_run_s=300.0)},
+        "options": {
+            "config": JigsawConfig(remaining_weight=64.0, protect_longest=False, min_run_s=300.0)
+        },
     },
     "jigsaw-tight": {
         "policy": "jigsaw",
