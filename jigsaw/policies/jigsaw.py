@@ -56,7 +56,7 @@ from jigsaw.policies.allocator.longest_job import NONE as NO_LONGEST
 from jigsaw.policies.allocator.longest_job import Longest, longest_critical
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
-from jigsaw.policies.allocator.remaining import remaining_seconds
+from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.allocator.solution import Solution
@@ -125,6 +125,8 @@ class JigsawPolicy(PolicyBase):
         self._rows = RowMemo() if incremental else None
         """The last round's leading steady jobs, their views and columns
         (:mod:`~jigsaw.policies.allocator.row_memo`)."""
+        self._work = WorkLeft(self.catalog)
+        """Each job's seconds of work left, its pace kept while it is the same object."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
         snapshot right after; it never changes a decision)."""
@@ -155,6 +157,7 @@ class JigsawPolicy(PolicyBase):
         if not snapshot.running and not snapshot.waiting:
             return None
         cluster, now = snapshot.cluster, snapshot.now
+        self._work.next_round()
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
         objective = Objective(self.config, now, per_node, work_left_s=self._work_left(now))
         backlog = round_backlog(snapshot, objective, lambda job: self._goodput(job, now))
@@ -174,9 +177,7 @@ class JigsawPolicy(PolicyBase):
                 self.config,
                 relax_guests=relax_guests,
                 population=len(snapshot.running) + len(snapshot.waiting),
-                remaining_s=lambda job: remaining_seconds(
-                    self.catalog, job, now, running=job.state.holds_resources
-                ),
+                remaining_s=lambda job: self._work.seconds(job, now, job.state.holds_resources),
                 rows=self._rows,
                 keep_running=longest.job_id,
             )
@@ -214,7 +215,7 @@ class JigsawPolicy(PolicyBase):
         (not the progress of its current run since: the weight holds between events)."""
         if self.config.remaining_weight <= 0:
             return None
-        return lambda job: remaining_seconds(self.catalog, job, now, running=False)
+        return lambda job: self._work.seconds(job, now, False)
 
     def _longest(self, snapshot: Snapshot) -> Longest:
         """The running job kept as the critical path, with ``protect_longest`` on."""
@@ -226,7 +227,7 @@ class JigsawPolicy(PolicyBase):
             snapshot.waiting,
             snapshot.cluster.num_gpus,
             now,
-            lambda job, running: remaining_seconds(self.catalog, job, now, running=running),
+            lambda job, running: self._work.seconds(job, now, running),
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:

@@ -27,3 +27,45 @@ def remaining_seconds(catalog: PlanCatalog, job: Job, now: float, running: bool)
     if running and job.run_started_at is not None:
         done += max(now - job.run_started_at, 0.0) / iteration_s
     return max(job.spec.iterations - done, 1.0) * iteration_s
+
+
+class WorkLeft:
+    """:func:`remaining_seconds` with each job's iteration time kept while the job is the same
+    object (a job is replaced on every change, and its options depend on its own fields
+    only, :meth:`~jigsaw.policies.shared.plans.PlanCatalog.options_key`). The work-left
+    weight and the longest job's horizon ask it of every job every round; the catalog's
+    lookup was a tenth of a full-Philly replay. Entries not asked for a round are dropped."""
+
+    __slots__ = ("_last", "_this", "catalog")
+
+    def __init__(self, catalog: PlanCatalog) -> None:
+        self.catalog = catalog
+        self._this: dict[int, tuple[Job, float]] = {}
+        self._last: dict[int, tuple[Job, float]] = {}
+
+    def next_round(self) -> None:
+        """Keep what the last round asked; forget what the round before asked."""
+        self._last, self._this = self._this, {}
+
+    def iteration_s(self, job: Job) -> float:
+        """Seconds per iteration at the job's requested size (``inf``: unpriced)."""
+        key = id(job)
+        kept = self._this.get(key)
+        if kept is None or kept[0] is not job:
+            kept = self._last.get(key)
+            if kept is None or kept[0] is not job:
+                option = self.catalog.default_option(job)
+                pace = option.eta / option.goodput if option.goodput > 0 else math.inf
+                kept = (job, pace)
+            self._this[key] = kept
+        return kept[1]
+
+    def seconds(self, job: Job, now: float, running: bool) -> float:
+        """As :func:`remaining_seconds`, to the bit."""
+        iteration_s = self.iteration_s(job)
+        if iteration_s == math.inf:
+            return math.inf
+        done = job.iterations_done
+        if running and job.run_started_at is not None:
+            done += max(now - job.run_started_at, 0.0) / iteration_s
+        return max(job.spec.iterations - done, 1.0) * iteration_s

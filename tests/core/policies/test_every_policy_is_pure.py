@@ -43,6 +43,7 @@ from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
+from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.policies.builder import build_policy
@@ -83,6 +84,8 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # The last round's leading steady jobs and their columns, kept while valid
     # (tests/core/policies/test_gang_offers.py holds the kept policy to building afresh).
     RowMemo: frozenset({"_key", "_jobs", "_until", "_columns_end", "views", "columns", "reused"}),
+    # Each job's pace, keyed by the very job object (tests/core/policies/test_work_left.py).
+    WorkLeft: frozenset({"_this", "_last"}),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
     JigsawPolicy: frozenset({"_last_round"}),
 }

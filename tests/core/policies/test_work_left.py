@@ -1,0 +1,62 @@
+"""``WorkLeft`` keeps each job's pace while the job is the same object: its answers equal
+``remaining_seconds`` to the bit, and a job replaced by its next state is priced afresh."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from jigsaw.model.domain import Job, JobSpec
+from jigsaw.model.plan import full_backprop
+from jigsaw.planning.catalog import ModelCatalog
+from jigsaw.planning.planner import Planner
+from jigsaw.policies.allocator.remaining import WorkLeft, remaining_seconds
+from jigsaw.policies.shared.plans import PlanCatalog
+from jigsaw.simulator import SimulationSetup, make_oracle
+from tests.core.support import running_job
+
+ORACLE = make_oracle(SimulationSetup())
+PLANNER = Planner(ORACLE.hardware, catalog=ModelCatalog(ORACLE.profiles))
+NOW = 10_000.0
+
+
+def _catalog() -> PlanCatalog:
+    return PlanCatalog(ORACLE, planner=PLANNER)
+
+
+def test_answers_equal_remaining_seconds_for_running_and_waiting_jobs() -> None:
+    catalog = _catalog()
+    work = WorkLeft(catalog)
+    jobs = [
+        Job("w", JobSpec("w", "resnet18_32", 2, 5_000), submitted_at=0.0),
+        running_job(
+            JobSpec("r", "resnet18_32", 4, 90_000),
+            ((0, 0), (0, 1), (0, 2), (0, 3)),
+            full_backprop(4, 4),
+            NOW - 1_234.5,
+        ),
+        Job("unknown", JobSpec("unknown", "no-such-model", 1, 10), submitted_at=0.0),
+    ]
+    for _ in range(3):  # the first round prices, the next ones read what was kept
+        work.next_round()
+        for job in jobs:
+            for running in (False, True):
+                expected = remaining_seconds(catalog, job, NOW, running)
+                assert work.seconds(job, NOW, running) == expected
+    assert math.isinf(work.seconds(jobs[2], NOW, False))
+
+
+def test_a_replaced_job_is_priced_afresh_and_unused_entries_are_dropped() -> None:
+    catalog = _catalog()
+    work = WorkLeft(catalog)
+    small = Job("j", JobSpec("j", "resnet18_32", 1, 1_000, batch_size=32), submitted_at=0.0)
+    work.next_round()
+    before = work.seconds(small, NOW, False)
+    bigger = replace(small, spec=replace(small.spec, batch_size=256))  # a slower iteration
+    work.next_round()
+    after = work.seconds(bigger, NOW, False)
+    assert after == remaining_seconds(catalog, bigger, NOW, False) and after != before
+    work.next_round()
+    work.next_round()  # two rounds without asking for ``small``: its entry is gone
+    assert all(kept[0] is not small for kept in work._this.values())
+    assert all(kept[0] is not small for kept in work._last.values())
