@@ -26,16 +26,10 @@ RESULTS = ROOT / "bench" / "results"
 CURRENT = [
     RESULTS / name
     for name in (
-        "sim_gain_peers_pollux.json",
-        "sim_gain_peers_pollux_merged.json",
-        "sim_gain_peers_philly.json",
-        "sim_gain_peers_philly_lm_merged.json",
-        "sim_gain_peers_philly_high_merged.json",
-        "sim_gain_peers_pollux_elastic.json",
-        "sim_gain_peers_pollux_noresize.json",
-        "sim_gain_peers_pollux_unpriced.json",
-        "sim_gain_peers_pollux_priced.json",
-        "sim_gain_peers_pollux_priced_ablations.json",
+        "sim_gain_peers_pollux_session23.json",
+        "sim_gain_default_pollux_ablations_session23.json",
+        "sim_gain_peers_philly_session23.json",
+        "sim_gain_default_philly_ablations_session23.json",
     )
 ]
 """The files behind the current tables, in the order ``sim_gain.py --table`` merges them (a

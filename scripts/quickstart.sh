@@ -121,10 +121,19 @@ echo "==> final state"
 echo "==> final evaluation (held-out digits)"
 final_evaluation digits-host="$host" mlp-guest="$guest"
 
+# The elastic job's length from this machine's speed: about a minute at one worker (the
+# guest above trained the same MLP on one worker), so that a fast machine does not finish it
+# before a grow can pay (a job seconds old is not worth a restart: on a box where one worker
+# ran 1,950 it/s, 20,000 iterations took 12 s and nothing resized), and a slow one does not
+# wait for long.
+guest_rate=$(final_evaluation mlp-guest="$guest" \
+  | "$PY" -c 'import re,sys; m=re.search(r"([0-9.]+) samples/s", sys.stdin.read()); print(m.group(1) if m else 0)')
+elastic_iterations=$("$PY" -c 'import sys; print(min(max(round(float(sys.argv[1]) / 48 * 60 / 1000) * 1000, 20000), 150000))' "$guest_rate")
 echo "==> elastic: an MLP on 1..4 workers; jigsaw sizes it by goodput, from what its leases measure"
-echo "    (the $JIGSAW_GPUS logical GPUs share this machine's $(nproc) CPU cores: here more workers of one job can be slower, not faster)"
+echo "    (the $JIGSAW_GPUS logical GPUs share this machine's $(nproc) CPU cores: here more workers of one job can be slower, not faster;"
+echo "    $elastic_iterations iterations, about a minute at one worker, from the guest's $guest_rate samples/s)"
 elastic=$("$CLI" submit --name mlp-elastic --model mlp --spb none --workers 2 --min-workers 1 \
-  --max-workers 4 --batch-size 24 --iterations 20000 --learning-rate 0.05 -o json \
+  --max-workers 4 --batch-size 24 --iterations "$elastic_iterations" --learning-rate 0.05 -o json \
   | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 wait_until 240 resized-or-done "$elastic" || { echo "the elastic job neither resized nor finished; see $log" >&2; exit 1; }
 COLUMNS=200 "$CLI" describe "$elastic" | grep -m1 "^Size" || true

@@ -116,5 +116,6 @@ def assert_the_elastic_act(out: str) -> None:
     assert len(jobs) == 3, final  # the text before the first job, then one block per job
     for block in jobs[1:]:
         assert re.search(r"^State +SUCCEEDED", block, flags=re.MULTILINE), block
-    assert re.search(r"^Progress +100\.0% +20000/20000$", jobs[1], flags=re.MULTILINE), jobs[1]
-    assert re.search(r"^mlp-elastic: .*finished at 20000/20000 ", act, flags=re.MULTILINE), act
+    # Its length comes from the machine's speed (quickstart.sh): every iteration done.
+    assert re.search(r"^Progress +100\.0% +(\d+)/\1$", jobs[1], flags=re.MULTILINE), jobs[1]
+    assert re.search(r"^mlp-elastic: .*finished at (\d+)/\1 ", act, flags=re.MULTILINE), act

@@ -51,7 +51,7 @@ class JigsawConfig:
     progress report, at its requested size's best exclusive speed
     (:mod:`~jigsaw.policies.allocator.remaining`; the job's spec names its iterations, so
     the estimate carries the oracle's step-time error, 6.7-9.6% MAPE). 64 by default, measured:
-    0.944x / 0.910x pollux's average JCT on Pollux's workloads at 1.0x / 2.0x, worst 0.979x,
+    0.940x / 0.909x pollux's average JCT on Pollux's workloads at 1.0x / 2.0x, worst 0.977x,
     and 0.755x / 0.704x / 0.732x on Philly's fortnights with ``protect_longest``
     (docs/BENCHMARKS.md, "Shortest remaining work first"). 0: the issue's objective, which
     reads no job's remaining work (nor does pollux's); what the containment test sets."""
