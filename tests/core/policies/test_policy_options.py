@@ -11,7 +11,7 @@ from jigsaw.policies.jigsaw import JigsawConfig
 from jigsaw.policies.options import merged_options, policy_options
 from jigsaw.policies.shared.fairness import LasConfig
 from jigsaw.policies.timeslice import TimesliceConfig
-from jigsaw.simulator.semantics import POLLUX, TIRESIAS
+from jigsaw.simulator.semantics import GAVEL, JIGSAW, POLLUX, TIRESIAS
 
 
 def test_las_config_from_json() -> None:
@@ -82,3 +82,22 @@ def test_user_options_change_only_what_they_name_of_the_semantics_config() -> No
     )
     replaced = merged_options(jigsaw, {"config": JigsawConfig()})  # an object replaces it whole
     assert replaced["config"] == JigsawConfig()
+
+
+def test_the_default_weighs_work_left_and_only_jigsaws_semantics_protect_the_longest() -> None:
+    """The default objective (docs/SCHEDULER.md, "Options"): shortest remaining work first
+    everywhere; the critical path kept running under jigsaw's semantics, not under Pollux's
+    or Gavel's, whose policies protect nobody (as their ``min_run_s`` is 0)."""
+    assert JigsawConfig().remaining_weight == 64.0 and JigsawConfig().protect_longest
+    configs = {s.name: s.policy_options["jigsaw"]["config"] for s in (JIGSAW, POLLUX, GAVEL)}
+    assert {name: c.remaining_weight for name, c in configs.items()} == dict.fromkeys(configs, 64.0)
+    assert {name: c.protect_longest for name, c in configs.items()} == {
+        "jigsaw": True,
+        "pollux": False,
+        "gavel": False,
+    }
+    assert {name: c.min_run_s > 0 for name, c in configs.items()} == {
+        "jigsaw": True,
+        "pollux": False,
+        "gavel": False,
+    }
