@@ -34,8 +34,9 @@ class WorkLeft:
     object (a job is replaced on every change, and its options depend on its own fields
     only, :meth:`~jigsaw.policies.shared.plans.PlanCatalog.options_key`). The work-left
     weight and the longest job's horizon ask it of every job every round (7.8 million times
-    on an October Philly fortnight; kept, that replay takes 0.975x the CPU, docs/
-    BENCHMARKS.md, session 23). Entries not asked for a round are dropped."""
+    on an October Philly fortnight; kept, that replay took 0.975x the CPU, a full-Philly
+    replay 1.007x: within the noise, docs/BENCHMARKS.md, session 23). Entries not asked for
+    a round are dropped."""
 
     __slots__ = ("_last", "_this", "catalog")
 
