@@ -19,10 +19,20 @@ from jigsaw.policies.shared.plans import PlanCatalog
 def remaining_seconds(catalog: PlanCatalog, job: Job, now: float, running: bool) -> float:
     """Seconds of work left at the job's requested size; ``inf`` for a job the catalog cannot
     price (no profile), so it is never taken for short."""
+    return seconds_at(job, now, running, iteration_s(catalog, job))
+
+
+def iteration_s(catalog: PlanCatalog, job: Job) -> float:
+    """Seconds per iteration at the job's requested size (``inf``: unpriced)."""
     option = catalog.default_option(job)
-    if option.goodput <= 0:
+    return option.eta / option.goodput if option.goodput > 0 else math.inf
+
+
+def seconds_at(job: Job, now: float, running: bool, iteration_s: float) -> float:
+    """The job's seconds of work left at ``iteration_s`` a step: its remaining iterations, less
+    (``running``) the progress of its run since it began, counted at that speed."""
+    if iteration_s == math.inf:
         return math.inf
-    iteration_s = option.eta / option.goodput
     done = job.iterations_done
     if running and job.run_started_at is not None:
         done += max(now - job.run_started_at, 0.0) / iteration_s
@@ -33,10 +43,9 @@ class WorkLeft:
     """:func:`remaining_seconds` with each job's iteration time kept while the job is the same
     object (a job is replaced on every change, and its options depend on its own fields
     only, :meth:`~jigsaw.policies.shared.plans.PlanCatalog.options_key`). The work-left
-    weight and the longest job's horizon ask it of every job every round (7.8 million times
-    on an October Philly fortnight; kept, that replay took 0.975x the CPU, a full-Philly
-    replay 1.007x: within the noise, docs/BENCHMARKS.md, session 23). Entries not asked for
-    a round are dropped."""
+    weight and the longest job's horizon ask it of every job every round (kept, an October
+    Philly fortnight's replay took 0.975x the CPU, a full-Philly replay 1.007x: within the
+    noise, docs/BENCHMARKS.md, session 23). Entries not asked for a round are dropped."""
 
     __slots__ = ("_last", "_this", "catalog")
 
@@ -50,24 +59,16 @@ class WorkLeft:
         self._last, self._this = self._this, {}
 
     def iteration_s(self, job: Job) -> float:
-        """Seconds per iteration at the job's requested size (``inf``: unpriced)."""
+        """:func:`iteration_s`, kept while the job is the same object."""
         key = id(job)
         kept = self._this.get(key)
         if kept is None or kept[0] is not job:
             kept = self._last.get(key)
             if kept is None or kept[0] is not job:
-                option = self.catalog.default_option(job)
-                pace = option.eta / option.goodput if option.goodput > 0 else math.inf
-                kept = (job, pace)
+                kept = (job, iteration_s(self.catalog, job))
             self._this[key] = kept
         return kept[1]
 
     def seconds(self, job: Job, now: float, running: bool) -> float:
         """As :func:`remaining_seconds`, to the bit."""
-        iteration_s = self.iteration_s(job)
-        if iteration_s == math.inf:
-            return math.inf
-        done = job.iterations_done
-        if running and job.run_started_at is not None:
-            done += max(now - job.run_started_at, 0.0) / iteration_s
-        return max(job.spec.iterations - done, 1.0) * iteration_s
+        return seconds_at(job, now, running, self.iteration_s(job))

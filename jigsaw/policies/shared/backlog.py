@@ -80,11 +80,10 @@ def split_backlog(
     aside: dict[tuple[int, Hashable], tuple[Job, int]] = {}
     for job in waiting:
         goodput = goodput_of(job)
-        size = job.spec.workers
-        if goodput is None and _fresh(job) and 0 < size <= capacity:
-            key = (size, class_of(job) if class_of is not None else None)
+        key = _class_key(job, goodput, capacity, class_of)
+        if key is not None:
             count = seen.get(key, 0)
-            quota = _quota(size, capacity, quota_of)
+            quota = _quota(key[0], capacity, quota_of)
             if count >= quota:
                 first, behind = aside.get(key, (job, 0))
                 aside[key] = (first, behind + 1)
@@ -107,9 +106,8 @@ def _split_ranked(
     goodputs_all = [goodput_of(job) for job in waiting]
     members: dict[tuple[int, Hashable], list[tuple[float, int]]] = {}
     for index, (job, goodput) in enumerate(zip(waiting, goodputs_all, strict=True)):
-        size = job.spec.workers
-        if goodput is None and _fresh(job) and 0 < size <= capacity:
-            key = (size, class_of(job) if class_of is not None else None)
+        key = _class_key(job, goodput, capacity, class_of)
+        if key is not None:
             members.setdefault(key, []).append((-rank_of(job), index))
     aside_at: set[int] = set()
     for (size, _), ranked in members.items():
@@ -121,6 +119,20 @@ def _split_ranked(
     goodputs = [g for index, g in enumerate(goodputs_all) if index not in aside_at]
     aside = [(waiting[index], 1) for index in sorted(aside_at)]
     return Backlog(kept, goodputs, aside)
+
+
+def _class_key(
+    job: Job,
+    goodput: JobGoodput | None,
+    capacity: int,
+    class_of: Callable[[Job], Hashable] | None,
+) -> tuple[int, Hashable] | None:
+    """A fresh rigid job's class (its size, and what else its price reads); ``None`` for a job
+    the split never sets aside."""
+    size = job.spec.workers
+    if goodput is None and _fresh(job) and 0 < size <= capacity:
+        return (size, class_of(job) if class_of is not None else None)
+    return None
 
 
 def _quota(size: int, capacity: int, quota_of: Callable[[int], int] | None) -> int:
