@@ -31,7 +31,9 @@ older files), ``jigsaw-p1`` (``{"fairness_power": -1}``: Pollux's power),
 ``jigsaw-eta1`` (``--eta one``: every SPB plan priced and run at eta = 1),
 ``jigsaw-noshortest`` (``{"remaining_weight": 0}``: no work-left weight, the default
 until 2026-11-29), ``jigsaw-nolongest`` (``{"protect_longest": false}``: the critical path
-not kept running), ``jigsaw-noshortest-nolongest`` (both: the default before) and
+not kept running), ``jigsaw-longest-only`` (``{"critical_share": 0}``: only the longest
+running job kept on the critical path, none started: the rule of 2026-11-29, session 23),
+``jigsaw-noshortest-nolongest`` (both: the default before) and
 ``jigsaw-pollux-like`` (no co-tenancy, power -1, neither weight nor pin: Pollux's objective,
 which decides as pollux under Pollux's semantics, where launches are charged; the
 containment test's configuration). With

@@ -52,8 +52,13 @@ from jigsaw.policies.allocator.cotenancy import Cotenancy, guest_hosts
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.guest_bound import guests_may_pay
 from jigsaw.policies.allocator.knowledge import worker_batch
-from jigsaw.policies.allocator.longest_job import NONE as NO_LONGEST
-from jigsaw.policies.allocator.longest_job import Longest, longest_critical
+from jigsaw.policies.allocator.longest_job import (
+    NO_PATH,
+    CriticalPath,
+    critical_path,
+    longest_critical,
+    of_longest,
+)
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import WorkLeft
@@ -160,12 +165,17 @@ class JigsawPolicy(PolicyBase):
         self._work.next_round()
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
         objective = Objective(self.config, now, per_node, work_left_s=self._work_left(now))
-        backlog = round_backlog(snapshot, objective, lambda job: self._goodput(job, now))
+        critical = self._critical(snapshot)
+        backlog = round_backlog(
+            snapshot,
+            objective,
+            lambda job: self._goodput(job, now),
+            keep=frozenset(critical.waiting),
+        )
         jobs = [*snapshot.running, *backlog.waiting]
         goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
         guests_of = guest_hosts(snapshot.running)
         aside_cost = set_aside_cost(snapshot, backlog, objective)
-        longest = self._longest(snapshot)
         for relax_guests in (False, True):
             problem = exclusive_problem(
                 jobs,
@@ -179,10 +189,10 @@ class JigsawPolicy(PolicyBase):
                 population=len(snapshot.running) + len(snapshot.waiting),
                 remaining_s=lambda job: self._work.seconds(job, now, job.state.holds_resources),
                 rows=self._rows,
-                keep_running=longest.job_id,
+                critical=critical,
             )
             problem.set_aside_cost = aside_cost
-            problem.stable_by_clock_until = longest.until
+            problem.stable_by_clock_until = critical.until
             try:
                 solution = self._solve(problem, objective, cluster)
                 break
@@ -217,17 +227,22 @@ class JigsawPolicy(PolicyBase):
             return None
         return lambda job: self._work.seconds(job, now, False)
 
-    def _longest(self, snapshot: Snapshot) -> Longest:
-        """The running job kept as the critical path, with ``protect_longest`` on."""
+    def _critical(self, snapshot: Snapshot) -> CriticalPath:
+        """The jobs kept on the critical path, with ``protect_longest`` on: within
+        ``critical_share`` of the GPUs, or the longest running job alone at 0."""
         if not self.config.protect_longest:
-            return NO_LONGEST
+            return NO_PATH
         now = snapshot.now
-        return longest_critical(
-            snapshot.running,
-            snapshot.waiting,
-            snapshot.cluster.num_gpus,
-            now,
-            lambda job, running: self._work.seconds(job, now, running),
+
+        def left(job: Job, running: bool) -> float:
+            return self._work.seconds(job, now, running)
+
+        capacity = snapshot.cluster.num_gpus
+        if self.config.critical_share <= 0:
+            found = longest_critical(snapshot.running, snapshot.waiting, capacity, now, left)
+            return of_longest(found)
+        return critical_path(
+            snapshot.running, snapshot.waiting, capacity, now, left, self.config.critical_share
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:

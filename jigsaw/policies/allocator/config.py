@@ -74,12 +74,21 @@ class JigsawConfig:
     evictions (21.9 h at 30 min, 14.8 h at 48 h; docs/BENCHMARKS.md). The adversarial stream
     of tests/core/policies/test_allocator_decisions.py sets it to one hour."""
     protect_longest: bool = True
-    """Keep the critical path running: the running job with the most work left, when no
-    packing of the rest could finish before it, loses its off column
-    (:mod:`~jigsaw.policies.allocator.longest_job`). On by default: with the work-left weight
-    it keeps philly-high's makespan at the shortest peer's (1,323.4 h against 1,938.4 h
-    without it); philly-mid's stays 28% above (docs/BENCHMARKS.md, "The longest job kept
-    running"). Pollux's and Gavel's semantics set it off (their policies protect nobody)."""
+    """Keep the critical path running: a job whose work left reaches the drain horizon (no
+    packing of the rest could finish before it) is kept running, or started if it waits,
+    within ``critical_share`` of the GPUs (:mod:`~jigsaw.policies.allocator.longest_job`).
+    On by default: with the work-left weight it keeps philly-high's makespan at the shortest
+    peer's (1,323.4 h against 1,938.4 h without it), and with ``critical_share`` philly-mid's
+    too (docs/BENCHMARKS.md, "The critical path started"). Pollux's and Gavel's semantics set
+    it off (their policies protect nobody)."""
+    critical_share: float = 0.125
+    """The share of the GPUs the critical path may hold: every critical job, running or
+    waiting, most work left first, while its GPUs fit in the share; a waiting one must start
+    (it loses its off column) while the GPUs not held by protected jobs suffice. 0: the
+    longest running critical job alone, never a waiting one (session 23's rule; philly-mid's
+    makespan then 28% above the shortest peer's, a 16-GPU gang waiting 375 h). 0.125 by
+    default, measured on Philly's fortnights (docs/BENCHMARKS.md, "The critical path
+    started")."""
     churn: float = 0.0
     """A change of configuration costs this share of the job's term on top of the restart
     discount (a small bias towards keeping things as they are)."""
@@ -134,6 +143,8 @@ class JigsawConfig:
                 raise ValueError(f"{name} must be >= 0")
         if not self.service_scale_s > 0 or not self.promote_s > 0:
             raise ValueError("service_scale_s and promote_s must be > 0")
+        if not 0.0 <= self.critical_share <= 1.0:
+            raise ValueError("critical_share must be in [0, 1]")
         if not 0.0 <= self.host_keep <= 1.0:
             raise ValueError("host_keep must be in [0, 1]")
         if self.guest_slots_per_job < 1 or not self.solver_time_s > 0:

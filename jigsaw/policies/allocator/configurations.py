@@ -22,8 +22,10 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import Plan
 from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.knowledge import SizeChoices, allowed_sizes, size_choices
+from jigsaw.policies.allocator.longest_job import NO_PATH, CriticalPath
+from jigsaw.policies.allocator.must_run import critical_starts, ends_by, forced, held, starving
 from jigsaw.policies.allocator.objective import Objective
-from jigsaw.policies.allocator.row_memo import RowMemo, held_since, steady_until, usable
+from jigsaw.policies.allocator.row_memo import RowMemo, steady_until, usable
 
 OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
 
@@ -136,7 +138,7 @@ def exclusive_problem(
     population: int | None = None,
     remaining_s: Callable[[Job], float] | None = None,
     rows: RowMemo | None = None,
-    keep_running: str | None = None,
+    critical: CriticalPath = NO_PATH,
 ) -> Problem:
     """Every job's off and exclusive columns (Pollux's configurations). ``population``: the
     jobs the fair share divides the GPUs among (default: ``jobs``; more where waiting jobs
@@ -144,14 +146,14 @@ def exclusive_problem(
     backlog`). ``remaining_s``: a job's seconds of work left (:mod:`.remaining`), for the
     starvation reservation's backfill; without it a reservation lets no other waiting job
     start. ``rows``: the last round's leading jobs and columns, kept where still valid
-    (:mod:`.row_memo`). ``keep_running``: a running job that loses its off column
-    (:mod:`.longest_job`)."""
+    (:mod:`.row_memo`). ``critical``: the critical path (:mod:`.longest_job`): its running
+    jobs lose their off columns, and its waiting ones too while the GPUs suffice."""
     count = len(jobs) if population is None else population
     fair_share = max(-(-capacity // max(count, 1)), 1)  # 1 when every node is lost
     problem = Problem([], capacity=capacity)
     now = objective.now
-    # The longest job's pin changes its row: kept rows hold while the pinned job is the same.
-    memo_key = (fair_share, capacity, per_node, relax_guests, config, keep_running)
+    # The critical path's pins change rows: kept rows hold while the path is the same.
+    memo_key = (fair_share, capacity, per_node, relax_guests, config, critical.key)
     if rows is not None and not usable(config):
         rows = None
     kept = rows.kept(jobs, guests_of, now, memo_key) if rows is not None else 0
@@ -162,20 +164,28 @@ def exclusive_problem(
         allowed_sizes(job, goodput, capacity, per_node, powers)
         for job, goodput in zip(jobs, goodputs, strict=True)
     ]
-    pinned = [job.state is JobState.ADMITTED or _held(job, now, config.min_hold_s) for job in jobs]
+    pinned = [job.state is JobState.ADMITTED or held(job, now, config.min_hold_s) for job in jobs]
     # A guest shares its host's GPU: kept from the off column, it must take a GPU of its own,
     # and on a full cluster the program then has no feasible answer (a full-Philly replay
     # failed so). Such a round is built again with ``relax_guests``: guests are neither
     # protected nor pinned as starving.
     sharing = [relax_guests and job.id in guests_of for job in jobs]
     protected = [
-        not pin and not guest and (_held(job, now, config.min_run_s) or job.id == keep_running)
+        not pin and not guest and (held(job, now, config.min_run_s) or job.id in critical.running)
         for job, pin, guest in zip(jobs, pinned, sharing, strict=True)
     ]
     linear: dict[tuple[int, ...], SizeChoices] = {}
-    must_run, shadow = _starving(
-        jobs, allowed, pinned, protected, sharing, objective, capacity, remaining_s
+    starts: set[int] = set()
+    room = capacity
+    if critical.waiting:
+        held_gpus = forced(whole_jobs[:kept], now, config, critical)
+        starts, room = critical_starts(
+            jobs, allowed, pinned, protected, capacity - held_gpus, critical
+        )
+    must_run, shadow = starving(
+        jobs, allowed, pinned, protected, sharing, objective, room, remaining_s
     )
+    must_run |= starts
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
         current = job.placement if job.state.holds_resources else ()
         guest_of = guests_of.get(job.id)
@@ -184,7 +194,7 @@ def exclusive_problem(
             sizes = [len(current)]
         elif index in must_run or (protected[index] and current):
             sizes = [n for n in sizes if n > 0] or [len(current)]
-        elif shadow is not None and not current and not _ends_by(job, shadow, now, remaining_s):
+        elif shadow is not None and not current and not ends_by(job, shadow, now, remaining_s):
             # A starving job waits for protected gangs to end: nobody starts meanwhile who
             # would still hold GPUs then (EASY backfilling), so the GPUs they free accumulate
             # for it (no starvation behind a stream).
@@ -252,114 +262,6 @@ def _priced_columns(
             ),
         )
     )
-
-
-def _starving(
-    jobs: Sequence[Job],
-    allowed: list[list[int]],
-    pinned: list[bool],
-    protected: list[bool],
-    sharing: list[bool],
-    objective: Objective,
-    capacity: int,
-    remaining_s: Callable[[Job], float] | None,
-) -> tuple[set[int], float | None]:
-    """The starving jobs that must run this round: longest-waiting first, while their
-    smallest sizes fit beside the pinned jobs' GPUs and the protected jobs' smallest sizes;
-    and, when a starving job did not fit, the *shadow time* of its reservation: when enough
-    protections will have ended for it to fit (:func:`_shadow_time`). Until then a waiting job
-    may start only if it ends by then (``None``: no reservation).
-
-    Of the waiting ones only the longest-waiting is promoted (one reservation at a time, as
-    EASY backfilling keeps one): promoting every waiting job past the threshold turned a
-    backlog into FIFO with evictions (philly-low, 30-minute pin: 21.9 h average JCT against
-    3.81 h). A starving job that runs keeps running (it loses its off column)."""
-    if objective.config.promote_s == math.inf:
-        return set(), None  # the pin is off (the default): nobody starves by the clock
-    budget = capacity - sum(
-        len(job.placement) for job, pin in zip(jobs, pinned, strict=True) if pin
-    )
-    budget -= sum(
-        min((n for n in allowed[index] if n > 0), default=len(job.placement))
-        for index, job in enumerate(jobs)
-        if protected[index] and job.placement
-    )
-    starving = sorted(
-        (
-            index
-            for index, job in enumerate(jobs)
-            if not pinned[index]
-            and not protected[index]  # already kept running
-            and not sharing[index]  # a guest: it runs on a shared slot
-            and objective.starving(job)
-            and len(allowed[index]) > 1
-        ),
-        key=lambda index: (-objective.waited_s(jobs[index]), jobs[index].id),
-    )
-    chosen: set[int] = set()
-    promoted = False
-    for index in starving:
-        waiting = not jobs[index].placement
-        if waiting and promoted:
-            continue
-        promoted = promoted or waiting
-        smallest = min(n for n in allowed[index] if n > 0)
-        if smallest <= budget:
-            chosen.add(index)
-            budget -= smallest
-        else:
-            held = [
-                (job, min((n for n in allowed[i] if n > 0), default=len(job.placement)))
-                for i, job in enumerate(jobs)
-                if protected[i] and job.placement and i not in chosen
-            ]
-            return chosen, _shadow_time(held, smallest - budget, objective, remaining_s)
-    return chosen, None
-
-
-def _shadow_time(
-    held: list[tuple[Job, int]],
-    short: int,
-    objective: Objective,
-    remaining_s: Callable[[Job], float] | None,
-) -> float:
-    """When the protected jobs ``held`` (each with the GPUs its protection keeps) will have
-    given back ``short`` GPUs: each gives them back when its minimum run ends (the latest it
-    can be kept from the reservation) or, if sooner, when it is estimated to finish. Counting
-    the finishes keeps the shadow time put while jobs backfill: a job started because it
-    ends by the shadow time frees its GPUs by then, so the next round's shadow time is no
-    later (the policy keeps no state; the reservation holds because it is recomputed the
-    same). ``now`` when they never suffice (pinned jobs hold the rest): nobody backfills."""
-    config, now = objective.config, objective.now
-
-    def release(job: Job) -> float:
-        protected_until = held_since(job) + config.min_run_s
-        if remaining_s is None:
-            return protected_until
-        return min(protected_until, now + remaining_s(job))
-
-    ends = sorted((release(job), gpus) for job, gpus in held)
-    freed = 0
-    for end, gpus in ends:
-        freed += gpus
-        if freed >= short:
-            return max(end, now)
-    return now
-
-
-def _ends_by(
-    job: Job, shadow: float, now: float, remaining_s: Callable[[Job], float] | None
-) -> bool:
-    """The waiting ``job``, started now, is done by ``shadow`` (it cannot delay the
-    reservation): never without an estimate."""
-    return remaining_s is not None and now + remaining_s(job) <= shadow
-
-
-def _held(job: Job, now: float, hold_s: float) -> bool:
-    """Started or resized less than ``hold_s`` ago: it keeps what it has."""
-    if hold_s <= 0 or job.state is not JobState.RUNNING:
-        return False
-    return now - held_since(job) < hold_s
 
 
 def size_costs(

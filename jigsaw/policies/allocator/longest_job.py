@@ -1,29 +1,39 @@
-"""The job that sets the makespan: kept running where ``protect_longest`` is on.
+"""The critical path: the jobs that set the makespan, kept running or started where
+``protect_longest`` is on.
 
 The *drain horizon* is how long the cluster needs, at best, to finish all the work it holds:
 every running and waiting job's GPUs times its remaining seconds
-(:mod:`.remaining`), summed and divided by the cluster's GPUs. A running job whose own
-remaining seconds reach the horizon cannot finish before everything else, however the rest
-is packed: it is the critical path, and every hour it waits is an hour more of makespan.
-The *longest* such job (the running job with the most seconds left, if it is critical) loses
-its off column: it is never preempted. One job at most, so the GPUs it keeps are few.
+(:mod:`.remaining`), summed and divided by the cluster's GPUs. A job whose own remaining
+seconds reach the horizon cannot finish before everything else, however the rest is packed:
+it is on the critical path, and every hour it waits is an hour more of makespan.
 
-Measured on Philly's fortnights (docs/BENCHMARKS.md, "The longest job kept running"): on
-philly-high one 8-GPU job, preempted after 237 h and kept waiting 391 h behind fresher
-jobs, set the makespan; kept running, the makespan is the shortest peer's. On by default
-under jigsaw's semantics (with the work-left weight); it does not reach philly-mid's
-makespan, set by an 8-GPU job preempted before it was critical and a 16-GPU gang that
-waits 375 h without running (the horizon counts no job yet to arrive).
+:func:`critical_path` (``critical_share`` > 0, the default 0.125): every critical job,
+running or waiting, most seconds left first, the first always and the others while their
+GPUs fit in the share of the cluster. A running one loses its off column (it is never
+preempted); a waiting one must start while the GPUs that protected jobs do not hold suffice
+(:mod:`.configurations`), and the backlog never sets it aside (:mod:`.round_backlog`).
+Measured on Philly's fortnights (docs/BENCHMARKS.md, "The critical path started"):
+philly-mid's makespan, set before by an 8-GPU job preempted before it was critical and a
+16-GPU gang that waited 375 h behind shorter work, falls from 698.5 h to 542.2 h (las'
+544.0 h); average JCT rises 0.3-2.8%.
 
-By the clock alone the choice changes only when the job's remaining seconds fall below the
-horizon: both fall while it runs, the job's at one second per second and the horizon's at
-the running GPUs' share of the cluster, so a job stays critical on a full cluster and
-stops being so at a known moment otherwise (:attr:`Longest.until`). Which running job has
-the most left does not change by the clock (they all count down together).
+:func:`longest_critical` (``critical_share`` 0, the rule of session 23): the running job
+with the most seconds left, if critical, alone; a waiting job is never started for it. On
+philly-high it kept the makespan at the shortest peer's (an 8-GPU job, preempted after 237 h
+and kept waiting 391 h behind fresher jobs, set it before).
+
+By the clock alone the set changes only where the arithmetic says: the horizon falls at the
+running GPUs' share of the cluster, a running job's seconds at one per second and a waiting
+job's not at all. So a kept running job stops being critical only while GPUs are idle
+(:attr:`Longest.until`, :attr:`CriticalPath.until`), a waiting job becomes critical when the
+horizon falls to its seconds, and where a critical job was passed over for the share, which
+of them fit changes when a running job's seconds pass a waiting one's.
 """
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -80,3 +90,118 @@ def longest_critical(
     falls = 1.0 - busy / capacity
     until = now + (left - horizon) / falls if falls > 0 else math.inf
     return Longest(job_id, until)
+
+
+@dataclass(frozen=True, slots=True)
+class CriticalPath:
+    """The jobs a round keeps on the critical path."""
+
+    running: frozenset[str]
+    """Running jobs kept running (they lose their off column)."""
+    waiting: tuple[str, ...]
+    """Waiting jobs that must start, most work left first, while the GPUs suffice."""
+    until: float
+    """When the set may change by the clock alone (``inf``: not before an event)."""
+
+    @property
+    def key(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """What of it a job's columns read (kept rows hold while it is the same)."""
+        return (self.running, self.waiting)
+
+
+NO_PATH = CriticalPath(frozenset(), (), math.inf)
+
+
+def of_longest(longest: Longest) -> CriticalPath:
+    """The longest running job's pin as a critical path (``critical_share`` 0)."""
+    if longest.job_id is None:
+        return NO_PATH
+    return CriticalPath(frozenset((longest.job_id,)), (), longest.until)
+
+
+def critical_path(
+    running: Sequence[Job],
+    waiting: Sequence[Job],
+    capacity: int,
+    now: float,
+    remaining_s: Callable[[Job, bool], float],
+    gpu_share: float,
+) -> CriticalPath:
+    """Every job, running or waiting, whose seconds left reach the drain horizon of
+    ``running`` and ``waiting`` on ``capacity`` GPUs, most left first (of equals, the
+    earliest id): the first always (the old rule's pin, on any cluster), the others while
+    their GPUs stay within ``gpu_share`` of ``capacity``; a critical job that does not fit is
+    passed over for smaller ones after it."""
+    if capacity <= 0:
+        return NO_PATH
+    work = 0.0
+    busy = 0
+    lefts: list[tuple[float, str, int, bool]] = []
+    for jobs, is_running in ((running, True), (waiting, False)):
+        for job in jobs:
+            left = remaining_s(job, is_running)
+            if not math.isfinite(left):
+                continue
+            work += job.spec.workers * left
+            if is_running:
+                busy += job.spec.workers
+            lefts.append((left, job.id, job.spec.workers, is_running))
+    if not lefts:
+        return NO_PATH
+    horizon = work / capacity
+    lefts.sort(key=lambda item: (-item[0], item[1]))
+    budget = gpu_share * capacity
+    kept_running: set[str] = set()
+    kept_waiting: list[str] = []
+    passed_over = False
+    for left, job_id, gpus, is_running in lefts:
+        if left < horizon:
+            break
+        if gpus > budget and (kept_running or kept_waiting):
+            passed_over = True
+            continue
+        budget -= gpus
+        if is_running:
+            kept_running.add(job_id)
+        else:
+            kept_waiting.append(job_id)
+    path = CriticalPath(frozenset(kept_running), tuple(kept_waiting), math.inf)
+    return dataclasses.replace(
+        path, until=_path_until(lefts, path, horizon, busy / capacity, now, passed_over)
+    )
+
+
+def _path_until(
+    lefts: list[tuple[float, str, int, bool]],
+    path: CriticalPath,
+    horizon: float,
+    busy_share: float,
+    now: float,
+    passed_over: bool,
+) -> float:
+    """When the critical set may change by the clock alone. The horizon falls at the busy
+    GPUs' share of the cluster, a running job's seconds at one per second and a waiting
+    job's not at all: a kept running job stops being critical when its seconds fall below
+    the horizon (only while GPUs are idle), and a waiting job becomes critical when the
+    horizon falls to its seconds. Where a critical job was passed over for the GPU share,
+    which of them fit may change when a running job's seconds pass a waiting one's."""
+    until = math.inf
+    falls = 1.0 - busy_share
+    waiting_critical: list[float] = []
+    for left, job_id, _gpus, is_running in lefts:
+        if is_running:
+            if job_id in path.running and falls > 0:
+                until = min(until, now + (left - horizon) / falls)
+        elif left < horizon:
+            if busy_share > 0:
+                until = min(until, now + (horizon - left) / busy_share)
+        else:
+            waiting_critical.append(left)
+    if passed_over and waiting_critical:
+        waiting_critical.sort()
+        for left, _job_id, _gpus, is_running in lefts:
+            if is_running and left >= horizon:
+                below = bisect.bisect_left(waiting_critical, left)
+                if below:
+                    until = min(until, now + (left - waiting_critical[below - 1]))
+    return until

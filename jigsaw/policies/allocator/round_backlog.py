@@ -19,7 +19,10 @@ from jigsaw.policies.shared.backlog import Backlog, split_backlog
 
 
 def round_backlog(
-    snapshot: Snapshot, objective: Objective, goodput_of: Callable[[Job], JobGoodput | None]
+    snapshot: Snapshot,
+    objective: Objective,
+    goodput_of: Callable[[Job], JobGoodput | None],
+    keep: frozenset[str] = frozenset(),
 ) -> Backlog:
     """The waiting jobs this round prices: all of them, less the fresh rigid jobs that wait
     whatever it decides. None is set aside with the starvation pin on (every waiting job's
@@ -35,7 +38,8 @@ def round_backlog(
         snapshot.waiting,
         goodput_of,
         snapshot.cluster.num_gpus,
-        class_of=lambda job: job.spec.priority,  # the objective's weight reads it
+        # The objective's weight reads the priority; a critical job is never set aside.
+        class_of=lambda job: (job.spec.priority, job.id in keep),
         # Co-tenancy ranks the waiting one-GPU jobs for its guest columns, by weight.
         quota_of=lambda size: MAX_GUESTS if guests and size == 1 else 0,
         # With the work-left weight, a class ranks by weight (its discounts are all 1).

@@ -53,7 +53,11 @@ def _world(
 
 
 def _policy() -> JigsawPolicy:
-    return JigsawPolicy(ORACLE, planner_for(ORACLE), config=JigsawConfig(guests=False))
+    # The critical path off: its own hint (when a waiting job becomes critical) is
+    # tests/core/policies/test_critical_path.py's; these worlds isolate the waiter's price.
+    return JigsawPolicy(
+        ORACLE, planner_for(ORACLE), config=JigsawConfig(guests=False, protect_longest=False)
+    )
 
 
 def test_a_waiter_that_can_never_win_leaves_the_round_stable() -> None:

@@ -51,8 +51,16 @@ CASES: dict[str, dict[str, Any]] = {
         # The critical path kept running: its pin lapses by the clock when GPUs are idle.
         "policy": "jigsaw",
         "options": {
-            "config": JigsawConfig(protect_longest=True, remaining_weight=0.0, min_run_s=300.0)
+            "config": JigsawConfig(
+                protect_longest=True, critical_share=0.0, remaining_weight=0.0, min_run_s=300.0
+            )
         },
+    },
+    "jigsaw-critical": {
+        # The critical path within half the GPUs: waiting jobs become critical as the
+        # horizon falls, and which fit changes as running jobs' seconds pass theirs.
+        "policy": "jigsaw",
+        "options": {"config": JigsawConfig(critical_share=0.5, min_run_s=300.0)},
     },
     "jigsaw-shortest": {
         # Weights from each job's work left when its run began: constant between events.
