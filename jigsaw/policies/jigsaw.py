@@ -241,8 +241,15 @@ class JigsawPolicy(PolicyBase):
         if self.config.critical_share <= 0:
             found = longest_critical(snapshot.running, snapshot.waiting, capacity, now, left)
             return of_longest(found)
+        config = self.config
         return critical_path(
-            snapshot.running, snapshot.waiting, capacity, now, left, self.config.critical_share
+            snapshot.running,
+            snapshot.waiting,
+            capacity,
+            now,
+            left,
+            config.critical_share,
+            config.critical_hold,
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:

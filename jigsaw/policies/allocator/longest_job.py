@@ -126,12 +126,14 @@ def critical_path(
     now: float,
     remaining_s: Callable[[Job, bool], float],
     gpu_share: float,
+    hold: float = 0.0,
 ) -> CriticalPath:
     """Every job, running or waiting, whose seconds left reach the drain horizon of
     ``running`` and ``waiting`` on ``capacity`` GPUs, most left first (of equals, the
-    earliest id): the first always (the old rule's pin, on any cluster), the others while
-    their GPUs stay within ``gpu_share`` of ``capacity``; a critical job that does not fit is
-    passed over for smaller ones after it."""
+    earliest id; a running job counted with ``hold`` more of its seconds): the first always
+    (the old rule's pin, on any cluster), the others while their GPUs stay within
+    ``gpu_share`` of ``capacity``; a critical job that does not fit is passed over for
+    smaller ones after it."""
     if capacity <= 0:
         return NO_PATH
     work = 0.0
@@ -149,14 +151,16 @@ def critical_path(
     if not lefts:
         return NO_PATH
     horizon = work / capacity
-    lefts.sort(key=lambda item: (-item[0], item[1]))
+    # A running job ranks as if it had ``hold`` more of its seconds left: between near-equals
+    # the one running keeps its place (no swap at every minimum run's end).
+    lefts.sort(key=lambda item: (-item[0] * (1.0 + hold if item[3] else 1.0), item[1]))
     budget = gpu_share * capacity
     kept_running: set[str] = set()
     kept_waiting: list[str] = []
     passed_over = False
     for left, job_id, gpus, is_running in lefts:
         if left < horizon:
-            break
+            continue
         if gpus > budget and (kept_running or kept_waiting):
             passed_over = True
             continue
@@ -167,7 +171,7 @@ def critical_path(
             kept_waiting.append(job_id)
     path = CriticalPath(frozenset(kept_running), tuple(kept_waiting), math.inf)
     return dataclasses.replace(
-        path, until=_path_until(lefts, path, horizon, busy / capacity, now, passed_over)
+        path, until=_path_until(lefts, path, horizon, busy / capacity, now, passed_over, hold)
     )
 
 
@@ -178,13 +182,15 @@ def _path_until(
     busy_share: float,
     now: float,
     passed_over: bool,
+    hold: float,
 ) -> float:
     """When the critical set may change by the clock alone. The horizon falls at the busy
     GPUs' share of the cluster, a running job's seconds at one per second and a waiting
     job's not at all: a kept running job stops being critical when its seconds fall below
     the horizon (only while GPUs are idle), and a waiting job becomes critical when the
     horizon falls to its seconds. Where a critical job was passed over for the GPU share,
-    which of them fit may change when a running job's seconds pass a waiting one's."""
+    which of them fit may change when a running job's seconds (counted with ``hold`` more)
+    pass a waiting one's."""
     until = math.inf
     falls = 1.0 - busy_share
     waiting_critical: list[float] = []
@@ -201,7 +207,8 @@ def _path_until(
         waiting_critical.sort()
         for left, _job_id, _gpus, is_running in lefts:
             if is_running and left >= horizon:
-                below = bisect.bisect_left(waiting_critical, left)
+                # It ranks at left x (1 + hold), falling at (1 + hold) per second.
+                below = bisect.bisect_left(waiting_critical, left * (1.0 + hold))
                 if below:
-                    until = min(until, now + (left - waiting_critical[below - 1]))
+                    until = min(until, now + left - waiting_critical[below - 1] / (1.0 + hold))
     return until

@@ -37,8 +37,8 @@ WAITING = [_job("c", 4), _job("d", 8), _job("e", 1)]
 HORIZON = 1_425.0 / 16
 
 
-def _path(share: float, running: list[Job] = RUNNING, capacity: int = 16):
-    return critical_path(running, WAITING, capacity, NOW, lambda j, _r: LEFT[j.id], share)
+def _path(share: float, running: list[Job] = RUNNING, capacity: int = 16, hold: float = 0.0):
+    return critical_path(running, WAITING, capacity, NOW, lambda j, _r: LEFT[j.id], share, hold)
 
 
 def test_critical_jobs_are_kept_and_started_within_the_share() -> None:
@@ -57,6 +57,28 @@ def test_a_critical_job_past_the_share_is_passed_over_and_the_order_watched() ->
     assert path.running == {"a"} and path.waiting == ()
     # a's seconds pass c's 90 s in 10 s: from then c comes first.
     assert path.until == pytest.approx(NOW + 10.0)
+
+
+def test_a_held_running_job_is_passed_later() -> None:
+    """With ``hold`` 0.05, a (100 s) ranks at 105 s: c (90 s) passes it when a's seconds
+    fall to 90 / 1.05, before a's lapse (17.5 s)."""
+    path = _path(0.25, hold=0.05)
+    assert path.running == {"a"} and path.waiting == ()
+    assert path.until == pytest.approx(NOW + 100.0 - 90.0 / 1.05)
+
+
+def test_between_near_equals_the_running_job_keeps_its_place() -> None:
+    """16 GPUs, room for one 4-GPU job (share 0.25); horizon (380 + 388) / 16 = 48 s, so
+    both are critical: x runs with 95 s left, y waits with 97 s. Without a hold y takes the
+    place (x would be preempted at its minimum run's end); with 3% x keeps it."""
+    left = {"x": 95.0, "y": 97.0}
+    running, waiting = [_job("x", 4)], [_job("y", 4)]
+
+    def path(hold: float):
+        return critical_path(running, waiting, 16, NOW, lambda j, _r: left[j.id], 0.25, hold)
+
+    assert path(0.0).running == frozenset() and path(0.0).waiting == ("y",)
+    assert path(0.03).running == {"x"} and path(0.03).waiting == ()
 
 
 def test_the_longest_critical_job_is_kept_whatever_the_share() -> None:

@@ -62,6 +62,14 @@ CASES: dict[str, dict[str, Any]] = {
         "policy": "jigsaw",
         "options": {"config": JigsawConfig(critical_share=0.5, min_run_s=300.0)},
     },
+    "jigsaw-critical-held": {
+        # A small share and a large hold: running critical jobs keep their place far longer,
+        # so which fit changes when a running one's held seconds pass a waiting one's.
+        "policy": "jigsaw",
+        "options": {
+            "config": JigsawConfig(critical_share=0.25, critical_hold=0.5, min_run_s=300.0)
+        },
+    },
     "jigsaw-shortest": {
         # Weights from each job's work left when its run began: constant between events.
         "policy": "jigsaw",
