@@ -31,6 +31,7 @@ CURRENT = [
         "sim_gain_peers_philly_session23.json",
         "sim_gain_default_philly_ablations_session24.json",
         "sim_gain_philly_critical_rows_session24.json",
+        "sim_gain_philly_nohold_session24.json",
     )
 ]
 """The files behind the current tables, in the order ``sim_gain.py --table`` merges them (a

@@ -33,6 +33,8 @@ older files), ``jigsaw-p1`` (``{"fairness_power": -1}``: Pollux's power),
 until 2026-11-29), ``jigsaw-nolongest`` (``{"protect_longest": false}``: the critical path
 not kept running), ``jigsaw-longest-only`` (``{"critical_share": 0}``: only the longest
 running job kept on the critical path, none started: the rule of 2026-11-29, session 23),
+``jigsaw-nohold`` (``{"critical_hold": 0}``: near-equal critical jobs swap places in the
+path's share at every minimum run's end),
 ``jigsaw-noshortest-nolongest`` (both: the default before) and
 ``jigsaw-pollux-like`` (no co-tenancy, power -1, neither weight nor pin: Pollux's objective,
 which decides as pollux under Pollux's semantics, where launches are charged; the

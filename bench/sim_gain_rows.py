@@ -25,6 +25,7 @@ ROWS: dict[str, tuple[str, dict[str, Any], str]] = {
     "jigsaw-noshortest": ("jigsaw", {"config": {"remaining_weight": 0.0}}, "table"),
     "jigsaw-nolongest": ("jigsaw", {"config": {"protect_longest": False}}, "table"),
     "jigsaw-longest-only": ("jigsaw", {"config": {"critical_share": 0.0}}, "table"),
+    "jigsaw-nohold": ("jigsaw", {"config": {"critical_hold": 0.0}}, "table"),
     "jigsaw-noshortest-nolongest": (
         "jigsaw",
         {"config": {"remaining_weight": 0.0, "protect_longest": False}},

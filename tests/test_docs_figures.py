@@ -45,7 +45,7 @@ def appears(figure: str, text: str) -> bool:
 def test_the_readme_quotes_figures() -> None:
     """The extraction finds the headline (a regex that matched nothing would pass anything)."""
     figures = FIGURE.findall(README_FIGURES)
-    assert {"0.940x", "0.909x", "0.775x", "38.0%", "1.43x", "1.74x", "59.4 ms"} <= set(figures)
+    assert {"0.940x", "0.909x", "0.770x", "37.8%", "1.43x", "1.74x", "59.4 ms"} <= set(figures)
 
 
 @pytest.mark.parametrize("figure", sorted(set(FIGURE.findall(README_FIGURES))))

@@ -8,14 +8,16 @@ seconds reach the horizon cannot finish before everything else, however the rest
 it is on the critical path, and every hour it waits is an hour more of makespan.
 
 :func:`critical_path` (``critical_share`` > 0, the default 0.125): every critical job,
-running or waiting, most seconds left first, the first always and the others while their
-GPUs fit in the share of the cluster. A running one loses its off column (it is never
-preempted); a waiting one must start while the GPUs that protected jobs do not hold suffice
-(:mod:`.configurations`), and the backlog never sets it aside (:mod:`.round_backlog`).
+running or waiting, most seconds left first (a running one counted with ``critical_hold``,
+3%, more, so that near-equals do not swap places at every minimum run's end), the first
+always and the others while their GPUs fit in the share of the cluster. A running one
+loses its off column (it is never preempted); a waiting one must start while the GPUs that
+pinned and protected jobs do not hold suffice (:mod:`.must_run`), and the backlog never sets
+it aside (:mod:`.round_backlog`).
 Measured on Philly's fortnights (docs/BENCHMARKS.md, "The critical path started"):
 philly-mid's makespan, set before by an 8-GPU job preempted before it was critical and a
-16-GPU gang that waited 375 h behind shorter work, falls from 698.5 h to 542.2 h (las'
-544.0 h); average JCT rises 0.3-2.8%.
+16-GPU gang that waited 375 h behind shorter work, falls from 698.5 h to 550.6 h (las'
+544.0 h); average JCT rises 0.8-2.2%.
 
 :func:`longest_critical` (``critical_share`` 0, the rule of session 23): the running job
 with the most seconds left, if critical, alone; a waiting job is never started for it. On
