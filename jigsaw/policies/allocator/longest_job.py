@@ -29,7 +29,8 @@ running GPUs' share of the cluster, a running job's seconds at one per second an
 job's not at all. So a kept running job stops being critical only while GPUs are idle
 (:attr:`Longest.until`, :attr:`CriticalPath.until`), a waiting job becomes critical when the
 horizon falls to its seconds, and where a critical job was passed over for the share, which
-of them fit changes when a running job's seconds pass a waiting one's.
+of them fit changes when a running job's seconds (counted with the hold) pass a waiting
+one's.
 """
 
 from __future__ import annotations
