@@ -237,11 +237,10 @@ class JigsawPolicy(PolicyBase):
         def left(job: Job, running: bool) -> float:
             return self._work.seconds(job, now, running)
 
-        capacity = snapshot.cluster.num_gpus
-        if self.config.critical_share <= 0:
+        config, capacity = self.config, snapshot.cluster.num_gpus
+        if config.critical_share <= 0:
             found = longest_critical(snapshot.running, snapshot.waiting, capacity, now, left)
             return of_longest(found)
-        config = self.config
         return critical_path(
             snapshot.running,
             snapshot.waiting,

@@ -55,6 +55,30 @@ class Longest:
 NONE = Longest(None, math.inf)
 
 
+Left = tuple[float, str, int, bool]
+"""A job's seconds left, id, GPUs and whether it runs."""
+
+
+def _work_left(
+    running: Sequence[Job], waiting: Sequence[Job], remaining_s: Callable[[Job, bool], float]
+) -> tuple[list[Left], float, int]:
+    """Every job with a known estimate (running ones first), the GPU-seconds of work they
+    hold and the GPUs the running ones use: the drain horizon is ``work / capacity``."""
+    work = 0.0
+    busy = 0
+    lefts: list[Left] = []
+    for jobs, is_running in ((running, True), (waiting, False)):
+        for job in jobs:
+            left = remaining_s(job, is_running)
+            if not math.isfinite(left):
+                continue
+            work += job.spec.workers * left
+            if is_running:
+                busy += job.spec.workers
+            lefts.append((left, job.id, job.spec.workers, is_running))
+    return lefts, work, busy
+
+
 def longest_critical(
     running: Sequence[Job],
     waiting: Sequence[Job],
@@ -67,24 +91,16 @@ def longest_critical(
     seconds of work left (``inf``: unknown, never counted)."""
     if capacity <= 0 or not running:
         return NONE
-    work = 0.0
-    busy = 0
+    lefts, work, busy = _work_left(running, waiting, remaining_s)
     best: tuple[float, str] | None = None
-    for job in running:
-        left = remaining_s(job, True)
-        if not math.isfinite(left):
+    for left, job_id, _gpus, is_running in lefts:
+        if not is_running:
             continue
-        work += job.spec.workers * left
-        busy += job.spec.workers
         # The most left; of equals, the earliest id (a rule that does not move by the clock).
-        if best is None or left > best[0] or (left == best[0] and job.id < best[1]):
-            best = (left, job.id)
+        if best is None or left > best[0] or (left == best[0] and job_id < best[1]):
+            best = (left, job_id)
     if best is None:
         return NONE
-    for job in waiting:
-        left = remaining_s(job, False)
-        if math.isfinite(left):
-            work += job.spec.workers * left
     horizon = work / capacity
     left, job_id = best
     if left < horizon:
@@ -139,18 +155,7 @@ def critical_path(
     smaller ones after it."""
     if capacity <= 0:
         return NO_PATH
-    work = 0.0
-    busy = 0
-    lefts: list[tuple[float, str, int, bool]] = []
-    for jobs, is_running in ((running, True), (waiting, False)):
-        for job in jobs:
-            left = remaining_s(job, is_running)
-            if not math.isfinite(left):
-                continue
-            work += job.spec.workers * left
-            if is_running:
-                busy += job.spec.workers
-            lefts.append((left, job.id, job.spec.workers, is_running))
+    lefts, work, busy = _work_left(running, waiting, remaining_s)
     if not lefts:
         return NO_PATH
     horizon = work / capacity
@@ -179,7 +184,7 @@ def critical_path(
 
 
 def _path_until(
-    lefts: list[tuple[float, str, int, bool]],
+    lefts: list[Left],
     path: CriticalPath,
     horizon: float,
     busy_share: float,
