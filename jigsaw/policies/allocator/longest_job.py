@@ -160,15 +160,15 @@ def critical_path(
         return NO_PATH
     horizon = work / capacity
     # A running job ranks as if it had ``hold`` more of its seconds left: between near-equals
-    # the one running keeps its place (no swap at every minimum run's end).
-    lefts.sort(key=lambda item: (-item[0] * (1.0 + hold if item[3] else 1.0), item[1]))
+    # the one running keeps its place (no swap at every minimum run's end). Only the
+    # critical ones are ranked.
+    critical = [item for item in lefts if item[0] >= horizon]
+    critical.sort(key=lambda item: (-item[0] * (1.0 + hold if item[3] else 1.0), item[1]))
     budget = gpu_share * capacity
     kept_running: set[str] = set()
     kept_waiting: list[str] = []
     passed_over = False
-    for left, job_id, gpus, is_running in lefts:
-        if left < horizon:
-            continue
+    for _left, job_id, gpus, is_running in critical:
         if gpus > budget and (kept_running or kept_waiting):
             passed_over = True
             continue

@@ -40,35 +40,43 @@ def seconds_at(job: Job, now: float, running: bool, iteration_s: float) -> float
 
 
 class WorkLeft:
-    """:func:`remaining_seconds` with each job's iteration time kept while the job is the same
-    object (a job is replaced on every change, and its options depend on its own fields
-    only, :meth:`~jigsaw.policies.shared.plans.PlanCatalog.options_key`). The work-left
-    weight and the longest job's horizon ask it of every job every round (kept, an October
-    Philly fortnight's replay took 0.975x the CPU, a full-Philly replay 1.007x: within the
-    noise, docs/BENCHMARKS.md, session 23). Entries not asked for a round are dropped."""
+    """:func:`remaining_seconds` with each job's iteration time, and its seconds left counted
+    without a run's progress, kept while the job is the same object (a job is replaced on
+    every change, and its options depend on its own fields only,
+    :meth:`~jigsaw.policies.shared.plans.PlanCatalog.options_key`). The work-left weight
+    and the critical path ask it of every job every round. Entries not asked for a round
+    are dropped."""
 
     __slots__ = ("_last", "_this", "catalog")
 
     def __init__(self, catalog: PlanCatalog) -> None:
         self.catalog = catalog
-        self._this: dict[int, tuple[Job, float]] = {}
-        self._last: dict[int, tuple[Job, float]] = {}
+        self._this: dict[int, tuple[Job, float, float]] = {}
+        self._last: dict[int, tuple[Job, float, float]] = {}
 
     def next_round(self) -> None:
         """Keep what the last round asked; forget what the round before asked."""
         self._last, self._this = self._this, {}
 
-    def iteration_s(self, job: Job) -> float:
-        """:func:`iteration_s`, kept while the job is the same object."""
+    def _entry(self, job: Job) -> tuple[Job, float, float]:
+        """(job, :func:`iteration_s`, seconds left without a run's progress)."""
         key = id(job)
         kept = self._this.get(key)
         if kept is None or kept[0] is not job:
             kept = self._last.get(key)
             if kept is None or kept[0] is not job:
-                kept = (job, iteration_s(self.catalog, job))
+                step = iteration_s(self.catalog, job)
+                kept = (job, step, seconds_at(job, 0.0, False, step))
             self._this[key] = kept
-        return kept[1]
+        return kept
+
+    def iteration_s(self, job: Job) -> float:
+        """:func:`iteration_s`, kept while the job is the same object."""
+        return self._entry(job)[1]
 
     def seconds(self, job: Job, now: float, running: bool) -> float:
         """As :func:`remaining_seconds`, to the bit."""
-        return seconds_at(job, now, running, self.iteration_s(job))
+        entry = self._entry(job)
+        if running and job.run_started_at is not None:
+            return seconds_at(job, now, True, entry[1])
+        return entry[2]

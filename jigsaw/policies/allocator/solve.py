@@ -34,7 +34,9 @@ losses in it, guests still slowed big gangs more than they gained, and Philly-lo
 better with guests switched off.
 
 The exclusive optimum is a feasible point of that program, so the answer kept is whichever
-of the two costs less: HiGHS stopping early never does worse than pollux's choice.
+of the two costs less: HiGHS stopping early never does worse than pollux's choice. HiGHS is
+not asked where a Lagrangian bound over the re-decided jobs shows that no answer of the
+program could be kept (:mod:`.joint_bound`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from jigsaw.policies.allocator.guest_bound import (
     guests_may_pay,
     margin,
 )
+from jigsaw.policies.allocator.joint_bound import program_may_pay, rows_hold
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.shared.cost_curve import Flat, _on_grid
 from jigsaw.policies.shared.pollux_allocation import choose_flat, choose_options
@@ -130,10 +133,14 @@ def solve(
     exclusive = exclusive_round.solution
     if not guests or not guests_may_pay(problem, exclusive_round, guests):
         return exclusive
-    joint = _solve_milp(problem, _touched(problem, exclusive), exclusive, limits)
-    if joint is not None and joint.cost < exclusive.cost - margin(problem, exclusive.cost):
-        return joint
-    return exclusive
+    touched = _touched(problem, exclusive)
+    target = exclusive.cost - margin(problem, exclusive.cost)
+    if not program_may_pay(problem, touched, exclusive, target):
+        return exclusive  # no answer of the program could be kept (:mod:`.joint_bound`)
+    joint = _solve_milp(problem, touched, exclusive, limits)
+    if joint is None or not joint.cost < target:
+        return exclusive
+    return joint if rows_hold(problem, touched, exclusive, joint.chosen) else exclusive
 
 
 def _touched(problem: Problem, exclusive: Solution) -> set[int]:
