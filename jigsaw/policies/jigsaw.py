@@ -55,6 +55,7 @@ from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.longest_job import (
     NO_PATH,
     CriticalPath,
+    WaitingWork,
     critical_path,
     longest_critical,
     of_longest,
@@ -132,6 +133,9 @@ class JigsawPolicy(PolicyBase):
         (:mod:`~jigsaw.policies.allocator.row_memo`)."""
         self._work = WorkLeft(self.catalog)
         """Each job's seconds of work left, its pace kept while it is the same object."""
+        self._waiting_work = WaitingWork() if incremental else None
+        """The waiting side's work left, kept while it is the same jobs (the critical path's
+        drain horizon)."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
         snapshot right after; it never changes a decision)."""
@@ -209,7 +213,13 @@ class JigsawPolicy(PolicyBase):
         if not self.config.guests:
             return solve(problem, self._limits, memo=self._program)
         cotenancy = Cotenancy(
-            self.catalog, self.oracle, self.planner, objective, self.config, offers=self._offers
+            self.catalog,
+            self.oracle,
+            self.planner,
+            objective,
+            self.config,
+            offers=self._offers,
+            work=self._work,
         )
         if not cotenancy.offer_slots(problem, cluster):
             return solve(problem, self._limits, memo=self._program)
@@ -239,7 +249,9 @@ class JigsawPolicy(PolicyBase):
 
         config, capacity = self.config, snapshot.cluster.num_gpus
         if config.critical_share <= 0:
-            found = longest_critical(snapshot.running, snapshot.waiting, capacity, now, left)
+            found = longest_critical(
+                snapshot.running, snapshot.waiting, capacity, now, left, self._waiting_work
+            )
             return of_longest(found)
         return critical_path(
             snapshot.running,
@@ -249,6 +261,7 @@ class JigsawPolicy(PolicyBase):
             left,
             config.critical_share,
             config.critical_hold,
+            self._waiting_work,
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:

@@ -53,7 +53,7 @@ from jigsaw.policies.allocator.configurations import (
 )
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
 from jigsaw.policies.allocator.objective import Objective
-from jigsaw.policies.allocator.remaining import remaining_seconds
+from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
@@ -87,9 +87,11 @@ class Cotenancy:
         config: JigsawConfig,
         *,
         offers: GangOfferMemo | None = None,
+        work: WorkLeft | None = None,
     ) -> None:
         """``offers``: what running gangs offer, kept across rounds by the policy (default:
-        a memo for this round only)."""
+        a memo for this round only); ``work``: the jobs' seconds left, kept by the policy
+        (default: one for this round only)."""
         self.catalog = catalog
         self.oracle = oracle
         self.planner = planner
@@ -100,6 +102,7 @@ class Cotenancy:
             if offers is not None
             else GangOfferMemo(catalog, hosts=config.hosts, host_keep=config.host_keep)
         )
+        self.work = work if work is not None else WorkLeft(catalog)
         self._candidates: list[tuple[int, Plan, float]] = []
         self._offered: list[_Slot] = []
 
@@ -331,7 +334,7 @@ class Cotenancy:
         for x the seconds it still needs there, :func:`.remaining.remaining_seconds`)."""
         view = problem.views[index]
         job = view.job
-        remaining_s = remaining_seconds(self.catalog, job, self.objective.now, bool(view.current))
+        remaining_s = self.work.seconds(job, self.objective.now, bool(view.current))
         if math.isinf(remaining_s):
             return 0.0
         sizes = view.choices.sizes.tolist()

@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -59,24 +60,60 @@ Left = tuple[float, str, int, bool]
 """A job's seconds left, id, GPUs and whether it runs."""
 
 
+class WaitingWork:
+    """The waiting jobs' seconds left and the GPU-seconds they hold, kept while the waiting
+    side is the same job objects in the same order (between events a round's waiting side
+    is a new tuple of the very jobs of the last; a waiting job's seconds left read its own
+    fields only, :class:`~.remaining.WorkLeft`)."""
+
+    __slots__ = ("_jobs", "_lefts", "_work")
+
+    def __init__(self) -> None:
+        self._jobs: Sequence[Job] = ()
+        self._lefts: list[Left] = []
+        self._work = 0.0
+
+    def of(
+        self, waiting: Sequence[Job], remaining_s: Callable[[Job, bool], float]
+    ) -> tuple[list[Left], float]:
+        """(each waiting job with a known estimate, their summed GPU-seconds)."""
+        same = len(waiting) == len(self._jobs) and all(map(operator.is_, waiting, self._jobs))
+        if not same:
+            self._lefts, self._work = _side(waiting, False, remaining_s)
+            self._jobs = waiting
+        return self._lefts, self._work
+
+
+def _side(
+    jobs: Sequence[Job], is_running: bool, remaining_s: Callable[[Job, bool], float]
+) -> tuple[list[Left], float]:
+    work = 0.0
+    lefts: list[Left] = []
+    for job in jobs:
+        left = remaining_s(job, is_running)
+        if not math.isfinite(left):
+            continue
+        work += job.spec.workers * left
+        lefts.append((left, job.id, job.spec.workers, is_running))
+    return lefts, work
+
+
 def _work_left(
-    running: Sequence[Job], waiting: Sequence[Job], remaining_s: Callable[[Job, bool], float]
+    running: Sequence[Job],
+    waiting: Sequence[Job],
+    remaining_s: Callable[[Job, bool], float],
+    kept: WaitingWork | None = None,
 ) -> tuple[list[Left], float, int]:
     """Every job with a known estimate (running ones first), the GPU-seconds of work they
-    hold and the GPUs the running ones use: the drain horizon is ``work / capacity``."""
-    work = 0.0
-    busy = 0
-    lefts: list[Left] = []
-    for jobs, is_running in ((running, True), (waiting, False)):
-        for job in jobs:
-            left = remaining_s(job, is_running)
-            if not math.isfinite(left):
-                continue
-            work += job.spec.workers * left
-            if is_running:
-                busy += job.spec.workers
-            lefts.append((left, job.id, job.spec.workers, is_running))
-    return lefts, work, busy
+    hold and the GPUs the running ones use: the drain horizon is ``work / capacity``.
+    ``kept``: the waiting side's, kept between rounds."""
+    lefts, work = _side(running, True, remaining_s)
+    busy = sum(gpus for _, _, gpus, _ in lefts)
+    if kept is not None:
+        waiting_lefts, waiting_work = kept.of(waiting, remaining_s)
+    else:
+        waiting_lefts, waiting_work = _side(waiting, False, remaining_s)
+    return [*lefts, *waiting_lefts], work + waiting_work, busy
 
 
 def longest_critical(
@@ -85,13 +122,14 @@ def longest_critical(
     capacity: int,
     now: float,
     remaining_s: Callable[[Job, bool], float],
+    kept: WaitingWork | None = None,
 ) -> Longest:
     """The running job with the most seconds left, if they reach the drain horizon of
     ``running`` and ``waiting`` on ``capacity`` GPUs; ``remaining_s(job, running)``: its
     seconds of work left (``inf``: unknown, never counted)."""
     if capacity <= 0 or not running:
         return NONE
-    lefts, work, busy = _work_left(running, waiting, remaining_s)
+    lefts, work, busy = _work_left(running, waiting, remaining_s, kept)
     best: tuple[float, str] | None = None
     for left, job_id, _gpus, is_running in lefts:
         if not is_running:
@@ -146,16 +184,17 @@ def critical_path(
     remaining_s: Callable[[Job, bool], float],
     gpu_share: float,
     hold: float = 0.0,
+    kept: WaitingWork | None = None,
 ) -> CriticalPath:
     """Every job, running or waiting, whose seconds left reach the drain horizon of
     ``running`` and ``waiting`` on ``capacity`` GPUs, most left first (of equals, the
     earliest id; a running job counted with ``hold`` more of its seconds): the first always
     (the old rule's pin, on any cluster), the others while their GPUs stay within
     ``gpu_share`` of ``capacity``; a critical job that does not fit is passed over for
-    smaller ones after it."""
+    smaller ones after it. ``kept``: the waiting side's work, kept between rounds."""
     if capacity <= 0:
         return NO_PATH
-    lefts, work, busy = _work_left(running, waiting, remaining_s)
+    lefts, work, busy = _work_left(running, waiting, remaining_s, kept)
     if not lefts:
         return NO_PATH
     horizon = work / capacity

@@ -14,7 +14,7 @@ from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
-from jigsaw.policies.allocator.longest_job import critical_path
+from jigsaw.policies.allocator.longest_job import WaitingWork, critical_path
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.simulator import SimulationSetup, make_oracle
 from tests.core.support import running_job
@@ -144,3 +144,29 @@ def test_a_critical_gang_that_does_not_fit_beside_protected_jobs_waits() -> None
     later = NOW + JigsawConfig().min_run_s
     decisions = policy.decide(Snapshot(later, Cluster.uniform(8, 4), (gang,), running))
     assert [d.job_id for d in decisions if isinstance(d, Start)] == ["long"]
+
+
+def test_the_kept_waiting_side_gives_the_path_built_afresh() -> None:
+    """The waiting side's work is kept while it is the very same jobs: through arrivals,
+    starts and a job replaced by an equal copy, the path with the kept side is the one built
+    afresh each round, and the side is rebuilt exactly when the jobs changed."""
+    kept = WaitingWork()
+    left = {**LEFT, "f": 95.0, "g": 300.0}
+    copy_of_d = _job("d", 8)
+    rounds = [
+        WAITING,
+        list(WAITING),  # a new list of the very same jobs: kept
+        [*WAITING, _job("f", 2)],  # an arrival
+        [WAITING[0], copy_of_d, WAITING[2]],  # d replaced by a new object
+        [WAITING[0], copy_of_d, WAITING[2]],
+        [_job("g", 4)],  # a long job arrives alone: now it is critical
+    ]
+    rebuilt = []
+    for waiting in rounds:
+        before = kept._jobs
+        path = critical_path(RUNNING, waiting, 16, NOW, lambda j, _r: left[j.id], 0.5, kept=kept)
+        rebuilt.append(kept._jobs is not before)
+        fresh = critical_path(RUNNING, waiting, 16, NOW, lambda j, _r: left[j.id], 0.5)
+        assert path == fresh
+    assert rebuilt == [True, False, True, True, False, True]
+    assert fresh.waiting == ("g",)

@@ -43,6 +43,7 @@ from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
+from jigsaw.policies.allocator.longest_job import WaitingWork
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.base import KeepsRoundState, Policy
@@ -86,6 +87,9 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     RowMemo: frozenset({"_key", "_jobs", "_until", "_columns_end", "views", "columns", "reused"}),
     # Each job's pace, keyed by the very job object (tests/core/policies/test_work_left.py).
     WorkLeft: frozenset({"_this", "_last"}),
+    # The waiting side's work left, keyed by its very job objects
+    # (tests/core/policies/test_critical_path.py).
+    WaitingWork: frozenset({"_jobs", "_lefts", "_work"}),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
     JigsawPolicy: frozenset({"_last_round"}),
 }
