@@ -60,7 +60,7 @@ from jigsaw.policies.allocator.longest_job import (
     longest_critical,
     of_longest,
 )
-from jigsaw.policies.allocator.objective import Objective
+from jigsaw.policies.allocator.objective import Objective, WeightMemo
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
@@ -133,6 +133,8 @@ class JigsawPolicy(PolicyBase):
         (:mod:`~jigsaw.policies.allocator.row_memo`)."""
         self._work = WorkLeft(self.catalog)
         """Each job's seconds of work left, its pace kept while it is the same object."""
+        self._weights = WeightMemo() if incremental else None
+        """Each job's weight, kept while it is the same object (without aging)."""
         self._waiting_work = WaitingWork() if incremental else None
         """The waiting side's work left, kept while it is the same jobs (the critical path's
         drain horizon)."""
@@ -168,7 +170,11 @@ class JigsawPolicy(PolicyBase):
         cluster, now = snapshot.cluster, snapshot.now
         self._work.next_round()
         per_node = max((node.num_gpus for node in cluster.alive_nodes), default=1)
-        objective = Objective(self.config, now, per_node, work_left_s=self._work_left(now))
+        if self._weights is not None:
+            self._weights.next_round()
+        objective = Objective(
+            self.config, now, per_node, work_left_s=self._work_left(now), weights=self._weights
+        )
         critical = self._critical(snapshot)
         backlog = round_backlog(
             snapshot,

@@ -39,6 +39,35 @@ ZERO_GUARD = 1e-3
 """Added to every scaled speedup, so a job left out costs 1,000 rather than infinity."""
 
 
+class WeightMemo:
+    """Each job's weight, kept while the job is the same object: without aging a weight
+    reads the job's own fields and its work left as its record counts them, which hold while
+    it is (a job is replaced on every change). Entries not asked for a round are dropped."""
+
+    __slots__ = ("_last", "_this")
+
+    def __init__(self) -> None:
+        self._this: dict[int, tuple[Job, float]] = {}
+        self._last: dict[int, tuple[Job, float]] = {}
+
+    def next_round(self) -> None:
+        """Keep what the last round asked; forget what the round before asked."""
+        self._last, self._this = self._this, {}
+
+    def get(self, job: Job) -> float | None:
+        key = id(job)
+        kept = self._this.get(key)
+        if kept is None or kept[0] is not job:
+            kept = self._last.get(key)
+            if kept is None or kept[0] is not job:
+                return None
+            self._this[key] = kept
+        return kept[1]
+
+    def put(self, job: Job, weight: float) -> None:
+        self._this[id(job)] = (job, weight)
+
+
 @dataclass(frozen=True, slots=True)
 class Objective:
     config: JigsawConfig
@@ -49,6 +78,8 @@ class Objective:
     run's start or its last progress report, not the progress since), for
     ``remaining_weight`` (:mod:`.remaining`): a weight that holds between events. ``None``:
     that weight is off."""
+    weights: WeightMemo | None = None
+    """Weights kept between rounds by the policy (not with aging on: they read the clock)."""
 
     def weight(self, job: Job) -> float:
         """The job's weight, from the service it had attained when its current run began
@@ -59,6 +90,11 @@ class Objective:
         prices stay put between events (:meth:`~jigsaw.policies.jigsaw.JigsawPolicy.
         stable_until`)."""
         config = self.config
+        memo = self.weights if config.wait_weight <= 0 else None
+        if memo is not None:
+            kept = memo.get(job)
+            if kept is not None:
+                return kept
         attained = job.attained_gpu_seconds
         weight = 1.0
         if config.service_weight > 0:
@@ -71,7 +107,10 @@ class Objective:
             if math.isfinite(left):
                 scale = config.service_scale_s
                 weight += config.remaining_weight * scale / (scale + left)
-        return weight * priority_weight(job.spec.priority)
+        weight *= priority_weight(job.spec.priority)
+        if memo is not None:
+            memo.put(job, weight)
+        return weight
 
     def starving(self, job: Job) -> bool:
         """Waited longer than ``promote_s``: the pin may make the round run it (the longest

@@ -44,6 +44,7 @@ from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.longest_job import WaitingWork
+from jigsaw.policies.allocator.objective import WeightMemo
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.base import KeepsRoundState, Policy
@@ -87,6 +88,9 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     RowMemo: frozenset({"_key", "_jobs", "_until", "_columns_end", "views", "columns", "reused"}),
     # Each job's pace, keyed by the very job object (tests/core/policies/test_work_left.py).
     WorkLeft: frozenset({"_this", "_last"}),
+    # Each job's weight, keyed by the very job object, without aging (the kept policy is
+    # held to one building afresh by tests/core/policies/test_gang_offers.py).
+    WeightMemo: frozenset({"_this", "_last"}),
     # The waiting side's work left, keyed by its very job objects
     # (tests/core/policies/test_critical_path.py).
     WaitingWork: frozenset({"_jobs", "_lefts", "_work"}),
