@@ -60,7 +60,11 @@ class GangOfferMemo:
         self.hosts = hosts
         self.host_keep = host_keep
         self.keep = keep
-        self._kept: dict[str, tuple[tuple[object, ...], GangOffers | None]] = {}
+        self._kept: dict[
+            str, tuple[tuple[object, ...], GangOffers | None, Job, SPBPlan, Placement]
+        ] = {}
+        """Per job id: the key its offers were built for, the offers, and the job, plan and
+        GPUs of the last ask (the same objects have the same key)."""
         self.built = 0
         """Offers built so far, kept or not (for tests and profiles)."""
 
@@ -72,13 +76,16 @@ class GangOfferMemo:
     def offers(self, job: Job, plan: SPBPlan, placement: Placement) -> GangOffers | None:
         """What ``job``, running ``plan`` on ``placement``, offers (``None``: it has no
         goodput under full backprop there, so no configuration of it is priced)."""
-        key = (self.catalog.options_key(job), plan, placement)
         kept = self._kept.get(job.id)
+        if kept is not None and kept[2] is job and kept[3] is plan and kept[4] is placement:
+            return kept[1]  # the very objects of the last ask: its key too
+        key = (self.catalog.options_key(job), plan, placement)
         if kept is not None and kept[0] == key:
-            return kept[1]
-        found = self._build(job, plan, placement)
+            found = kept[1]
+        else:
+            found = self._build(job, plan, placement)
         if self.keep:
-            self._kept[job.id] = (key, found)
+            self._kept[job.id] = (key, found, job, plan, placement)
         return found
 
     def forget_unless(self, running: set[str]) -> None:

@@ -61,27 +61,46 @@ Left = tuple[float, str, int, bool]
 
 
 class WaitingWork:
-    """The waiting jobs' seconds left and the GPU-seconds they hold, kept while the waiting
-    side is the same job objects in the same order (between events a round's waiting side
-    is a new tuple of the very jobs of the last; a waiting job's seconds left read its own
-    fields only, :class:`~.remaining.WorkLeft`)."""
+    """The waiting jobs' seconds left and the GPU-seconds they hold, kept between rounds:
+    whole while the waiting side is the same job objects in the same order (between events
+    a round's waiting side is a new tuple of the very jobs of the last), and job by job
+    otherwise (a waiting job's seconds left read its own fields only,
+    :class:`~.remaining.WorkLeft`). The sum runs over the jobs in order, as a pass over
+    them all would."""
 
-    __slots__ = ("_jobs", "_lefts", "_work")
+    __slots__ = ("_entries", "_jobs", "_lefts", "_work")
 
     def __init__(self) -> None:
         self._jobs: Sequence[Job] = ()
         self._lefts: list[Left] = []
         self._work = 0.0
+        self._entries: dict[int, tuple[Job, Left | None]] = {}
 
     def of(
         self, waiting: Sequence[Job], remaining_s: Callable[[Job, bool], float]
     ) -> tuple[list[Left], float]:
         """(each waiting job with a known estimate, their summed GPU-seconds)."""
-        same = len(waiting) == len(self._jobs) and all(map(operator.is_, waiting, self._jobs))
-        if not same:
-            self._lefts, self._work = _side(waiting, False, remaining_s)
-            self._jobs = waiting
-        return self._lefts, self._work
+        if len(waiting) == len(self._jobs) and all(map(operator.is_, waiting, self._jobs)):
+            return self._lefts, self._work
+        entries = self._entries
+        fresh: dict[int, tuple[Job, Left | None]] = {}
+        lefts: list[Left] = []
+        work = 0.0
+        for job in waiting:
+            key = id(job)
+            kept = entries.get(key)
+            if kept is not None and kept[0] is job:
+                item = kept[1]
+            else:
+                left = remaining_s(job, False)
+                finite = math.isfinite(left)
+                item = (left, job.id, job.spec.workers, False) if finite else None
+            fresh[key] = (job, item)
+            if item is not None:
+                work += item[2] * item[0]
+                lefts.append(item)
+        self._jobs, self._lefts, self._work, self._entries = waiting, lefts, work, fresh
+        return lefts, work
 
 
 def _side(

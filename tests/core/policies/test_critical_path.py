@@ -147,9 +147,10 @@ def test_a_critical_gang_that_does_not_fit_beside_protected_jobs_waits() -> None
 
 
 def test_the_kept_waiting_side_gives_the_path_built_afresh() -> None:
-    """The waiting side's work is kept while it is the very same jobs: through arrivals,
-    starts and a job replaced by an equal copy, the path with the kept side is the one built
-    afresh each round, and the side is rebuilt exactly when the jobs changed."""
+    """The waiting side's work is kept while it is the very same jobs, and job by job when
+    they change: through arrivals, starts and a job replaced by an equal copy, the path with
+    the kept side is the one built afresh each round, the side is rebuilt exactly when the
+    jobs changed, and then only new job objects are asked their seconds left."""
     kept = WaitingWork()
     left = {**LEFT, "f": 95.0, "g": 300.0}
     copy_of_d = _job("d", 8)
@@ -162,11 +163,21 @@ def test_the_kept_waiting_side_gives_the_path_built_afresh() -> None:
         [_job("g", 4)],  # a long job arrives alone: now it is critical
     ]
     rebuilt = []
+    asked: list[list[str]] = []
+
+    def counted(job: Job, running: bool) -> float:
+        if not running:
+            asked[-1].append(job.id)
+        return left[job.id]
+
     for waiting in rounds:
         before = kept._jobs
-        path = critical_path(RUNNING, waiting, 16, NOW, lambda j, _r: left[j.id], 0.5, kept=kept)
+        asked.append([])
+        path = critical_path(RUNNING, waiting, 16, NOW, counted, 0.5, kept=kept)
         rebuilt.append(kept._jobs is not before)
         fresh = critical_path(RUNNING, waiting, 16, NOW, lambda j, _r: left[j.id], 0.5)
         assert path == fresh
     assert rebuilt == [True, False, True, True, False, True]
+    # Only jobs it has not seen, as those very objects, are asked their seconds left.
+    assert asked == [["c", "d", "e"], [], ["f"], ["d"], [], ["g"]]
     assert fresh.waiting == ("g",)

@@ -93,7 +93,7 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     WeightMemo: frozenset({"_this", "_last"}),
     # The waiting side's work left, keyed by its very job objects
     # (tests/core/policies/test_critical_path.py).
-    WaitingWork: frozenset({"_jobs", "_lefts", "_work"}),
+    WaitingWork: frozenset({"_jobs", "_lefts", "_work", "_entries"}),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
     JigsawPolicy: frozenset({"_last_round"}),
 }
