@@ -38,9 +38,9 @@ The multipliers: ``lam = mu = 0`` first, then a golden-section search on ``log10
 (the bound is concave in each multiplier, so unimodal), then on ``log10 mu`` at the best
 ``lam`` and on ``lam`` again, stopping at the first that settles the round: at most
 :data:`MOST_TRIES` passes of the dynamic program over a few dozen jobs, each a tenth of a
-millisecond. On the programs full Philly asked (a sample of 5,706, a profiler's diagnosis
-of session 25) it settled 92% of them, 75% of their HiGHS time, and never one whose
-answer was kept.
+millisecond. On the full-Philly replay it settles 8,328 of the 8,812 programs (94.5%):
+HiGHS runs 484 times for 19.3 s of CPU instead of 80 s, and the bound costs 6.2 s (a
+profiler's diagnosis of session 25); the decisions are the same.
 """
 
 from __future__ import annotations
