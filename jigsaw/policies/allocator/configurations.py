@@ -85,7 +85,7 @@ class Problem:
     by_job: list[list[int]] = field(default_factory=list)
     """Column indices of each job; its exclusive and off columns come first, by size."""
     capacity: int = 0
-    pace: Sequence[float] = field(default_factory=list)
+    pace: list[float] = field(default_factory=list)
     """Per job, completions per second per unit of speedup: ``1 / (speedup at its requested
     size x remaining seconds there)`` (:mod:`.cotenancy` sets it when it offers guests and
     the completion guard is on; empty: no completion row)."""

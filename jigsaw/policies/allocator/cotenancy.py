@@ -53,7 +53,6 @@ from jigsaw.policies.allocator.configurations import (
 )
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
 from jigsaw.policies.allocator.objective import Objective
-from jigsaw.policies.allocator.paces import Paces
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.shared.plans import PlanCatalog
 
@@ -125,7 +124,7 @@ class Cotenancy:
             return False
         problem.cotenancy_offered = True
         if self.config.completion_guard:
-            problem.pace = Paces(len(problem.views), lambda index: self._pace(problem, index))
+            problem.pace = [self._pace(problem, index) for index in range(len(problem.views))]
         return bool(self._candidates)
 
     def guest_price_floors(self, problem: Problem) -> dict[int, float] | None:
