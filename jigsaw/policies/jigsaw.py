@@ -51,6 +51,7 @@ from jigsaw.policies.allocator.configurations import (
 from jigsaw.policies.allocator.cotenancy import Cotenancy, guest_hosts
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.guest_bound import guests_may_pay
+from jigsaw.policies.allocator.job_memo import JobMemo
 from jigsaw.policies.allocator.knowledge import worker_batch
 from jigsaw.policies.allocator.longest_job import (
     NO_PATH,
@@ -60,7 +61,7 @@ from jigsaw.policies.allocator.longest_job import (
     longest_critical,
     of_longest,
 )
-from jigsaw.policies.allocator.objective import Objective, WeightMemo
+from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
@@ -133,7 +134,7 @@ class JigsawPolicy(PolicyBase):
         (:mod:`~jigsaw.policies.allocator.row_memo`)."""
         self._work = WorkLeft(self.catalog)
         """Each job's seconds of work left, its pace kept while it is the same object."""
-        self._weights = WeightMemo() if incremental else None
+        self._weights: JobMemo[float] | None = JobMemo() if incremental else None
         """Each job's weight, kept while it is the same object (without aging)."""
         self._waiting_work = WaitingWork() if incremental else None
         """The waiting side's work left, kept while it is the same jobs (the critical path's

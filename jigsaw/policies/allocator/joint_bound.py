@@ -97,13 +97,7 @@ class _Relaxation:
                 self.capacity -= columns[index].gpus
                 self.constant += columns[index].cost
         pace = problem.pace
-        self.goodput_floor = sum(columns[exclusive.chosen[job]].speedup for job in self.order)
-        completion = (
-            sum(columns[exclusive.chosen[job]].speedup * pace[job] for job in self.order)
-            if pace
-            else 0.0
-        )
-        self.completion_floor = completion if completion > 0 else 0.0
+        self.goodput_floor, self.completion_floor = _floors(problem, self.order, exclusive)
         self.jobs: dict[int, _Job] = {}
         slots: dict[int, set[object]] = {}
         guest_jobs: dict[int, set[int]] = {}
@@ -135,6 +129,8 @@ class _Relaxation:
     def bound(self, lam: float, mu: float) -> float:
         """A lower bound on every answer of the program, at multipliers ``lam`` on the goodput
         row and ``mu`` on the completion row."""
+        if self.capacity < 0:
+            return -math.inf
         columns = self.problem.columns
         completion = self.completion_floor
         if completion <= 0:
@@ -174,8 +170,6 @@ class _Relaxation:
                     sizes = np.concatenate([[0], sizes])
                     costs = np.concatenate([[guest_price], costs])
             options.append((sizes, costs))
-        if self.capacity < 0:
-            return -math.inf
         value = cost_curve(options, self.capacity).least()
         if not value < UNREACHABLE:
             return -math.inf  # no answer fits (the exclusive optimum does): ask HiGHS
@@ -197,19 +191,29 @@ def rows_hold(problem: Problem, touched: set[int], exclusive: Solution, chosen: 
         column = columns[index]
         if column.kind == GUEST and column.needs is not None:
             worst[column.needs] = max(worst.get(column.needs, 0.0), column.host_loss)
-    goodput = sum(columns[chosen[job]].speedup for job in touched) - sum(worst.values())
-    floor = sum(columns[exclusive.chosen[job]].speedup for job in touched)
+    order = sorted(touched)
+    floor, completion_floor = _floors(problem, order, exclusive)
+    goodput = sum(columns[chosen[job]].speedup for job in order) - sum(worst.values())
     if goodput < floor * (1.0 - HIGHS_TOLERANCE):
         return False
-    if not pace:
-        return True
-    completion_floor = sum(columns[exclusive.chosen[job]].speedup * pace[job] for job in touched)
     if completion_floor <= 0:
         return True
-    completion = sum(columns[chosen[job]].speedup * pace[job] for job in touched) - sum(
+    completion = sum(columns[chosen[job]].speedup * pace[job] for job in order) - sum(
         loss * pace[columns[needs].job] for needs, loss in worst.items()
     )
     return completion >= completion_floor * (1.0 - HIGHS_TOLERANCE)
+
+
+def _floors(problem: Problem, order: list[int], exclusive: Solution) -> tuple[float, float]:
+    """The exclusive optimum's summed speedup over the jobs ``order``, and its completion
+    rate there (0 with no completion row: no paces, or nothing of it completes)."""
+    columns, pace = problem.columns, problem.pace
+    chosen = [columns[exclusive.chosen[job]] for job in order]
+    goodput = sum(column.speedup for column in chosen)
+    if not pace:
+        return goodput, 0.0
+    completion = sum(column.speedup * pace[job] for column, job in zip(chosen, order, strict=True))
+    return goodput, max(completion, 0.0)
 
 
 class _Settled(Exception):

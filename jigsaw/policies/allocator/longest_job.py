@@ -89,12 +89,9 @@ class WaitingWork:
         for job in waiting:
             key = id(job)
             kept = entries.get(key)
-            if kept is not None and kept[0] is job:
-                item = kept[1]
-            else:
-                left = remaining_s(job, False)
-                finite = math.isfinite(left)
-                item = (left, job.id, job.spec.workers, False) if finite else None
+            item = (
+                kept[1] if kept is not None and kept[0] is job else _left(job, False, remaining_s)
+            )
             fresh[key] = (job, item)
             if item is not None:
                 work += item[2] * item[0]
@@ -103,17 +100,22 @@ class WaitingWork:
         return lefts, work
 
 
+def _left(job: Job, is_running: bool, remaining_s: Callable[[Job, bool], float]) -> Left | None:
+    """The job's entry (``None``: its seconds left are unknown, never counted)."""
+    left = remaining_s(job, is_running)
+    return (left, job.id, job.spec.workers, is_running) if math.isfinite(left) else None
+
+
 def _side(
     jobs: Sequence[Job], is_running: bool, remaining_s: Callable[[Job, bool], float]
 ) -> tuple[list[Left], float]:
     work = 0.0
     lefts: list[Left] = []
     for job in jobs:
-        left = remaining_s(job, is_running)
-        if not math.isfinite(left):
-            continue
-        work += job.spec.workers * left
-        lefts.append((left, job.id, job.spec.workers, is_running))
+        item = _left(job, is_running, remaining_s)
+        if item is not None:
+            work += item[2] * item[0]
+            lefts.append(item)
     return lefts, work
 
 

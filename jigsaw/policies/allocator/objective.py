@@ -33,39 +33,11 @@ from numpy.typing import NDArray
 
 from jigsaw.model.domain import Job
 from jigsaw.policies.allocator.config import JigsawConfig
+from jigsaw.policies.allocator.job_memo import JobMemo
 from jigsaw.policies.shared.fairness import priority_weight
 
 ZERO_GUARD = 1e-3
 """Added to every scaled speedup, so a job left out costs 1,000 rather than infinity."""
-
-
-class WeightMemo:
-    """Each job's weight, kept while the job is the same object: without aging a weight
-    reads the job's own fields and its work left as its record counts them, which hold while
-    it is (a job is replaced on every change). Entries not asked for a round are dropped."""
-
-    __slots__ = ("_last", "_this")
-
-    def __init__(self) -> None:
-        self._this: dict[int, tuple[Job, float]] = {}
-        self._last: dict[int, tuple[Job, float]] = {}
-
-    def next_round(self) -> None:
-        """Keep what the last round asked; forget what the round before asked."""
-        self._last, self._this = self._this, {}
-
-    def get(self, job: Job) -> float | None:
-        key = id(job)
-        kept = self._this.get(key)
-        if kept is None or kept[0] is not job:
-            kept = self._last.get(key)
-            if kept is None or kept[0] is not job:
-                return None
-            self._this[key] = kept
-        return kept[1]
-
-    def put(self, job: Job, weight: float) -> None:
-        self._this[id(job)] = (job, weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +50,7 @@ class Objective:
     run's start or its last progress report, not the progress since), for
     ``remaining_weight`` (:mod:`.remaining`): a weight that holds between events. ``None``:
     that weight is off."""
-    weights: WeightMemo | None = None
+    weights: JobMemo[float] | None = None
     """Weights kept between rounds by the policy (not with aging on: they read the clock)."""
 
     def weight(self, job: Job) -> float:

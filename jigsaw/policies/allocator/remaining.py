@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from jigsaw.model.domain import Job
+from jigsaw.policies.allocator.job_memo import JobMemo
 from jigsaw.policies.shared.plans import PlanCatalog
 
 
@@ -47,36 +48,32 @@ class WorkLeft:
     and the critical path ask it of every job every round. Entries not asked for a round
     are dropped."""
 
-    __slots__ = ("_last", "_this", "catalog")
+    __slots__ = ("_memo", "catalog")
 
     def __init__(self, catalog: PlanCatalog) -> None:
         self.catalog = catalog
-        self._this: dict[int, tuple[Job, float, float]] = {}
-        self._last: dict[int, tuple[Job, float, float]] = {}
+        self._memo: JobMemo[tuple[float, float]] = JobMemo()
 
     def next_round(self) -> None:
         """Keep what the last round asked; forget what the round before asked."""
-        self._last, self._this = self._this, {}
+        self._memo.next_round()
 
-    def _entry(self, job: Job) -> tuple[Job, float, float]:
-        """(job, :func:`iteration_s`, seconds left without a run's progress)."""
-        key = id(job)
-        kept = self._this.get(key)
-        if kept is None or kept[0] is not job:
-            kept = self._last.get(key)
-            if kept is None or kept[0] is not job:
-                step = iteration_s(self.catalog, job)
-                kept = (job, step, seconds_at(job, 0.0, False, step))
-            self._this[key] = kept
+    def _entry(self, job: Job) -> tuple[float, float]:
+        """(:func:`iteration_s`, seconds left without a run's progress)."""
+        kept = self._memo.get(job)
+        if kept is None:
+            step = iteration_s(self.catalog, job)
+            kept = (step, seconds_at(job, 0.0, False, step))
+            self._memo.put(job, kept)
         return kept
 
     def iteration_s(self, job: Job) -> float:
         """:func:`iteration_s`, kept while the job is the same object."""
-        return self._entry(job)[1]
+        return self._entry(job)[0]
 
     def seconds(self, job: Job, now: float, running: bool) -> float:
         """As :func:`remaining_seconds`, to the bit."""
-        entry = self._entry(job)
+        step, waiting = self._entry(job)
         if running and job.run_started_at is not None:
-            return seconds_at(job, now, True, entry[1])
-        return entry[2]
+            return seconds_at(job, now, True, step)
+        return waiting

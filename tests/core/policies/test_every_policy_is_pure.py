@@ -43,9 +43,8 @@ from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
 from jigsaw.policies import policy_names
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
+from jigsaw.policies.allocator.job_memo import JobMemo
 from jigsaw.policies.allocator.longest_job import WaitingWork
-from jigsaw.policies.allocator.objective import WeightMemo
-from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.policies.builder import build_policy
@@ -86,11 +85,10 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # The last round's leading steady jobs and their columns, kept while valid
     # (tests/core/policies/test_gang_offers.py holds the kept policy to building afresh).
     RowMemo: frozenset({"_key", "_jobs", "_until", "_columns_end", "views", "columns", "reused"}),
-    # Each job's pace, keyed by the very job object (tests/core/policies/test_work_left.py).
-    WorkLeft: frozenset({"_this", "_last"}),
-    # Each job's weight, keyed by the very job object, without aging (the kept policy is
-    # held to one building afresh by tests/core/policies/test_gang_offers.py).
-    WeightMemo: frozenset({"_this", "_last"}),
+    # Each job's pace and weight, keyed by the very job object (tests/core/policies/
+    # test_work_left.py; the kept weights are held to a policy building afresh by
+    # tests/core/policies/test_gang_offers.py).
+    JobMemo: frozenset({"_this", "_last"}),
     # The waiting side's work left, keyed by its very job objects
     # (tests/core/policies/test_critical_path.py).
     WaitingWork: frozenset({"_jobs", "_lefts", "_work", "_entries"}),

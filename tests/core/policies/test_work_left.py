@@ -58,5 +58,5 @@ def test_a_replaced_job_is_priced_afresh_and_unused_entries_are_dropped() -> Non
     assert after == remaining_seconds(catalog, bigger, NOW, False) and after != before
     work.next_round()
     work.next_round()  # two rounds without asking for ``small``: its entry is gone
-    assert all(kept[0] is not small for kept in work._this.values())
-    assert all(kept[0] is not small for kept in work._last.values())
+    assert all(kept[0] is not small for kept in work._memo._this.values())
+    assert all(kept[0] is not small for kept in work._memo._last.values())

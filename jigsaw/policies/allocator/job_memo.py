@@ -1,0 +1,42 @@
+"""Values per job, kept while the job is the same object, from one round to the next.
+
+A job is replaced on every change (:class:`~jigsaw.model.domain.Job`), so a value that reads
+only the job's own fields holds while the job is the very same object. What a round does not
+ask for is dropped after the next (a long replay would otherwise keep every job it met).
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from jigsaw.model.domain import Job
+
+V = TypeVar("V")
+
+
+class JobMemo(Generic[V]):
+    """Per job object, a value: what this round and the last asked for."""
+
+    __slots__ = ("_last", "_this")
+
+    def __init__(self) -> None:
+        self._this: dict[int, tuple[Job, V]] = {}
+        self._last: dict[int, tuple[Job, V]] = {}
+
+    def next_round(self) -> None:
+        """Keep what the last round asked; forget what the round before asked."""
+        self._last, self._this = self._this, {}
+
+    def get(self, job: Job) -> V | None:
+        """The value kept for this very job object (``None``: none)."""
+        key = id(job)
+        kept = self._this.get(key)
+        if kept is None or kept[0] is not job:
+            kept = self._last.get(key)
+            if kept is None or kept[0] is not job:
+                return None
+            self._this[key] = kept
+        return kept[1]
+
+    def put(self, job: Job, value: V) -> None:
+        self._this[id(job)] = (job, value)
