@@ -63,6 +63,7 @@ from jigsaw.policies.allocator.longest_job import (
 )
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
+from jigsaw.policies.allocator.reasons import label, moved, percent, resized
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
 from jigsaw.policies.allocator.row_memo import RowMemo
@@ -254,10 +255,13 @@ class JigsawPolicy(PolicyBase):
         def left(job: Job, running: bool) -> float:
             return self._work.seconds(job, now, running)
 
+        def many(jobs: Sequence[Job], running: bool) -> list[float]:
+            return self._work.seconds_many(jobs, now, running)
+
         config, capacity = self.config, snapshot.cluster.num_gpus
         if config.critical_share <= 0:
             found = longest_critical(
-                snapshot.running, snapshot.waiting, capacity, now, left, self._waiting_work
+                snapshot.running, snapshot.waiting, capacity, now, left, self._waiting_work, many
             )
             return of_longest(found)
         return critical_path(
@@ -269,6 +273,7 @@ class JigsawPolicy(PolicyBase):
             config.critical_share,
             config.critical_hold,
             self._waiting_work,
+            many,
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:
@@ -295,12 +300,12 @@ class JigsawPolicy(PolicyBase):
                 starts.append(self._start(problem, view, column, placement))
             elif view.guest_of is not None and placement != view.current:
                 plan = column.plan if column.plan is not None else self._plan(view, placement)
-                moves.append(Replan(job.id, plan, placement, _moved(view, column, placement)))
+                moves.append(Replan(job.id, plan, placement, moved(view, column, placement)))
             elif view.current and placement != view.current and view.resizable:
                 batch = worker_batch(job, view.goodput, placement)
                 assert batch is not None
                 plan = self.planner.resized_plan(job, len(placement))
-                reason = _resized(view, placement, batch, was, column.speedup)
+                reason = resized(view, placement, batch, was, column.speedup)
                 resize = Resize(job.id, placement, plan, batch, reason)
                 resizes.append((len(placement) - len(view.current), resize))
             elif column.kind == HOST and column.plan is not None and column.plan != job.plan:
@@ -322,15 +327,15 @@ class JigsawPolicy(PolicyBase):
         assert plan is not None
         guests = guests_on.get(chosen[column.job], [])
         if isinstance(plan, SPBPlan) and plan.is_full_backprop:
-            change = _percent(column.speedup, was)
+            change = percent(column.speedup, was)
             reason = f"jigsaw: back to full backprop on {job.id}: goodput {change}"
             return Replan(job.id, plan, view.current, reason)
         packed = [problem.columns[chosen[g]] for g in guests]
         gain = sum(c.speedup for c in packed) - max((c.host_loss for c in packed), default=0.0)
         names = ", ".join(problem.views[g].job.id for g in guests) or "nobody"
         reason = (
-            f"jigsaw: SPB {_label(plan)} on {job.id}: slack for {names}, "
-            f"goodput of it and its guests {_percent(column.speedup + gain, was)}"
+            f"jigsaw: SPB {label(plan)} on {job.id}: slack for {names}, "
+            f"goodput of it and its guests {percent(column.speedup + gain, was)}"
         )
         return Replan(job.id, plan, view.current, reason)
 
@@ -368,29 +373,6 @@ def _guests_by_host(
         if column.kind == GUEST and column.needs is not None and placements[job]:
             found.setdefault(column.needs, []).append(job)
     return found
-
-
-def _percent(after: float, before: float) -> str:
-    if before <= 0:
-        return "new"
-    return f"{after / before - 1.0:+.0%}"
-
-
-def _resized(view: JobView, placement: Placement, batch: int, before: float, after: float) -> str:
-    old, new = len(view.current), len(placement)
-    verb = "grew" if new > old else "shrank" if new < old else "moved"
-    return f"jigsaw: {verb} {old}→{new}: goodput {_percent(after, before)}, batch {batch * new}"
-
-
-def _moved(view: JobView, column: Column, placement: Placement) -> str:
-    gpu = placement[0]
-    where = "a GPU of its own" if column.kind != GUEST else f"GPU {gpu[0]}:{gpu[1]}"
-    return f"jigsaw: guest of {view.guest_of} moves to {where}"
-
-
-def _label(plan: Plan) -> str:
-    depths = getattr(plan, "depths", None)
-    return f"depths {tuple(depths)}" if depths is not None else type(plan).__name__
 
 
 register("jigsaw", uses=frozenset({"oracle", "planner", "goodput"}))(JigsawPolicy)

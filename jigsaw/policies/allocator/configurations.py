@@ -186,6 +186,8 @@ def exclusive_problem(
         jobs, allowed, pinned, protected, sharing, objective, room, remaining_s
     )
     must_run |= starts
+    restarts: list[bool] = []
+    """Per job: some size it may run at restarts or moves it (its discount is read)."""
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
         current = job.placement if job.state.holds_resources else ()
         guest_of = guests_of.get(job.id)
@@ -209,9 +211,11 @@ def exclusive_problem(
             choices = size_choices(job, goodput, sizes, fair_share, per_node)
         problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
         problem.by_job.append([])
+        stays = len(current) if guest_of is None else -1
+        restarts.append(any(n > 0 and n != stays for n in sizes))
     counts = [len(view.choices.sizes) for view in problem.views]
     first = rows.columns_end(kept) if rows is not None else 0
-    columns = _priced_columns(problem.views, counts, objective, kept) if counts else []
+    columns = _priced_columns(problem.views, counts, objective, kept, restarts) if counts else []
     for job_columns, count in zip(problem.by_job, counts, strict=True):
         job_columns.extend(range(first, first + count))
         first += count
@@ -234,15 +238,28 @@ def exclusive_problem(
 
 
 def _priced_columns(
-    views: list[JobView], counts: list[int], objective: Objective, first_job: int
+    views: list[JobView],
+    counts: list[int],
+    objective: Objective,
+    first_job: int,
+    restarts: list[bool],
 ) -> list[Column]:
     """The jobs' off and exclusive columns, priced in one vector pass (the same arithmetic,
-    element by element, as pricing each job alone); ``first_job``: the first one's place."""
+    element by element, as pricing each job alone); ``first_job``: the first one's place.
+    ``restarts``: per job, whether some size other than 0 restarts or moves it. Where none
+    does (a rigid gang running at its size), the discount scales only its off column's
+    speedup, 0, so it is not computed: the costs are the same to the bit."""
     sizes_all = np.concatenate([view.choices.sizes for view in views])
     speedups_all = np.concatenate([view.choices.speedups for view in views])
     held = np.repeat([len(v.current) if v.guest_of is None else -1 for v in views], counts)
     weights = np.repeat([objective.weight(view.job) for view in views], counts)
-    discounts = np.repeat([objective.discount(view.job) for view in views], counts)
+    discounts = np.repeat(
+        [
+            objective.discount(view.job) if moves else 1.0
+            for view, moves in zip(views, restarts, strict=True)
+        ],
+        counts,
+    )
     costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
     owners = np.repeat(np.arange(first_job, first_job + len(views)), counts)
     # ``Column._make`` of whole tuples: the same columns, without the per-field defaults of

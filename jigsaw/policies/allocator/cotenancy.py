@@ -124,7 +124,7 @@ class Cotenancy:
             return False
         problem.cotenancy_offered = True
         if self.config.completion_guard:
-            problem.pace = [self._pace(problem, index) for index in range(len(problem.views))]
+            problem.pace = self._paces(problem)
         return bool(self._candidates)
 
     def guest_price_floors(self, problem: Problem) -> dict[int, float] | None:
@@ -329,19 +329,29 @@ class Cotenancy:
                 found.append((index, plan, speedup))
         return found
 
-    def _pace(self, problem: Problem, index: int) -> float:
-        """Completions per second per unit of speedup: 1 / (its speedup at the size it asked
-        for x the seconds it still needs there, :func:`.remaining.remaining_seconds`)."""
-        view = problem.views[index]
-        job = view.job
-        remaining_s = self.work.seconds(job, self.objective.now, bool(view.current))
-        if math.isinf(remaining_s):
-            return 0.0
-        sizes = view.choices.sizes.tolist()
-        speedups = view.choices.speedups
-        wanted = job.spec.workers
-        reference = float(speedups[sizes.index(wanted)] if wanted in sizes else speedups.max())
-        return 1.0 / (reference * remaining_s) if reference > 0 else 0.0
+    def _paces(self, problem: Problem) -> list[float]:
+        """Per job, completions per second per unit of speedup: 1 / (its speedup at the size
+        it asked for x the seconds it still needs there, :func:`.remaining.remaining_seconds`;
+        0 where either is unknown or none). Jobs of one size list share their choices, so a
+        reference speedup is read once per choices and size asked for."""
+        views = problem.views
+        running = [bool(view.current) for view in views]
+        seconds = self.work.seconds_many([v.job for v in views], self.objective.now, running)
+        references: dict[tuple[int, int], float] = {}
+        paces: list[float] = []
+        for view, remaining_s in zip(views, seconds, strict=True):
+            if math.isinf(remaining_s):
+                paces.append(0.0)
+                continue
+            wanted = view.job.spec.workers
+            key = (id(view.choices), wanted)
+            reference = references.get(key)
+            if reference is None:
+                sizes, speedups = view.choices.sizes.tolist(), view.choices.speedups
+                at = speedups[sizes.index(wanted)] if wanted in sizes else speedups.max()
+                reference = references[key] = float(at)
+            paces.append(1.0 / (reference * remaining_s) if reference > 0 else 0.0)
+        return paces
 
     def _memory(self, job: Job, plan: Plan) -> int | None:
         try:

@@ -7,6 +7,7 @@ ask for is dropped after the next (a long replay would otherwise keep every job 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 from jigsaw.model.domain import Job
@@ -37,6 +38,22 @@ class JobMemo(Generic[V]):
                 return None
             self._this[key] = kept
         return kept[1]
+
+    def get_many(self, jobs: Iterable[Job]) -> list[V | None]:
+        """:meth:`get` of each job, in order (one call for a round's many)."""
+        this, last = self._this, self._last
+        found: list[V | None] = []
+        for job in jobs:
+            key = id(job)
+            kept = this.get(key)
+            if kept is None or kept[0] is not job:
+                kept = last.get(key)
+                if kept is None or kept[0] is not job:
+                    found.append(None)
+                    continue
+                this[key] = kept
+            found.append(kept[1])
+        return found
 
     def put(self, job: Job, value: V) -> None:
         self._this[id(job)] = (job, value)

@@ -59,6 +59,9 @@ NONE = Longest(None, math.inf)
 Left = tuple[float, str, int, bool]
 """A job's seconds left, id, GPUs and whether it runs."""
 
+RemainingMany = Callable[[Sequence[Job], bool], list[float]]
+"""``remaining_s`` of many jobs at once, in order (the same values, for less work)."""
+
 
 class WaitingWork:
     """The waiting jobs' seconds left and the GPU-seconds they hold, kept between rounds:
@@ -107,15 +110,23 @@ def _left(job: Job, is_running: bool, remaining_s: Callable[[Job, bool], float])
 
 
 def _side(
-    jobs: Sequence[Job], is_running: bool, remaining_s: Callable[[Job, bool], float]
+    jobs: Sequence[Job],
+    is_running: bool,
+    remaining_s: Callable[[Job, bool], float],
+    many: RemainingMany | None = None,
 ) -> tuple[list[Left], float]:
+    seconds = (
+        many(jobs, is_running)
+        if many is not None
+        else [remaining_s(job, is_running) for job in jobs]
+    )
     work = 0.0
     lefts: list[Left] = []
-    for job in jobs:
-        item = _left(job, is_running, remaining_s)
-        if item is not None:
-            work += item[2] * item[0]
-            lefts.append(item)
+    for job, left in zip(jobs, seconds, strict=True):
+        if math.isfinite(left):
+            gpus = job.spec.workers
+            work += gpus * left
+            lefts.append((left, job.id, gpus, is_running))
     return lefts, work
 
 
@@ -124,16 +135,18 @@ def _work_left(
     waiting: Sequence[Job],
     remaining_s: Callable[[Job, bool], float],
     kept: WaitingWork | None = None,
+    many: RemainingMany | None = None,
 ) -> tuple[list[Left], float, int]:
     """Every job with a known estimate (running ones first), the GPU-seconds of work they
     hold and the GPUs the running ones use: the drain horizon is ``work / capacity``.
-    ``kept``: the waiting side's, kept between rounds."""
-    lefts, work = _side(running, True, remaining_s)
+    ``kept``: the waiting side's, kept between rounds; ``many``: ``remaining_s`` of many
+    jobs at once."""
+    lefts, work = _side(running, True, remaining_s, many)
     busy = sum(gpus for _, _, gpus, _ in lefts)
     if kept is not None:
         waiting_lefts, waiting_work = kept.of(waiting, remaining_s)
     else:
-        waiting_lefts, waiting_work = _side(waiting, False, remaining_s)
+        waiting_lefts, waiting_work = _side(waiting, False, remaining_s, many)
     return [*lefts, *waiting_lefts], work + waiting_work, busy
 
 
@@ -144,13 +157,14 @@ def longest_critical(
     now: float,
     remaining_s: Callable[[Job, bool], float],
     kept: WaitingWork | None = None,
+    many: RemainingMany | None = None,
 ) -> Longest:
     """The running job with the most seconds left, if they reach the drain horizon of
     ``running`` and ``waiting`` on ``capacity`` GPUs; ``remaining_s(job, running)``: its
     seconds of work left (``inf``: unknown, never counted)."""
     if capacity <= 0 or not running:
         return NONE
-    lefts, work, busy = _work_left(running, waiting, remaining_s, kept)
+    lefts, work, busy = _work_left(running, waiting, remaining_s, kept, many)
     best: tuple[float, str] | None = None
     for left, job_id, _gpus, is_running in lefts:
         if not is_running:
@@ -206,16 +220,18 @@ def critical_path(
     gpu_share: float,
     hold: float = 0.0,
     kept: WaitingWork | None = None,
+    many: RemainingMany | None = None,
 ) -> CriticalPath:
     """Every job, running or waiting, whose seconds left reach the drain horizon of
     ``running`` and ``waiting`` on ``capacity`` GPUs, most left first (of equals, the
     earliest id; a running job counted with ``hold`` more of its seconds): the first always
     (the old rule's pin, on any cluster), the others while their GPUs stay within
     ``gpu_share`` of ``capacity``; a critical job that does not fit is passed over for
-    smaller ones after it. ``kept``: the waiting side's work, kept between rounds."""
+    smaller ones after it. ``kept``: the waiting side's work, kept between rounds; ``many``:
+    ``remaining_s`` of many jobs at once."""
     if capacity <= 0:
         return NO_PATH
-    lefts, work, busy = _work_left(running, waiting, remaining_s, kept)
+    lefts, work, busy = _work_left(running, waiting, remaining_s, kept, many)
     if not lefts:
         return NO_PATH
     horizon = work / capacity

@@ -9,49 +9,52 @@ host kept those GPUs (it always does unless the cluster lost a node this round).
 
 from __future__ import annotations
 
-from jigsaw.model.cluster import Cluster, Placement
-from jigsaw.policies.allocator.configurations import GUEST, Problem
+from jigsaw.model.cluster import Cluster, GpuId, Placement
+from jigsaw.policies.allocator.configurations import GUEST, JobView, Problem
 from jigsaw.policies.shared.pollux_placement import PackRequest, pack
 
 
 def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Placement]:
     """Per job index, its GPUs (empty: it waits)."""
-    requests: list[PackRequest] = []
+    columns, views = problem.columns, problem.views
+    sized: list[tuple[int, int, Placement]] = []
+    """(job index, GPUs, GPUs it holds as a gang) of every column that takes GPUs whole."""
     for job, index in enumerate(chosen):
-        column = problem.columns[index]
-        view = problem.views[job]
-        if column.kind == GUEST or column.gpus == 0:
+        column = columns[index]
+        if column.gpus == 0 or column.kind == GUEST:
             continue
-        current = view.current if view.guest_of is None else ()
-        low = column.gpus if view.goodput is None else view.job.spec.worker_range[0]
-        requests.append(PackRequest(view.job.id, column.gpus, current, min_size=low))
-    packed = _kept(requests, cluster)
-    if packed is None:
+        view = views[job]
+        sized.append((job, column.gpus, view.current if view.guest_of is None else ()))
+    placements: dict[int, Placement] = dict.fromkeys(range(len(views)), ())
+    if _all_kept(sized, cluster):
+        for job, _, current in sized:
+            placements[job] = current
+    else:
+        requests = [_request(views[job], gpus, current) for job, gpus, current in sized]
         packed = pack(requests, cluster)
-    placements: dict[int, Placement] = {
-        job: packed.get(view.job.id, ()) for job, view in enumerate(problem.views)
-    }
+        placements = {job: packed.get(view.job.id, ()) for job, view in enumerate(views)}
     for job, index in enumerate(chosen):
-        column = problem.columns[index]
+        column = columns[index]
         if column.kind != GUEST or column.needs is None or column.slot is None:
             continue
-        host = problem.columns[column.needs].job
+        host = columns[column.needs].job
         if column.slot in placements[host]:
             placements[job] = (column.slot,)
     return placements
 
 
-def _kept(requests: list[PackRequest], cluster: Cluster) -> dict[str, Placement] | None:
-    """Every request keeping the GPUs it holds, when each does and they are distinct and
-    alive: what :func:`pack` returns then, without rebuilding the cluster's free GPUs (most
-    rounds of a long replay change nothing). ``None``: pack them."""
-    held: list[Placement] = []
-    for request in requests:
-        if len(request.current) != request.size:
-            return None
-        held.append(request.current)
-    gpus = [gpu for placement in held for gpu in placement]
-    alive = {gpu for node in cluster.alive_nodes for gpu in node.gpu_ids()}
-    if len(set(gpus)) != len(gpus) or not alive.issuperset(gpus):
-        return None
-    return {request.job_id: request.current for request in requests}
+def _request(view: JobView, gpus: int, current: Placement) -> PackRequest:
+    low = gpus if view.goodput is None else view.job.spec.worker_range[0]
+    return PackRequest(view.job.id, gpus, current, min_size=low)
+
+
+def _all_kept(sized: list[tuple[int, int, Placement]], cluster: Cluster) -> bool:
+    """Whether every gang keeps the GPUs it holds, each does and they are distinct and
+    alive: :func:`pack` keeps them all then, so its answer is known without rebuilding the
+    cluster's free GPUs (most rounds of a long replay change nothing)."""
+    gpus: list[GpuId] = []
+    for _, size, current in sized:
+        if len(current) != size:
+            return False
+        gpus.extend(current)
+    return len(set(gpus)) == len(gpus) and cluster.alive_gpus.issuperset(gpus)

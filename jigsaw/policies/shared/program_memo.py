@@ -20,51 +20,77 @@ tests/core/policies/test_program_memo.py holds it to the whole program.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
-from jigsaw.policies.shared.cost_curve import CostCurve, Flat
+from jigsaw.policies.shared.cost_curve import UNREACHABLE, Flat
+
+_NARROW_OPTIONS = 127
+"""The most options a job may have for the memo to keep its choices as ``int8``."""
 
 
 class ProgramMemo:
     """The last run's jobs (their sizes and costs on the grid, flat, and how many options
     each has), its curve after each job, and each job's choices."""
 
-    __slots__ = ("_capacity", "_costs", "_counts", "_curves", "_picks", "_sizes", "added", "reused")
+    __slots__ = (
+        "_capacity",
+        "_costs",
+        "_counts",
+        "_curves",
+        "_picks",
+        "_sizes",
+        "_start",
+        "added",
+        "reused",
+    )
 
     def __init__(self) -> None:
         self._capacity = -1
         self._sizes: NDArray[np.int64] = np.empty(0, dtype=np.int64)
         self._costs: NDArray[np.float64] = np.empty(0)
         self._counts: NDArray[np.int64] = np.empty(0, dtype=np.int64)
+        self._start: NDArray[np.float64] = np.empty(0)
+        """The padded curve before any job (see :attr:`_curves`)."""
         self._curves: NDArray[np.float64] = np.empty((0, 0))
-        self._picks: NDArray[np.int32] = np.empty((0, 0), dtype=np.int32)
+        """Per job, the curve after it, padded: ``width`` unreachable entries, then the
+        values on 0..capacity GPUs (so the curve shifted right by ``size`` GPUs is the row's
+        slice ``[width - size : 2 * width - size]``)."""
+        self._picks: NDArray[np.integer[Any]] = np.empty((0, 0), dtype=np.int8)
         self.reused = 0
         """Jobs whose pass a run took from the memo (a counter, for tests and diagnosis)."""
         self.added = 0
         """Jobs a run added afresh."""
 
-    def run(self, flat: Flat, capacity: int) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
+    def run(
+        self, flat: Flat, capacity: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.integer[Any]]]:
         """The program within ``capacity`` GPUs over the jobs of ``flat`` (costs on the
         grid). Returns its values on 0..``capacity`` GPUs, and per job a row of the option
         the optimum at each GPU count takes (read only up to ``capacity``; valid until the
         next run)."""
-        if capacity > self._capacity:
-            self._reset(capacity)
         sizes, costs, counts = flat.sizes, flat.costs, flat.counts
+        wide = bool(len(counts)) and int(counts.max()) > _NARROW_OPTIONS
+        if capacity > self._capacity or (wide and self._picks.dtype == np.int8):
+            self._reset(max(capacity, self._capacity), wide)
         kept = self._kept(sizes, costs, counts, np.cumsum(counts))
         self._grow(len(counts))
-        curve = CostCurve(self._capacity)
-        if kept:
-            curve.values[:] = self._curves[kept - 1]
-        curves, picks = self._curves, self._picks
+        width = self._capacity + 1
+        rows, picks = self._curves, self._picks
+        flags = picks.view(np.bool_) if picks.dtype == np.int8 else None
+        previous = rows[kept - 1] if kept else self._start
         for index, (job_sizes, job_costs) in enumerate(flat.listed(kept), start=kept):
-            curve.add_grid(job_sizes, job_costs, picks[index])
-            curves[index] = curve.values
+            row = rows[index]
+            pick = picks[index]
+            flag = flags[index] if flags is not None else pick
+            _add_job(previous, row, width, job_sizes, job_costs, pick, flag)
+            previous = row
         self._sizes, self._costs, self._counts = sizes, costs, counts
         self.reused += kept
         self.added += len(counts) - kept
-        return curve.values[: capacity + 1], picks
+        return previous[width : width + capacity + 1], picks
 
     def _kept(
         self,
@@ -88,11 +114,16 @@ class ProgramMemo:
             return jobs
         return int(np.searchsorted(ends, changed[0], side="right"))
 
-    def _reset(self, capacity: int) -> None:
+    def _reset(self, capacity: int, wide: bool = False) -> None:
+        """An empty memo at ``capacity``; ``wide``: choices kept as ``int32`` (some job has
+        more than :data:`_NARROW_OPTIONS` options), else as ``int8``."""
         self._capacity = capacity
+        width = capacity + 1
         self._counts = np.empty(0, dtype=np.int64)
-        self._curves = np.empty((0, capacity + 1))
-        self._picks = np.empty((0, capacity + 1), dtype=np.int32)
+        self._start = np.full(2 * width, UNREACHABLE)
+        self._start[width] = 0.0  # no job added: zero GPUs used, at no cost
+        self._curves = np.empty((0, 2 * width))
+        self._picks = np.empty((0, width), dtype=np.int32 if wide else np.int8)
 
     def _grow(self, rows: int) -> None:
         """Room for ``rows`` jobs' curves and choices (doubling; every row is copied, the
@@ -102,8 +133,52 @@ class ProgramMemo:
             return
         size = max(rows, 2 * have, 64)
         width = self._capacity + 1
-        curves = np.empty((size, width))
-        picks = np.zeros((size, width), dtype=np.int32)
+        curves = np.full((size, 2 * width), UNREACHABLE)
+        picks = np.zeros((size, width), dtype=self._picks.dtype)
         curves[:have] = self._curves
         picks[:have] = self._picks
         self._curves, self._picks = curves, picks
+
+
+def _add_job(
+    previous: NDArray[np.float64],
+    row: NDArray[np.float64],
+    width: int,
+    sizes: list[int],
+    costs: list[float],
+    pick: NDArray[np.integer[Any]],
+    flag: NDArray[np.bool_] | NDArray[np.integer[Any]],
+) -> None:
+    """:meth:`~jigsaw.policies.shared.cost_curve.CostCurve.add_grid` from one padded curve
+    row into the next (``row[width:]``; its first ``width`` entries stay unreachable), with
+    the same arithmetic, so the same values and choices: written in place, without the
+    curve object, its temporaries or a copy of each job's curve. ``flag``: ``pick`` itself,
+    or where it is ``int8``, the same bytes as booleans (a rigid job's choice is 0 or 1, and
+    writing it so needs no cast)."""
+    capacity = width - 1
+    best_so_far = previous[width:]
+    out = row[width:]
+    if len(sizes) == 2 and sizes[0] == 0 and 0 < sizes[1] <= capacity:
+        # Off or one size (a rigid job): the curve's values rise by ``on - off`` where it
+        # runs, its constant by ``off`` (a uniform shift the memo's values leave out).
+        size = sizes[1]
+        np.add(previous[width - size : 2 * width - size], costs[1] - costs[0], out=out)
+        np.less(out, best_so_far, out=flag, casting="unsafe")
+        np.minimum(best_so_far, out, out=out)
+        return
+    first = True
+    for option, (size, cost) in enumerate(zip(sizes, costs, strict=True)):
+        if size > capacity:
+            continue
+        shifted = previous[width - size : 2 * width - size] + cost
+        if first:  # the first option is better than nothing wherever it reaches
+            out[:] = shifted
+            pick[:] = option
+            first = False
+        else:
+            better = shifted < out
+            np.copyto(out, shifted, where=better)
+            pick[better] = option
+    if first:  # no option fits: nothing is reachable (and nothing is picked)
+        out[:] = UNREACHABLE
+        pick[:] = 0

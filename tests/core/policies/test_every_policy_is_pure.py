@@ -80,7 +80,17 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # The size program's last run: its answer is the whole program's
     # (tests/core/policies/test_program_memo.py).
     ProgramMemo: frozenset(
-        {"_capacity", "_sizes", "_costs", "_counts", "_curves", "_picks", "added", "reused"}
+        {
+            "_capacity",
+            "_sizes",
+            "_costs",
+            "_counts",
+            "_start",
+            "_curves",
+            "_picks",
+            "added",
+            "reused",
+        }
     ),
     # The last round's leading steady jobs and their columns, kept while valid
     # (tests/core/policies/test_gang_offers.py holds the kept policy to building afresh).

@@ -95,3 +95,21 @@ def test_a_round_that_differs_only_at_its_end_adds_only_its_end() -> None:
     # A larger capacity than the memo's starts it afresh.
     assert _program(changed, 20, memo) == _program(changed, 20)
     assert memo.reused == len(several) - 3
+
+
+def test_a_job_with_more_options_than_a_byte_holds_is_chosen_right() -> None:
+    """Choices are kept as bytes while every job has at most 127 options; a job with more
+    (an elastic job allowed every size of a 300-GPU cluster) widens them, and the answers
+    stay the whole program's, before, at and after it."""
+    rng = np.random.default_rng(5)
+    capacity = 300
+    rigid = [_job(rng, capacity) for _ in range(40)]
+    sizes = np.arange(0, capacity + 1)
+    # Cheapest at its largest sizes: the pick is above 127, which a byte would wrap.
+    wide = (sizes, 100.0 - sizes * 0.3 + rng.uniform(0, 0.01, size=len(sizes)))
+    memo = ProgramMemo()
+    for options in (rigid, [*rigid, wide], [wide, *rigid], rigid):
+        several = [option for option in options if len(option[0]) > 1]
+        want = _program(several, capacity)
+        assert _program(several, capacity, memo) == want
+    assert max(_program([*rigid, wide], capacity, memo)) > 127
