@@ -25,7 +25,7 @@ from jigsaw.policies.allocator.knowledge import SizeChoices, allowed_sizes, size
 from jigsaw.policies.allocator.longest_job import NO_PATH, CriticalPath
 from jigsaw.policies.allocator.must_run import critical_starts, ends_by, forced, held, starving
 from jigsaw.policies.allocator.objective import Objective
-from jigsaw.policies.allocator.row_memo import RowMemo, steady_until, usable
+from jigsaw.policies.allocator.row_memo import JobRow, RowMemo, steady_until, usable
 
 OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
 
@@ -159,20 +159,34 @@ def exclusive_problem(
     kept = rows.kept(jobs, guests_of, now, memo_key) if rows is not None else 0
     whole_jobs = jobs
     jobs, goodputs = jobs[kept:], goodputs[kept:]
+    reusable: list[JobRow | None] = (
+        rows.rows_of(jobs, guests_of, now, memo_key, critical.waiting)
+        if rows is not None
+        else [None] * len(jobs)
+    )
     powers = config.sizes == "powers"
     allowed = [
-        allowed_sizes(job, goodput, capacity, per_node, powers)
-        for job, goodput in zip(jobs, goodputs, strict=True)
+        row.allowed if row is not None else allowed_sizes(job, goodput, capacity, per_node, powers)
+        for job, goodput, row in zip(jobs, goodputs, reusable, strict=True)
     ]
-    pinned = [job.state is JobState.ADMITTED or held(job, now, config.min_hold_s) for job in jobs]
+    pinned = [
+        row.pinned
+        if row is not None
+        else job.state is JobState.ADMITTED or held(job, now, config.min_hold_s)
+        for job, row in zip(jobs, reusable, strict=True)
+    ]
     # A guest shares its host's GPU: kept from the off column, it must take a GPU of its own,
     # and on a full cluster the program then has no feasible answer (a full-Philly replay
     # failed so). Such a round is built again with ``relax_guests``: guests are neither
     # protected nor pinned as starving.
     sharing = [relax_guests and job.id in guests_of for job in jobs]
     protected = [
-        not pin and not guest and (held(job, now, config.min_run_s) or job.id in critical.running)
-        for job, pin, guest in zip(jobs, pinned, sharing, strict=True)
+        row.protected
+        if row is not None
+        else not pin
+        and not guest
+        and (held(job, now, config.min_run_s) or job.id in critical.running)
+        for job, pin, guest, row in zip(jobs, pinned, sharing, reusable, strict=True)
     ]
     linear: dict[tuple[int, ...], SizeChoices] = {}
     starts: set[int] = set()
@@ -189,6 +203,13 @@ def exclusive_problem(
     restarts: list[bool] = []
     """Per job: some size it may run at restarts or moves it (its discount is read)."""
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
+        row = reusable[index]
+        if row is not None and index not in must_run and shadow is None:
+            problem.views.append(row.view)
+            problem.by_job.append([])
+            restarts.append(row.restarts)
+            continue
+        reusable[index] = None
         current = job.placement if job.state.holds_resources else ()
         guest_of = guests_of.get(job.id)
         sizes = allowed[index]
@@ -213,39 +234,93 @@ def exclusive_problem(
         problem.by_job.append([])
         stays = len(current) if guest_of is None else -1
         restarts.append(any(n > 0 and n != stays for n in sizes))
-    counts = [len(view.choices.sizes) for view in problem.views]
+    columns = _columns(problem.views, reusable, objective, kept, restarts)
     first = rows.columns_end(kept) if rows is not None else 0
-    columns = _priced_columns(problem.views, counts, objective, kept, restarts) if counts else []
-    for job_columns, count in zip(problem.by_job, counts, strict=True):
+    for job_columns, count in zip(problem.by_job, map(len, columns), strict=True):
         job_columns.extend(range(first, first + count))
         first += count
+    flat = [column for job_columns in columns for column in job_columns]
     if rows is not None:
         ends = rows.ends(kept)
         problem.views = [*rows.views[:kept], *problem.views]
-        problem.columns = [*rows.columns[: rows.columns_end(kept)], *columns]
+        problem.columns = [*rows.columns[: rows.columns_end(kept)], *flat]
         problem.by_job = [
             *(list(range(start, end)) for start, end in zip([0, *ends], ends, strict=False)),
             *problem.by_job,
         ]
-        until = rows.until(kept) + [
-            steady_until(job, goodput, guests_of.get(job.id), now, config)
-            for job, goodput in zip(jobs, goodputs, strict=True)
+        fresh = [
+            row.until
+            if row is not None
+            else steady_until(job, goodput, guests_of.get(job.id), now, config)
+            for job, goodput, row in zip(jobs, goodputs, reusable, strict=True)
         ]
+        rows.note(
+            [
+                JobRow(job, until, view, allowed[i], pinned[i], protected[i], restarts[i], built)
+                for i, (job, until, view, built, row) in enumerate(
+                    zip(jobs, fresh, problem.views[kept:], columns, reusable, strict=True)
+                )
+                if row is None and until > now
+            ],
+            whole_jobs,
+        )
+        until = rows.until(kept) + fresh
         rows.keep(memo_key, whole_jobs, until, problem.views, problem.columns, problem.by_job)
     else:
-        problem.columns = columns
+        problem.columns = flat
     return problem
+
+
+def _columns(
+    views: list[JobView],
+    reusable: list[JobRow | None],
+    objective: Objective,
+    first_job: int,
+    restarts: list[bool],
+) -> list[tuple[Column, ...]]:
+    """Each job's off and exclusive columns: a reused row's own (renamed to the job's place
+    where it moved), the others priced in one pass (:func:`_priced_columns`)."""
+    fresh = [index for index, row in enumerate(reusable) if row is None]
+    counts = [len(views[index].choices.sizes) for index in fresh]
+    priced = (
+        _priced_columns(
+            [views[index] for index in fresh],
+            counts,
+            objective,
+            [first_job + index for index in fresh],
+            [restarts[index] for index in fresh],
+        )
+        if fresh
+        else []
+    )
+    found: list[tuple[Column, ...]] = []
+    at = 0
+    chunks = iter(counts)
+    for index, row in enumerate(reusable):
+        if row is None:
+            count = next(chunks)
+            found.append(tuple(priced[at : at + count]))
+            at += count
+            continue
+        owner = first_job + index
+        built = row.columns
+        found.append(built if built[0].job == owner else _renamed(built, owner))
+    return found
+
+
+def _renamed(columns: tuple[Column, ...], owner: int) -> tuple[Column, ...]:
+    return tuple(Column._make((owner, *column[1:])) for column in columns)
 
 
 def _priced_columns(
     views: list[JobView],
     counts: list[int],
     objective: Objective,
-    first_job: int,
+    owners: list[int],
     restarts: list[bool],
 ) -> list[Column]:
     """The jobs' off and exclusive columns, priced in one vector pass (the same arithmetic,
-    element by element, as pricing each job alone); ``first_job``: the first one's place.
+    element by element, as pricing each job alone); ``owners``: each one's place.
     ``restarts``: per job, whether some size other than 0 restarts or moves it. Where none
     does (a rigid gang running at its size), the discount scales only its off column's
     speedup, 0, so it is not computed: the costs are the same to the bit."""
@@ -261,7 +336,7 @@ def _priced_columns(
         counts,
     )
     costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
-    owners = np.repeat(np.arange(first_job, first_job + len(views)), counts)
+    owned = np.repeat(owners, counts)
     # ``Column._make`` of whole tuples: the same columns, without the per-field defaults of
     # ``Column(...)`` (thousands a round).
     return list(
@@ -270,7 +345,7 @@ def _priced_columns(
             (
                 (owner, EXCLUSIVE if size > 0 else OFF, size, cost, speedup, *_NO_COTENANCY)
                 for owner, size, speedup, cost in zip(
-                    owners.tolist(),
+                    owned.tolist(),
                     sizes_all.tolist(),
                     speedups_all.tolist(),
                     costs.tolist(),

@@ -22,8 +22,8 @@ test_gang_offers.py holds the kept policy to one that builds every round afresh.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
-from typing import Any
+from collections.abc import Collection, Hashable, Sequence
+from typing import Any, NamedTuple
 
 from jigsaw.goodput.source import JobGoodput
 from jigsaw.model.domain import Job
@@ -31,16 +31,37 @@ from jigsaw.model.lifecycle import JobState
 from jigsaw.policies.allocator.config import JigsawConfig
 
 
+class JobRow(NamedTuple):
+    """One steady job's row as a round built it: what the next round may take whole, at the
+    job's new place in the order (:meth:`RowMemo.rows_of`)."""
+
+    job: Job
+    until: float
+    """Until when it holds (:func:`steady_until`)."""
+    view: Any
+    """Its ``JobView``."""
+    allowed: list[int]
+    pinned: bool
+    protected: bool
+    restarts: bool
+    """Some size it may take restarts or moves it (its discount is read)."""
+    columns: tuple[Any, ...]
+    """Its columns (``Column``), naming its place in the round that built them."""
+
+
 class RowMemo:
-    """The last round's jobs, views and columns, and until when each job's are valid."""
+    """The last round's jobs, views and columns, and until when each job's are valid; and
+    each steady job's row, wherever it stands in the order."""
 
     __slots__ = (
         "_columns_end",
         "_jobs",
         "_key",
+        "_rows",
         "_until",
         "columns",
         "reused",
+        "reused_apart",
         "views",
     )
 
@@ -57,6 +78,10 @@ class RowMemo:
         """Their columns (``Column``)."""
         self.reused = 0
         """Jobs whose view and columns a round took from the memo (a counter, for tests)."""
+        self._rows: dict[int, JobRow] = {}
+        """Steady jobs' rows by job object (checked by identity on reading)."""
+        self.reused_apart = 0
+        """Jobs after the leading run whose rows a round took (a counter, for tests)."""
 
     def kept(
         self,
@@ -76,6 +101,49 @@ class RowMemo:
             kept += 1
         self.reused += kept
         return kept
+
+    def rows_of(
+        self,
+        jobs: Sequence[Job],
+        guests_of: dict[str, str],
+        now: float,
+        key: Hashable,
+        never: Collection[str],
+    ) -> list[JobRow | None]:
+        """Per job, its row from an earlier round where it still holds: the very job object,
+        steady until after ``now``, no guest, under the same key (the memo's rows are
+        dropped when the key moves), and not named in ``never`` (jobs whose columns read
+        other jobs this round: the critical path's waiting ones). A job's row reads only the
+        job, the key and the clock, so it holds wherever the job now stands."""
+        if key != self._key:
+            self._rows = {}
+            return [None] * len(jobs)
+        rows = self._rows
+        found: list[JobRow | None] = []
+        for job in jobs:
+            row = rows.get(id(job))
+            if (
+                row is None
+                or row.job is not job
+                or not now < row.until
+                or job.id in guests_of
+                or job.id in never
+            ):
+                found.append(None)
+            else:
+                found.append(row)
+        self.reused_apart += len(found) - found.count(None)
+        return found
+
+    def note(self, rows: Sequence[JobRow], jobs: Sequence[Job]) -> None:
+        """Keep ``rows`` (steady jobs' rows built this round); ``jobs``: the round's (rows of
+        jobs gone are dropped once the memo holds more than twice as many)."""
+        kept = self._rows
+        if len(kept) > 2 * len(jobs) + 64:
+            alive = {id(job) for job in jobs}
+            kept = self._rows = {key: row for key, row in kept.items() if key in alive}
+        for row in rows:
+            kept[id(row.job)] = row
 
     def columns_end(self, kept: int) -> int:
         """How many columns the first ``kept`` jobs have."""

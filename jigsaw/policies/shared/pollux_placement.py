@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from jigsaw.model.cluster import Cluster, GpuId, Placement
 
 
-@dataclass(frozen=True, slots=True)
-class PackRequest:
+class PackRequest(NamedTuple):
+    """Immutable; a tuple, since a round builds one per gang (a frozen dataclass's
+    constructor cost more than the rest of a kept gang's placing)."""
+
     job_id: str
     size: int
     current: Placement
@@ -90,7 +92,10 @@ class _Gpus:
         """The alive GPUs less ``taken`` (the jobs that hold theirs; each then tells
         :meth:`note_spanning` where it runs)."""
         nodes = cluster.alive_nodes
-        self.free = {node.index: [g for g in node.gpu_ids() if g not in taken] for node in nodes}
+        self.free: dict[int, list[GpuId]] = {node.index: [] for node in nodes}
+        for gpu in cluster.gpu_ids():  # the alive GPUs, node by node, in order
+            if gpu not in taken:
+                self.free[gpu[0]].append(gpu)
         self.per_node = max((node.num_gpus for node in nodes), default=1)
         self.spanning: Counter[int] = Counter()
 

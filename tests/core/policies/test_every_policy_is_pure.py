@@ -94,11 +94,23 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     ),
     # The last round's leading steady jobs and their columns, kept while valid
     # (tests/core/policies/test_gang_offers.py holds the kept policy to building afresh).
-    RowMemo: frozenset({"_key", "_jobs", "_until", "_columns_end", "views", "columns", "reused"}),
+    RowMemo: frozenset(
+        {
+            "_key",
+            "_jobs",
+            "_until",
+            "_columns_end",
+            "_rows",
+            "views",
+            "columns",
+            "reused",
+            "reused_apart",
+        }
+    ),
     # Each job's pace and weight, keyed by the very job object (tests/core/policies/
     # test_work_left.py; the kept weights are held to a policy building afresh by
     # tests/core/policies/test_gang_offers.py).
-    JobMemo: frozenset({"_this", "_last"}),
+    JobMemo: frozenset({"_this", "_last", "_rounds"}),
     # The waiting side's work left, keyed by its very job objects
     # (tests/core/policies/test_critical_path.py).
     WaitingWork: frozenset({"_jobs", "_lefts", "_work", "_entries"}),

@@ -59,19 +59,28 @@ def test_kept_rows_decide_as_building_every_round_afresh(
     name: str, gpus: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reused: list[int] = []
-    original = RowMemo.kept
+    apart: list[int] = []
+    original, original_rows = RowMemo.kept, RowMemo.rows_of
 
     def counted(self: RowMemo, *args: Any) -> int:
         found = original(self, *args)
         reused.append(found)
         return found
 
+    def counted_rows(self: RowMemo, *args: Any) -> list[Any]:
+        found = original_rows(self, *args)
+        apart.append(sum(row is not None for row in found))
+        return found
+
     monkeypatch.setattr(RowMemo, "kept", counted)
+    monkeypatch.setattr(RowMemo, "rows_of", counted_rows)
     kept_log = _replay(CONFIGS[name], True, gpus)
     afresh_log = _replay(CONFIGS[name], False, gpus)
     assert kept_log == afresh_log
     assert len(kept_log) >= 40
     assert sum(reused) > 100, "the memo was hardly used: the test shows nothing"
+    # Rows kept after the leading run too: a steady job behind one that changed.
+    assert sum(apart) > 100, "no row was taken out of order: the test shows nothing"
 
 
 def _pair(config: JigsawConfig) -> tuple[JigsawPolicy, JigsawPolicy]:

@@ -10,6 +10,7 @@ from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.plan import full_backprop
 from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
+from jigsaw.policies.allocator.job_memo import GENERATION_ROUNDS
 from jigsaw.policies.allocator.remaining import WorkLeft, remaining_seconds
 from jigsaw.policies.shared.plans import PlanCatalog
 from jigsaw.simulator import SimulationSetup, make_oracle
@@ -56,7 +57,11 @@ def test_a_replaced_job_is_priced_afresh_and_unused_entries_are_dropped() -> Non
     work.next_round()
     after = work.seconds(bigger, NOW, False)
     assert after == remaining_seconds(catalog, bigger, NOW, False) and after != before
-    work.next_round()
-    work.next_round()  # two rounds without asking for ``small``: its entry is gone
+    memo = work._memo
+    for _ in range(GENERATION_ROUNDS):  # within a generation and the next: kept
+        work.next_round()
+        assert any(kept[0] is small for kept in [*memo._this.values(), *memo._last.values()])
+    for _ in range(GENERATION_ROUNDS):  # a whole generation more without asking: gone
+        work.next_round()
     assert all(kept[0] is not small for kept in work._memo._this.values())
     assert all(kept[0] is not small for kept in work._memo._last.values())
