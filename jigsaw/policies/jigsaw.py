@@ -48,7 +48,7 @@ from jigsaw.policies.allocator.configurations import (
     Problem,
     exclusive_problem,
 )
-from jigsaw.policies.allocator.cotenancy import Cotenancy, guest_hosts
+from jigsaw.policies.allocator.cotenancy import Cotenancy
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.guest_bound import guests_may_pay
 from jigsaw.policies.allocator.job_memo import JobMemo
@@ -67,6 +67,7 @@ from jigsaw.policies.allocator.reasons import label, moved, percent, resized
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
 from jigsaw.policies.allocator.row_memo import RowMemo
+from jigsaw.policies.allocator.sharing import guest_hosts
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.allocator.solve import SolverLimits, solve, solve_exclusive_round
 from jigsaw.policies.allocator.stability import stable_until

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jigsaw.model.cluster import Cluster, GpuId
@@ -245,8 +244,9 @@ class Cotenancy:
                         entry = (less_idle, column, gpu, used, index, speedup, changed, timing)
                         found.append(entry)
         slots: list[_Slot] = []
+        # No two entries share (column, gpu): the tuples' order is their first three fields'.
         for less_idle, column, gpu, used, index, speedup, changed, timing in heapq.nsmallest(
-            MAX_SLOTS, found, key=lambda entry: entry[:3]
+            MAX_SLOTS, found
         ):
             # Alone with one guest, the host's other GPUs share nothing: its timing on this
             # GPU alone gives the same co-located times, and slots of hosts of one shape
@@ -280,19 +280,26 @@ class Cotenancy:
             )
             problem.columns[keep] = column
             found.append((keep, current, column.speedup, False))
-            if not view.pinned:
-                found.append(self._host(problem, index, offers.full, keep_speedup))
         if view.pinned:
             return found
+        # A host column's price (Objective.cost): the job's weight and discount read once.
+        terms = (self.objective.weight(job), self.objective.discount(job))
+        if offers.full is not None:
+            found.append(self._host(problem, index, offers.full, keep_speedup, terms))
         for offer in offers.staircases:
-            found.append(self._host(problem, index, offer, keep_speedup * offer.ratio))
+            speedup = keep_speedup * offer.ratio
+            found.append(self._host(problem, index, offer, speedup, terms))
         return found
 
     def _host(
-        self, problem: Problem, index: int, offer: PlanOffer, speedup: float
+        self,
+        problem: Problem,
+        index: int,
+        offer: PlanOffer,
+        speedup: float,
+        terms: tuple[float, float],
     ) -> tuple[int, PlanOffer, float, bool]:
-        job = problem.views[index].job
-        cost = self.objective.cost(job, speedup, changed=True)
+        cost = self.objective.term(*terms, speedup, changed=True)
         gpus = len(problem.views[index].current)
         column = problem.add(Column(index, HOST, gpus, cost, speedup, plan=offer.plan))
         return column, offer, speedup, True
@@ -378,23 +385,3 @@ def _hosts_now(problem: Problem) -> bool:
         for view in problem.views
         if view.current and view.guest_of is None
     )
-
-
-def guest_hosts(jobs: Sequence[Job]) -> dict[str, str]:
-    """Running one-GPU jobs that share a GPU with a larger (or earlier) gang: guest -> host."""
-    held = [gpu for job in jobs if job.state.holds_resources for gpu in job.placement]
-    if len(set(held)) == len(held):
-        return {}  # no GPU holds two jobs: nobody is a guest
-    owner: dict[GpuId, Job] = {}
-    guests: dict[str, str] = {}
-    ordered = sorted(jobs, key=lambda j: (-len(j.placement), j.run_started_at or 0.0, j.id))
-    for job in ordered:
-        if not job.state.holds_resources or not job.placement:
-            continue
-        shared = [owner[gpu] for gpu in job.placement if gpu in owner]
-        if shared and len(job.placement) == 1:
-            guests[job.id] = shared[0].id
-            continue
-        for gpu in job.placement:
-            owner.setdefault(gpu, job)
-    return guests

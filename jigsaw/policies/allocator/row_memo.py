@@ -12,11 +12,15 @@ the ones built last round.
 
 The round's jobs come in one order (running, then waiting, each by arrival), and a
 column names its job by its place in that order; so the memo keeps the leading run of
-steady jobs that are the very objects of the last round at the same places, and the
-round builds the rest. With the starvation pin or aging on it keeps nothing (their columns
-read the clock); the longest job's pin is part of the memo's key (rows hold while the same
-job is kept running). tests/core/policies/
-test_gang_offers.py holds the kept policy to one that builds every round afresh.
+steady jobs that are the very objects of the last round at the same places (their views,
+columns and column indices whole), and behind it each steady job's row wherever it now
+stands (:meth:`RowMemo.rows_of`: its view, the facts the round's pins read, and its columns,
+renamed to its new place where it moved); the round builds the rest. With the starvation
+pin or aging on it keeps nothing (their columns read the clock); the critical path is part
+of the memo's key (rows hold while it is the same), and its waiting jobs are always built
+(whether they must start reads the other jobs). tests/core/policies/test_gang_offers.py and
+tests/core/policies/test_row_memo.py hold the kept policy to one that builds every round
+afresh.
 """
 
 from __future__ import annotations
