@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -90,7 +91,7 @@ class CostCurve:
         best_so_far = padded[width:]
         if len(listed) == 2 and listed[0] == 0 and 0 < listed[1] <= capacity:
             # Off or one size, the most common pair (a rigid job): the same arithmetic as
-            # the loop below, without its bookkeeping.
+            # :func:`add_options`, without its bookkeeping.
             # Every value rises by ``off`` (kept in :attr:`constant`), and running rises by
             # ``on - off`` more: on the grid, the same exact comparisons as adding both.
             off, on = costs
@@ -100,29 +101,45 @@ class CostCurve:
                 np.less(shifted, best_so_far, out=pick, casting="unsafe")
             np.minimum(best_so_far, shifted, out=best_so_far)
             return
-        # Each option shifts the curve by its size and adds its cost; the first strictly
-        # cheaper option wins (argmin's tie rule), one vector pass per option.
-        new = None
-        for option, (size, cost) in enumerate(zip(listed, costs, strict=True)):
-            if size > capacity:
-                continue
-            shifted = padded[width - size : 2 * width - size] + cost
-            if new is None:  # the first option is better than nothing wherever it reaches
-                new = shifted
-                if pick is not None:
-                    pick[:] = option
-            elif pick is None:
-                np.minimum(new, shifted, out=new)
-            else:
-                better = shifted < new
-                np.copyto(new, shifted, where=better)
-                pick[better] = option
-        if new is None:  # no option fits: nothing is reachable (and nothing is picked)
-            best_so_far[:] = UNREACHABLE
+        new = np.empty(width)
+        add_options(padded, new, width, listed, costs, pick)
+        best_so_far[:] = new
+
+
+def add_options(
+    previous: NDArray[np.float64],
+    out: NDArray[np.float64],
+    width: int,
+    sizes: list[int],
+    costs: list[float],
+    pick: NDArray[np.integer[Any]] | None = None,
+) -> None:
+    """One job's pass in general: ``out`` (``width`` values) receives the curve after the
+    job, from ``previous`` padded (``width`` unreachable entries, then the curve); ``pick``,
+    when given, the option each value takes. Each option shifts the curve by its size and
+    adds its cost; the first strictly cheaper option wins (argmin's tie rule), one vector
+    pass per option. ``out`` must not share memory with ``previous``."""
+    capacity = width - 1
+    first = True
+    for option, (size, cost) in enumerate(zip(sizes, costs, strict=True)):
+        if size > capacity:
+            continue
+        shifted = previous[width - size : 2 * width - size] + cost
+        if first:  # the first option is better than nothing wherever it reaches
+            out[:] = shifted
             if pick is not None:
-                pick[:] = 0
+                pick[:] = option
+            first = False
+        elif pick is None:
+            np.minimum(out, shifted, out=out)
         else:
-            best_so_far[:] = new
+            better = shifted < out
+            np.copyto(out, shifted, where=better)
+            pick[better] = option
+    if first:  # no option fits: nothing is reachable (and nothing is picked)
+        out[:] = UNREACHABLE
+        if pick is not None:
+            pick[:] = 0
 
 
 @dataclass(frozen=True, slots=True)

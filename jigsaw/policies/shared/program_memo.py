@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from jigsaw.policies.shared.cost_curve import UNREACHABLE, Flat
+from jigsaw.policies.shared.cost_curve import UNREACHABLE, Flat, add_options
 
 _NARROW_OPTIONS = 127
 """The most options a job may have for the memo to keep its choices as ``int8``."""
@@ -166,19 +166,4 @@ def _add_job(
         np.less(out, best_so_far, out=flag, casting="unsafe")
         np.minimum(best_so_far, out, out=out)
         return
-    first = True
-    for option, (size, cost) in enumerate(zip(sizes, costs, strict=True)):
-        if size > capacity:
-            continue
-        shifted = previous[width - size : 2 * width - size] + cost
-        if first:  # the first option is better than nothing wherever it reaches
-            out[:] = shifted
-            pick[:] = option
-            first = False
-        else:
-            better = shifted < out
-            np.copyto(out, shifted, where=better)
-            pick[better] = option
-    if first:  # no option fits: nothing is reachable (and nothing is picked)
-        out[:] = UNREACHABLE
-        pick[:] = 0
+    add_options(previous, out, width, sizes, costs, pick)
