@@ -19,6 +19,7 @@ from jigsaw.policies.allocator.configurations import GUEST, Problem
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.shared.cost_curve import COST_GRID, UNREACHABLE, CostCurve
 from jigsaw.policies.shared.pollux_allocation import Infeasible, cost_curve
+from jigsaw.policies.shared.program_memo import ProgramMemo
 
 HIGHS_TOLERANCE = 1e-9
 """HiGHS's own relative tolerance: the slack of the 0-1 program's goodput and completion
@@ -36,6 +37,9 @@ class ExclusiveRound:
 
     options: SizeOptions
     solution: Solution
+    curve_memo: ProgramMemo | None = None
+    """The passes of the last curve over the jobs outside the candidates, kept between
+    rounds by the policy (the same curve, for the passes of the jobs that changed)."""
     _others: list[tuple[frozenset[int], CostCurve]] = field(default_factory=list)
     """Curves of the size program over every job outside a set of guest candidates, kept so
     a round's two checks (at floor prices, then at the guests' own) share one pass."""
@@ -54,7 +58,7 @@ class ExclusiveRound:
             for job, (sizes, costs, _) in enumerate(self.options)
             if job not in left_out
         ]
-        curve = cost_curve(others, problem.capacity)
+        curve = cost_curve(others, problem.capacity, self.curve_memo)
         self._others.append((left_out, curve))
         return left_out, curve
 

@@ -85,11 +85,14 @@ def solve_exclusive(problem: Problem, memo: ProgramMemo | None = None) -> Soluti
     return Solution(chosen, _cost(problem, chosen), "dp")
 
 
-def solve_exclusive_round(problem: Problem, memo: ProgramMemo | None = None) -> ExclusiveRound:
+def solve_exclusive_round(
+    problem: Problem, memo: ProgramMemo | None = None, curve_memo: ProgramMemo | None = None
+) -> ExclusiveRound:
     """``memo``: the size program's last run, kept by the caller between rounds (the same
-    answer, for less work: :mod:`~jigsaw.policies.shared.program_memo`)."""
+    answer, for less work: :mod:`~jigsaw.policies.shared.program_memo`); ``curve_memo``: the
+    guest bound's curve's, likewise (:meth:`ExclusiveRound.curve_without`)."""
     options = _size_options(problem)
-    return ExclusiveRound(options, _solve_exclusive(problem, options, memo))
+    return ExclusiveRound(options, _solve_exclusive(problem, options, memo), curve_memo)
 
 
 def _size_options(problem: Problem) -> SizeOptions:

@@ -135,25 +135,41 @@ def _program_flat(flat: Flat, capacity: int, memo: ProgramMemo | None = None) ->
 
 
 def cost_curve(
-    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], capacity: int
+    options: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]],
+    capacity: int,
+    memo: ProgramMemo | None = None,
 ) -> CostCurve:
     """The :class:`CostCurve` of the jobs' options on ``capacity`` GPUs. The rigid jobs
     that wait in every answer (:func:`_dominated_pairs`) add their wait to the constant
     instead of a pass each; a job added later cannot make them run, since it can only add
     to the GPUs taken (its own options include waiting, or it is counted where its least
     size is: the budget is then larger, and fewer jobs are dropped). A job with one option
-    shifts the curve by its size: the curve starts at their summed sizes instead."""
+    shifts the curve by its size: the curve starts at their summed sizes instead.
+
+    ``memo``: the passes of a last run kept between calls (:mod:`.program_memo`; one of its
+    own, not a round's: a round's program runs over other jobs). The same curve to the bit:
+    the memo's values start at 0 GPUs, shifted here to the GPUs taken (each pass shifts and
+    takes minima, so a shifted start shifts every value), and leave out the waits of the
+    jobs it adds as pairs, added here to the constant (exact on the grid)."""
     flat = Flat.of(options)
     starts, single = flat.starts(), flat.counts == 1
-    curve = CostCurve(capacity, int(flat.sizes[starts[single]].sum()))
+    taken = int(flat.sizes[starts[single]].sum())
+    curve = CostCurve(capacity, taken)
     waits = single.copy()  # it takes its one size; the dominated ones wait
     if len(options) >= _PRUNE_FROM:
         waits |= _dominated(flat, capacity)
     # Their first options' costs, summed in one go (on the grid every sum is exact, so in
     # any order the same).
     curve.constant += float(flat.costs[starts[waits]].sum())
-    for sizes, costs in flat.jobs(~waits).listed():
-        curve.add_grid(sizes, costs)
+    rest = flat.jobs(~waits)
+    if memo is None or taken > capacity:
+        for sizes, costs in rest.listed():
+            curve.add_grid(sizes, costs)
+        return curve
+    values, _ = memo.run(rest, capacity)
+    curve.constant += memo.left_out(rest)
+    curve.values[:taken] = UNREACHABLE
+    curve.values[taken:] = values[: capacity + 1 - taken]
     return curve
 
 

@@ -92,6 +92,16 @@ class ProgramMemo:
         self.added += len(counts) - kept
         return previous[width : width + capacity + 1], picks
 
+    def left_out(self, flat: Flat) -> float:
+        """What the last run's values leave out of ``flat``'s summed costs: the off cost of
+        each job it added as a pair (off, or one size within the memo's capacity), which
+        :meth:`~jigsaw.policies.shared.cost_curve.CostCurve.add_grid` keeps in a curve's
+        constant (a sum on the grid: exact)."""
+        starts = flat.starts()[flat.counts == 2]
+        off, on = flat.sizes[starts], flat.sizes[starts + 1]
+        pairs = starts[(off == 0) & (on > 0) & (on <= self._capacity)]
+        return float(flat.costs[pairs].sum())
+
     def _kept(
         self,
         sizes: NDArray[np.int64],

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jigsaw.policies.shared.pollux_allocation import Infeasible, _program, choose_options
+from jigsaw.policies.shared.pollux_allocation import (
+    Infeasible,
+    _program,
+    choose_options,
+    cost_curve,
+)
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 Options = list[tuple[np.ndarray, np.ndarray]]
@@ -113,3 +118,26 @@ def test_a_job_with_more_options_than_a_byte_holds_is_chosen_right() -> None:
         want = _program(several, capacity)
         assert _program(several, capacity, memo) == want
     assert max(_program([*rigid, wide], capacity, memo)) > 127
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_cost_curve_from_a_memo_is_the_curve_built_afresh(seed: int) -> None:
+    """The guest bound's curve (:func:`cost_curve` with a memo of its own) equals the one
+    built afresh to the bit, its values plus its constant, round after round: jobs come and go,
+    costs move, jobs pinned at one size shift its start, some jobs are larger than the GPUs
+    and the capacity moves below the memo's."""
+    rng = np.random.default_rng(9_000 + seed)
+    memo = ProgramMemo()
+    capacity = int(rng.integers(8, 24))
+    options = [_job(rng, capacity) for _ in range(int(rng.integers(60, 140)))]
+    for _ in range(30):
+        fresh = cost_curve(options, capacity)
+        kept = cost_curve(options, capacity, memo)
+        # A job larger than the round's GPUs waits in the curve's values afresh and in its
+        # constant from the memo (it is a pair there): the sums are the same, to the bit.
+        assert np.array_equal(kept.values + kept.constant, fresh.values + fresh.constant)
+        assert kept.least() == fresh.least()
+        options = _next_round(rng, options, capacity)
+        if rng.uniform() < 0.2:
+            capacity = max(4, capacity + int(rng.integers(-3, 4)))
+    assert memo.reused > 200, "the memo was hardly used: the test shows nothing"
