@@ -147,10 +147,12 @@ def cost_curve(
     shifts the curve by its size: the curve starts at their summed sizes instead.
 
     ``memo``: the passes of a last run kept between calls (:mod:`.program_memo`; one of its
-    own, not a round's: a round's program runs over other jobs). The same curve to the bit:
-    the memo's values start at 0 GPUs, shifted here to the GPUs taken (each pass shifts and
-    takes minima, so a shifted start shifts every value), and leave out the waits of the
-    jobs it adds as pairs, added here to the constant (exact on the grid)."""
+    own, not a round's: a round's program runs over other jobs). The same curve to the bit,
+    values plus constant: the memo's values start at 0 GPUs, shifted here to the GPUs taken
+    (each pass shifts and takes minima, so a shifted start shifts every value), and leave
+    out the waits of the jobs it adds as pairs, added here to the constant (exact on the
+    grid; a job larger than ``capacity`` but within the memo's waits in the constant here
+    and in the values afresh, the same sums)."""
     flat = Flat.of(options)
     starts, single = flat.starts(), flat.counts == 1
     taken = int(flat.sizes[starts[single]].sum())
