@@ -65,7 +65,6 @@ class RowMemo:
         "_until",
         "columns",
         "reused",
-        "reused_apart",
         "views",
     )
 
@@ -84,8 +83,6 @@ class RowMemo:
         """Jobs whose view and columns a round took from the memo (a counter, for tests)."""
         self._rows: dict[int, JobRow] = {}
         """Steady jobs' rows by job object (checked by identity on reading)."""
-        self.reused_apart = 0
-        """Jobs after the leading run whose rows a round took (a counter, for tests)."""
 
     def kept(
         self,
@@ -136,7 +133,6 @@ class RowMemo:
                 found.append(None)
             else:
                 found.append(row)
-        self.reused_apart += len(found) - found.count(None)
         return found
 
     def note(self, rows: Sequence[JobRow], jobs: Sequence[Job]) -> None:

@@ -104,7 +104,6 @@ PURE_CACHES: dict[type, frozenset[str]] = {
             "views",
             "columns",
             "reused",
-            "reused_apart",
         }
     ),
     # Each job's pace and weight, keyed by the very job object (tests/core/policies/
