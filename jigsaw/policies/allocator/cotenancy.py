@@ -38,7 +38,7 @@ from jigsaw.model.cluster import Cluster, GpuId
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.lifecycle import JobState
-from jigsaw.model.plan import Plan, SPBPlan
+from jigsaw.model.plan import Plan
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.planning.planner import Planner
 from jigsaw.policies.allocator.config import JigsawConfig
@@ -52,6 +52,12 @@ from jigsaw.policies.allocator.configurations import (
 )
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
 from jigsaw.policies.allocator.objective import Objective
+from jigsaw.policies.allocator.offering_gangs import (
+    OfferingGangs,
+    any_host_now,
+    offering_gangs,
+    slot_exists,
+)
 from jigsaw.policies.allocator.remaining import WorkLeft
 from jigsaw.policies.shared.plans import PlanCatalog
 
@@ -104,6 +110,8 @@ class Cotenancy:
         self.work = work if work is not None else WorkLeft(catalog)
         self._candidates: list[tuple[int, Plan, float]] = []
         self._offered: list[_Slot] = []
+        self._deferred: tuple[Cluster, OfferingGangs] | None = None
+        """The cluster and gangs whose host columns and slots :meth:`add_guests` builds."""
 
     def add_columns(self, problem: Problem, cluster: Cluster) -> None:
         """Host columns and slots (:meth:`offer_slots`), then every guest column."""
@@ -114,11 +122,32 @@ class Cotenancy:
         """The first half of a round's co-tenancy: host columns, the slots they offer and the
         jobs' paces. Whether guests may be priced on them (:meth:`add_guests`): some job
         may be a guest and some slot is offered. Guest columns change no exclusive answer,
-        so the exclusive optimum can be solved between the two halves."""
+        so the exclusive optimum can be solved between the two halves.
+
+        Where no gang hosts now, the host columns and the slot list wait for
+        :meth:`add_guests` (most such rounds end at the guests' floor check): a host column
+        then costs at least its gang's keep column (a staircase keeps at most the goodput of
+        full backprop, and a change is discounted and churned), and the keep column is
+        listed first, so it changes no exclusive answer. Only whether some slot exists is
+        found now. A gang whose staircase would beat full backprop is priced now."""
         self._candidates = self._guests(problem)
-        if not self._candidates and not _hosts_now(problem):
+        self._deferred = None
+        hosts_now = any_host_now(problem)
+        if not self._candidates and not hosts_now:
             return False  # nobody to pack and no host to price: no slot can matter this round
-        self._offered = self._slots(problem, cluster)
+        gangs = offering_gangs(problem, self.offers)
+        if not hosts_now:
+            exists = slot_exists(problem, gangs)
+            if exists is not None:
+                if not exists:
+                    return False
+                problem.cotenancy_offered = True
+                self._deferred = (cluster, gangs)
+                return True
+        return self._offer(problem, cluster, gangs)
+
+    def _offer(self, problem: Problem, cluster: Cluster, gangs: OfferingGangs) -> bool:
+        self._offered = self._slots(problem, cluster, gangs)
         if not self._offered:
             return False
         problem.cotenancy_offered = True
@@ -146,7 +175,12 @@ class Cotenancy:
         return floors
 
     def add_guests(self, problem: Problem) -> None:
-        """Every candidate's guest columns on the slots :meth:`offer_slots` found."""
+        """Every candidate's guest columns on the slots :meth:`offer_slots` found (the host
+        columns and slots it left for now first)."""
+        if self._deferred is not None:
+            cluster, gangs = self._deferred
+            self._deferred = None
+            self._offer(problem, cluster, gangs)
         guests, slots = self._candidates, self._offered
         priced: dict[tuple[object, ...], tuple[float, float] | None] = {}
         objective = self.objective
@@ -207,31 +241,12 @@ class Cotenancy:
                 problem.add(column)
 
     # -- slots ------------------------------------------------------------------------------
-    def _slots(self, problem: Problem, cluster: Cluster) -> list[_Slot]:
-        occupants: dict[GpuId, int] = {}
-        running: set[str] = set()
-        for view in problem.views:
-            if view.guest_of is None:
-                for gpu in view.current:
-                    occupants[gpu] = occupants.get(gpu, 0) + 1
-            if view.current:
-                running.add(view.job.id)
-        self.offers.forget_unless(running)
+    def _slots(self, problem: Problem, cluster: Cluster, gangs: OfferingGangs) -> list[_Slot]:
+        occupants, offering = gangs.occupants, gangs.gangs
         # (-idle, column, gpu) first: the slots kept are the ``MAX_SLOTS`` with the most idle
         # compute, and only those are built.
         found: list[tuple[float, int, GpuId, int, int, float, bool, GangTiming]] = []
-        for index, view in enumerate(problem.views):
-            if view.job.state is not JobState.RUNNING:
-                continue
-            plan = view.job.plan
-            if plan is None or not isinstance(plan, SPBPlan):
-                continue
-            keep = problem.keep_column(index)
-            if keep is None:
-                continue
-            offers = self.offers.offers(view.job, plan, view.current)
-            if offers is None:
-                continue
+        for index, keep, offers in offering:
             keep_speedup = problem.columns[keep].speedup
             for column, offer, speedup, changed in self._host_columns(
                 problem, index, keep, offers, keep_speedup
@@ -376,12 +391,3 @@ class Cotenancy:
         # Never above its speed alone: a share of the GPU's time (what bounds a guest's
         # price from below, :meth:`guest_price_floors`).
         return min(alone.alone_s / times[guest.id], 1.0), slot.timing.alone_s / times[host_id]
-
-
-def _hosts_now(problem: Problem) -> bool:
-    """Some running gang runs an SPB staircase (a host now): its columns must be priced."""
-    return any(
-        isinstance(view.job.plan, SPBPlan) and not view.job.plan.is_full_backprop
-        for view in problem.views
-        if view.current and view.guest_of is None
-    )

@@ -1,0 +1,82 @@
+"""Which running gangs may offer co-tenancy slots this round, and whether any slot exists.
+
+A slot is a GPU that holds one gang's worker only, where the gang's plan (the one it runs,
+or an SPB staircase it may switch to in place) leaves idle time (:mod:`.gang_offers`).
+:mod:`.cotenancy` builds host columns and slots from these gangs; where no gang hosts now it
+asks first only whether some slot exists (:func:`slot_exists`), and builds them once the
+guests' floor check lets guests be priced.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from jigsaw.model.cluster import GpuId
+from jigsaw.model.lifecycle import JobState
+from jigsaw.model.plan import SPBPlan
+from jigsaw.policies.allocator.configurations import Problem
+from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
+
+
+class OfferingGangs(NamedTuple):
+    occupants: dict[GpuId, int]
+    """Per GPU, how many jobs other than guests hold it."""
+    gangs: list[tuple[int, int, GangOffers]]
+    """(job index, keep column, offers) of each running SPB gang kept at its size that has a
+    goodput under full backprop."""
+
+
+def offering_gangs(problem: Problem, offers: GangOfferMemo) -> OfferingGangs:
+    """The round's :class:`OfferingGangs`; the memo forgets the gangs that stopped running."""
+    occupants: dict[GpuId, int] = {}
+    running: set[str] = set()
+    for view in problem.views:
+        if view.guest_of is None:
+            for gpu in view.current:
+                occupants[gpu] = occupants.get(gpu, 0) + 1
+        if view.current:
+            running.add(view.job.id)
+    offers.forget_unless(running)
+    found: list[tuple[int, int, GangOffers]] = []
+    for index, view in enumerate(problem.views):
+        if view.job.state is not JobState.RUNNING:
+            continue
+        plan = view.job.plan
+        if plan is None or not isinstance(plan, SPBPlan):
+            continue
+        keep = problem.keep_column(index)
+        if keep is None:
+            continue
+        offered = offers.offers(view.job, plan, view.current)
+        if offered is not None:
+            found.append((index, keep, offered))
+    return OfferingGangs(occupants, found)
+
+
+def slot_exists(problem: Problem, gangs: OfferingGangs) -> bool | None:
+    """Whether some gang offers a slot, under the plan it runs or a staircase (a pinned gang
+    under its own plan only), where no gang hosts now; ``None`` where a staircase keeps more
+    than full backprop's goodput (its host column may then cost less than the keep column,
+    and must be priced with the round)."""
+    occupants = gangs.occupants
+    if any(offer.ratio > 1.0 for _, _, offers in gangs.gangs for offer in offers.staircases):
+        return None
+    for index, _, offers in gangs.gangs:
+        plans: tuple[PlanOffer, ...] = (offers.current,)
+        if not problem.views[index].pinned:
+            plans += offers.staircases
+        for offer in plans:
+            if offer.timing is not None and any(
+                occupants.get(gpu, 0) == 1 for _, gpu, _ in offer.open_gpus
+            ):
+                return True
+    return False
+
+
+def any_host_now(problem: Problem) -> bool:
+    """Some running gang runs an SPB staircase (a host now): its columns must be priced."""
+    return any(
+        isinstance(view.job.plan, SPBPlan) and not view.job.plan.is_full_backprop
+        for view in problem.views
+        if view.current and view.guest_of is None
+    )
