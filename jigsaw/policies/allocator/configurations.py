@@ -254,13 +254,17 @@ def exclusive_problem(
             else steady_until(job, goodput, guests_of.get(job.id), now, config)
             for job, goodput, row in zip(jobs, goodputs, reusable, strict=True)
         ]
+        # Fresh steady rows, and reused rows renamed to a new place (kept so renamed: the
+        # next round finds them named for where they stand, unless the order moves again).
         rows.note(
             [
                 JobRow(job, until, view, allowed[i], pinned[i], protected[i], restarts[i], built)
+                if row is None
+                else row._replace(columns=built)
                 for i, (job, until, view, built, row) in enumerate(
                     zip(jobs, fresh, problem.views[kept:], columns, reusable, strict=True)
                 )
-                if row is None and until > now
+                if (row is None and until > now) or (row is not None and built is not row.columns)
             ],
             whole_jobs,
         )

@@ -132,11 +132,10 @@ class Cotenancy:
         found now. A gang whose staircase would beat full backprop is priced now."""
         self._candidates = self._guests(problem)
         self._deferred = None
-        hosts_now = any_host_now(problem)
-        if not self._candidates and not hosts_now:
+        if not self._candidates and not any_host_now(problem):
             return False  # nobody to pack and no host to price: no slot can matter this round
         gangs = offering_gangs(problem, self.offers)
-        if not hosts_now:
+        if not gangs.hosts_now:
             exists = slot_exists(problem, gangs)
             if exists is not None:
                 if not exists:
@@ -255,7 +254,7 @@ class Cotenancy:
                 if timing is None:
                     continue
                 for less_idle, gpu, used in offer.open_gpus:
-                    if occupants.get(gpu, 0) == 1:
+                    if occupants[gpu] == 1:
                         entry = (less_idle, column, gpu, used, index, speedup, changed, timing)
                         found.append(entry)
         slots: list[_Slot] = []

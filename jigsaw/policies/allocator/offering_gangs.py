@@ -9,6 +9,8 @@ guests' floor check lets guests be priced.
 
 from __future__ import annotations
 
+from collections import Counter
+from itertools import chain
 from typing import NamedTuple
 
 from jigsaw.model.cluster import GpuId
@@ -19,38 +21,41 @@ from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, Pla
 
 
 class OfferingGangs(NamedTuple):
-    occupants: dict[GpuId, int]
+    occupants: Counter[GpuId]
     """Per GPU, how many jobs other than guests hold it."""
     gangs: list[tuple[int, int, GangOffers]]
     """(job index, keep column, offers) of each running SPB gang kept at its size that has a
     goodput under full backprop."""
+    hosts_now: bool
+    """Some gang runs an SPB staircase (:func:`any_host_now`)."""
 
 
 def offering_gangs(problem: Problem, offers: GangOfferMemo) -> OfferingGangs:
     """The round's :class:`OfferingGangs`; the memo forgets the gangs that stopped running."""
-    occupants: dict[GpuId, int] = {}
-    running: set[str] = set()
-    for view in problem.views:
-        if view.guest_of is None:
-            for gpu in view.current:
-                occupants[gpu] = occupants.get(gpu, 0) + 1
-        if view.current:
-            running.add(view.job.id)
-    offers.forget_unless(running)
+    views = problem.views
+    gangs = [view for view in views if view.current and view.guest_of is None]
+    occupants = Counter(chain.from_iterable(view.current for view in gangs))
+    offers.forget_unless({view.job.id for view in views if view.current})
+    hosts_now = False
     found: list[tuple[int, int, GangOffers]] = []
-    for index, view in enumerate(problem.views):
-        if view.job.state is not JobState.RUNNING:
+    for index, view in enumerate(views):
+        if not view.current:
             continue
-        plan = view.job.plan
-        if plan is None or not isinstance(plan, SPBPlan):
+        job = view.job
+        plan = job.plan
+        if not isinstance(plan, SPBPlan):
+            continue
+        if view.guest_of is None and not plan.is_full_backprop:
+            hosts_now = True
+        if job.state is not JobState.RUNNING:
             continue
         keep = problem.keep_column(index)
         if keep is None:
             continue
-        offered = offers.offers(view.job, plan, view.current)
+        offered = offers.offers(job, plan, view.current)
         if offered is not None:
             found.append((index, keep, offered))
-    return OfferingGangs(occupants, found)
+    return OfferingGangs(occupants, found, hosts_now)
 
 
 def slot_exists(problem: Problem, gangs: OfferingGangs) -> bool | None:
@@ -67,7 +72,7 @@ def slot_exists(problem: Problem, gangs: OfferingGangs) -> bool | None:
             plans += offers.staircases
         for offer in plans:
             if offer.timing is not None and any(
-                occupants.get(gpu, 0) == 1 for _, gpu, _ in offer.open_gpus
+                occupants[gpu] == 1 for _, gpu, _ in offer.open_gpus
             ):
                 return True
     return False

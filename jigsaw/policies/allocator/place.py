@@ -32,7 +32,8 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
     else:
         requests = [_request(views[job], gpus, current) for job, gpus, current in sized]
         packed = pack(requests, cluster)
-        placements = {job: packed.get(view.job.id, ()) for job, view in enumerate(views)}
+        for job, _, _ in sized:  # pack places only these; every other job waits
+            placements[job] = packed.get(views[job].job.id, ())
     for job, index in enumerate(chosen):
         column = columns[index]
         if column.kind != GUEST or column.needs is None or column.slot is None:
@@ -45,7 +46,7 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
 
 def _request(view: JobView, gpus: int, current: Placement) -> PackRequest:
     low = gpus if view.goodput is None else view.job.spec.worker_range[0]
-    return PackRequest(view.job.id, gpus, current, min_size=low)
+    return PackRequest(view.job.id, gpus, current, low)
 
 
 def _all_kept(sized: list[tuple[int, int, Placement]], cluster: Cluster) -> bool:
