@@ -19,6 +19,7 @@ from jigsaw.model.decisions import Decision
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
+from jigsaw.policies.allocator import configurations
 from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.row_memo import RowMemo, steady_until
 from jigsaw.policies.jigsaw import JigsawPolicy
@@ -72,8 +73,16 @@ def test_kept_rows_decide_as_building_every_round_afresh(
         apart.append(sum(row is not None for row in found))
         return found
 
+    renamed: list[tuple[Any, int]] = []  # holds the columns: no id is reused meanwhile
+    original_renamed = configurations._renamed
+
+    def counted_renamed(columns: Any, owner: int) -> Any:
+        renamed.append((columns, owner))
+        return original_renamed(columns, owner)
+
     monkeypatch.setattr(RowMemo, "kept", counted)
     monkeypatch.setattr(RowMemo, "rows_of", counted_rows)
+    monkeypatch.setattr(configurations, "_renamed", counted_renamed)
     kept_log = _replay(CONFIGS[name], True, gpus)
     afresh_log = _replay(CONFIGS[name], False, gpus)
     assert kept_log == afresh_log
@@ -81,6 +90,9 @@ def test_kept_rows_decide_as_building_every_round_afresh(
     assert sum(reused) > 100, "the memo was hardly used: the test shows nothing"
     # Rows kept after the leading run too: a steady job behind one that changed.
     assert sum(apart) > 100, "no row was taken out of order: the test shows nothing"
+    # A row renamed to a new place is kept so: never renamed to the same place twice.
+    places = {(id(columns), owner) for columns, owner in renamed}
+    assert renamed and len(places) == len(renamed)
 
 
 def _pair(config: JigsawConfig) -> tuple[JigsawPolicy, JigsawPolicy]:
