@@ -136,6 +136,10 @@ class JigsawPolicy(PolicyBase):
         self._rows = RowMemo() if incremental else None
         """The last round's leading steady jobs, their views and columns
         (:mod:`~jigsaw.policies.allocator.row_memo`)."""
+        self._shares: dict[tuple[object, ...], tuple[float, float] | None] = {}
+        """Co-location shares of a guest and a host on a slot (oracle figures, per guest
+        model, batch, plan and host timing; :class:`~jigsaw.policies.allocator.cotenancy.
+        Cotenancy`)."""
         self._work = WorkLeft(self.catalog)
         """Each job's seconds of work left, its pace kept while it is the same object."""
         self._weights: JobMemo[float] | None = JobMemo() if incremental else None
@@ -231,6 +235,7 @@ class JigsawPolicy(PolicyBase):
             self.config,
             offers=self._offers,
             work=self._work,
+            shares=self._shares,
         )
         if not cotenancy.offer_slots(problem, cluster):
             return solve(problem, self._limits, memo=self._program)

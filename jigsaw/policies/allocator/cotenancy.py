@@ -58,11 +58,13 @@ from jigsaw.policies.allocator.offering_gangs import (
     offering_gangs,
     slot_exists,
 )
-from jigsaw.policies.allocator.remaining import WorkLeft
+from jigsaw.policies.allocator.remaining import WorkLeft, completion_paces
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
 MAX_GUESTS = 12
+SHARES_KEPT = 100_000
+"""Shares kept across rounds at most (then forgotten at once: a pure function's memo)."""
 _ANY_GPU: GpuId = (0, 0)
 """Where a host-and-guest pair is priced: one GPU, the same for every slot."""
 
@@ -93,10 +95,13 @@ class Cotenancy:
         *,
         offers: GangOfferMemo | None = None,
         work: WorkLeft | None = None,
+        shares: dict[tuple[object, ...], tuple[float, float] | None] | None = None,
     ) -> None:
         """``offers``: what running gangs offer, kept across rounds by the policy (default:
         a memo for this round only); ``work``: the jobs' seconds left, kept by the policy
-        (default: one for this round only)."""
+        (default: one for this round only); ``shares``: a guest's and a host's shares of
+        their speeds alone on a slot, per (guest model, batch, plan, host timing), oracle
+        figures kept by the policy (default: for this round only)."""
         self.catalog = catalog
         self.oracle = oracle
         self.planner = planner
@@ -108,6 +113,7 @@ class Cotenancy:
             else GangOfferMemo(catalog, hosts=config.hosts, host_keep=config.host_keep)
         )
         self.work = work if work is not None else WorkLeft(catalog)
+        self.shares = shares if shares is not None else {}
         self._candidates: list[tuple[int, Plan, float]] = []
         self._offered: list[_Slot] = []
         self._deferred: tuple[Cluster, OfferingGangs] | None = None
@@ -151,7 +157,7 @@ class Cotenancy:
             return False
         problem.cotenancy_offered = True
         if self.config.completion_guard:
-            problem.pace = self._paces(problem)
+            problem.pace = completion_paces(problem.views, self.work, self.objective.now)
         return bool(self._candidates)
 
     def guest_price_floors(self, problem: Problem) -> dict[int, float] | None:
@@ -181,7 +187,14 @@ class Cotenancy:
             self._deferred = None
             self._offer(problem, cluster, gangs)
         guests, slots = self._candidates, self._offered
-        priced: dict[tuple[object, ...], tuple[float, float] | None] = {}
+        priced = self.shares
+        if len(priced) > SHARES_KEPT:
+            priced.clear()
+        # Slots of hosts of one shape share a timing: each guest's shares are read once per
+        # distinct timing (hashing a timing costs more than the rest of a slot's pricing).
+        timings: dict[GangTiming, int] = {}
+        timing_of = [timings.setdefault(slot.timing, len(timings)) for slot in slots]
+        distinct = list(timings)
         objective = self.objective
         terms: dict[int, tuple[float, float]] = {}
         for index in {slot.host for slot in slots} | {entry[0] for entry in guests}:
@@ -202,13 +215,18 @@ class Cotenancy:
             memory = self._memory(job, plan)
             if memory is None:
                 continue
-            for slot in slots:
+            guest_key = (job.spec.model, job.spec.batch_size, plan)
+            found: dict[int, tuple[float, float] | None] = {}
+            for slot, timing in zip(slots, timing_of, strict=True):
                 if slot.host == job_index or memory > slot.free_memory:
                     continue
-                key = (job.spec.model, job.spec.batch_size, plan, slot.timing)
-                if key not in priced:
-                    priced[key] = self._shares(job, plan, slot)
-                shares = priced[key]
+                if timing in found:
+                    shares = found[timing]
+                else:
+                    key = (guest_key, distinct[timing])
+                    if key not in priced:
+                        priced[key] = self._shares(job, plan, slot)
+                    shares = found[timing] = priced[key]
                 if shares is None:
                     continue
                 guest_share, host_factor = shares
@@ -349,30 +367,6 @@ class Cotenancy:
             if plan.num_workers == 1:
                 found.append((index, plan, speedup))
         return found
-
-    def _paces(self, problem: Problem) -> list[float]:
-        """Per job, completions per second per unit of speedup: 1 / (its speedup at the size
-        it asked for x the seconds it still needs there, :func:`.remaining.remaining_seconds`;
-        0 where either is unknown or none). Jobs of one size list share their choices, so a
-        reference speedup is read once per choices and size asked for."""
-        views = problem.views
-        running = [bool(view.current) for view in views]
-        seconds = self.work.seconds_many([v.job for v in views], self.objective.now, running)
-        references: dict[tuple[int, int], float] = {}
-        paces: list[float] = []
-        for view, remaining_s in zip(views, seconds, strict=True):
-            if math.isinf(remaining_s):
-                paces.append(0.0)
-                continue
-            wanted = view.job.spec.workers
-            key = (id(view.choices), wanted)
-            reference = references.get(key)
-            if reference is None:
-                sizes, speedups = view.choices.sizes.tolist(), view.choices.speedups
-                at = speedups[sizes.index(wanted)] if wanted in sizes else speedups.max()
-                reference = references[key] = float(at)
-            paces.append(1.0 / (reference * remaining_s) if reference > 0 else 0.0)
-        return paces
 
     def _memory(self, job: Job, plan: Plan) -> int | None:
         try:

@@ -13,10 +13,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from jigsaw.model.domain import Job
 from jigsaw.policies.allocator.job_memo import JobMemo
 from jigsaw.policies.shared.plans import PlanCatalog
+
+if TYPE_CHECKING:
+    from jigsaw.policies.allocator.configurations import JobView
 
 
 def remaining_seconds(catalog: PlanCatalog, job: Job, now: float, running: bool) -> float:
@@ -100,3 +104,28 @@ class WorkLeft:
                 done = job.iterations_done + max(now - started, 0.0) / step
                 found.append(max(job.spec.iterations - done, 1.0) * step)
         return found
+
+
+def completion_paces(views: Sequence[JobView], work: WorkLeft, now: float) -> list[float]:
+    """Per job, completions per second per unit of speedup: 1 / (its speedup at the size it
+    asked for x the seconds it still needs there, :func:`remaining_seconds`; 0 where either
+    is unknown or none), the completion guard's pace (:mod:`.solve`). Jobs of one size list
+    share their choices, so a reference speedup is read once per choices and size asked
+    for."""
+    running = [bool(view.current) for view in views]
+    seconds = work.seconds_many([view.job for view in views], now, running)
+    references: dict[tuple[int, int], float] = {}
+    paces: list[float] = []
+    for view, remaining_s in zip(views, seconds, strict=True):
+        if math.isinf(remaining_s):
+            paces.append(0.0)
+            continue
+        wanted = view.job.spec.workers
+        key = (id(view.choices), wanted)
+        reference = references.get(key)
+        if reference is None:
+            sizes, speedups = view.choices.sizes.tolist(), view.choices.speedups
+            at = speedups[sizes.index(wanted)] if wanted in sizes else speedups.max()
+            reference = references[key] = float(at)
+        paces.append(1.0 / (reference * remaining_s) if reference > 0 else 0.0)
+    return paces

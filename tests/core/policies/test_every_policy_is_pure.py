@@ -113,8 +113,9 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # The waiting side's work left, keyed by its very job objects
     # (tests/core/policies/test_critical_path.py).
     WaitingWork: frozenset({"_jobs", "_lefts", "_work", "_entries"}),
-    # The last round's answer, keyed by the very snapshot it came from (stable_until reads it).
-    JigsawPolicy: frozenset({"_last_round"}),
+    # The last round's answer, keyed by the very snapshot it came from (stable_until reads it);
+    # co-location shares per guest model, batch, plan and host timing (oracle figures).
+    JigsawPolicy: frozenset({"_last_round", "_shares"}),
 }
 """Attributes that memoise a pure function of their key: left out of the state compared."""
 
