@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 from jigsaw.model.cluster import GpuId
 from jigsaw.model.domain import Job
@@ -10,7 +11,7 @@ from jigsaw.model.domain import Job
 
 def guest_hosts(jobs: Sequence[Job]) -> dict[str, str]:
     """Running one-GPU jobs that share a GPU with a larger (or earlier) gang: guest -> host."""
-    held = [gpu for job in jobs if job.state.holds_resources for gpu in job.placement]
+    held = list(chain.from_iterable(job.placement for job in jobs if job.state.holds_resources))
     if len(set(held)) == len(held):
         return {}  # no GPU holds two jobs: nobody is a guest
     owner: dict[GpuId, Job] = {}
