@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -178,8 +179,9 @@ def main(argv: list[str] | None = None) -> None:
         subprocess.run(
             ["git", "worktree", "remove", "--force", str(worktree)], cwd=REPO, capture_output=True
         )
-        if worktree.exists():  # `worktree add` failed: only the empty directory is there
-            worktree.rmdir()
+        if worktree.exists():  # `worktree add` or `remove` failed: what is left goes too
+            shutil.rmtree(worktree, ignore_errors=True)
+            subprocess.run(["git", "worktree", "prune"], cwd=REPO, capture_output=True)
     print(
         json.dumps(
             {
