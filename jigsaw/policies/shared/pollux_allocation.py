@@ -211,11 +211,13 @@ def _dominated(flat: Flat, capacity: int) -> NDArray[np.bool_]:
     pair_sizes = sizes[starts[jobs] + 1]
     pair_offs = flat.costs[starts[jobs]]
     pair_ons = flat.costs[starts[jobs] + 1]
-    for size in np.unique(pair_sizes).tolist():
+    # Only a size with more pairs than could run at once can drop any: counted in one pass.
+    by_size = np.bincount(pair_sizes)
+    present = np.flatnonzero(by_size)
+    crowded = present[(present > 0) & (by_size[present] > budget // np.maximum(present, 1))]
+    for size in crowded.tolist():
         fits = budget // size
         group = pair_sizes == size
-        if int(group.sum()) <= fits:
-            continue
         members, offs, ons = jobs[group], pair_offs[group], pair_ons[group]
         gain = offs - ons
         ascending = np.sort(gain)
