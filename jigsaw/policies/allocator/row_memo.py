@@ -15,12 +15,12 @@ column names its job by its place in that order; so the memo keeps the leading r
 steady jobs that are the very objects of the last round at the same places (their views,
 columns and column indices whole), and behind it each steady job's row wherever it now
 stands (:meth:`RowMemo.rows_of`: its view, the facts the round's pins read, and its columns,
-renamed to its new place where it moved); the round builds the rest. With the starvation
-pin or aging on it keeps nothing (their columns read the clock); the critical path is part
-of the memo's key (rows hold while it is the same), and its waiting jobs are always built
-(whether they must start reads the other jobs). tests/core/policies/test_gang_offers.py and
-tests/core/policies/test_row_memo.py hold the kept policy to one that builds every round
-afresh.
+renamed to its new place where it moved, and kept so renamed); the round builds the rest.
+With the starvation pin or aging on it keeps nothing (their columns read the clock); the
+critical path is part of the memo's key (rows hold while it is the same), and its waiting
+jobs are always built (whether they must start reads the other jobs).
+tests/core/policies/test_gang_offers.py and tests/core/policies/test_row_memo.py hold the
+kept policy to one that builds every round afresh.
 """
 
 from __future__ import annotations
