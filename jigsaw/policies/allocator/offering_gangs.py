@@ -16,7 +16,7 @@ from typing import NamedTuple
 from jigsaw.model.cluster import GpuId
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import SPBPlan
-from jigsaw.policies.allocator.configurations import Problem
+from jigsaw.policies.allocator.configurations import JobView, Problem
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
 
 
@@ -45,8 +45,7 @@ def offering_gangs(problem: Problem, offers: GangOfferMemo) -> OfferingGangs:
         plan = job.plan
         if not isinstance(plan, SPBPlan):
             continue
-        if view.guest_of is None and not plan.is_full_backprop:
-            hosts_now = True
+        hosts_now = hosts_now or runs_staircase(view)
         if job.state is not JobState.RUNNING:
             continue
         keep = problem.keep_column(index)
@@ -80,8 +79,15 @@ def slot_exists(problem: Problem, gangs: OfferingGangs) -> bool | None:
 
 def any_host_now(problem: Problem) -> bool:
     """Some running gang runs an SPB staircase (a host now): its columns must be priced."""
-    return any(
-        isinstance(view.job.plan, SPBPlan) and not view.job.plan.is_full_backprop
-        for view in problem.views
-        if view.current and view.guest_of is None
+    return any(map(runs_staircase, problem.views))
+
+
+def runs_staircase(view: JobView) -> bool:
+    """The job holds GPUs as a gang (not a guest) and runs an SPB staircase: a host now."""
+    plan = view.job.plan
+    return (
+        bool(view.current)
+        and view.guest_of is None
+        and isinstance(plan, SPBPlan)
+        and not plan.is_full_backprop
     )

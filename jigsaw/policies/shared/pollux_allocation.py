@@ -213,8 +213,8 @@ def _dominated(flat: Flat, capacity: int) -> NDArray[np.bool_]:
     pair_ons = flat.costs[starts[jobs] + 1]
     # Only a size with more pairs than could run at once can drop any: counted in one pass.
     by_size = np.bincount(pair_sizes)
-    present = np.flatnonzero(by_size)
-    crowded = present[(present > 0) & (by_size[present] > budget // np.maximum(present, 1))]
+    present = np.flatnonzero(by_size[1:]) + 1  # a pair's size is never 0 (its off is)
+    crowded = present[by_size[present] > budget // present]
     for size in crowded.tolist():
         fits = budget // size
         group = pair_sizes == size
