@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from jigsaw.policies.allocator.longest_job import NO_PATH, CriticalPath
 from jigsaw.policies.allocator.must_run import critical_starts, ends_by, forced, held, starving
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.row_memo import JobRow, RowMemo, steady_until, usable
+
+if TYPE_CHECKING:
+    from jigsaw.policies.allocator.guest_quiet import GuestLimits
 
 OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
 
@@ -92,9 +95,9 @@ class Problem:
     cotenancy_offered: bool = False
     """Co-tenancy found slots to offer this round (guest prices move with the jobs' ages: such
     a round is quiet only where guests stay priced out, :mod:`.guest_quiet`)."""
-    guest_limits: tuple[Column, ...] | None = None
-    """Every guest column a co-tenancy round priced, at the least its price can fall to
-    while the world stands (:mod:`.guest_quiet`); ``None``: unknown, never quiet."""
+    guest_limits: GuestLimits | None = None
+    """A co-tenancy round's guest prices at their limits while the world stands
+    (:mod:`.guest_quiet`); ``None``: unknown, and such a round is never quiet."""
     set_aside_cost: float = 0.0
     """What the waiting jobs left out of the round cost (they wait, at their off columns'
     price; :mod:`~jigsaw.policies.shared.backlog`): part of every answer's objective, so

@@ -10,19 +10,20 @@ a host's staircase (never below its keep column: it keeps at most full backprop'
 each guest column, and what a staircase host loses to its guest (at least 0). The candidates,
 the slots and the co-location shares stay as they are. So a bound on every answer with
 guests, built with every such price at its limit, holds at every moment until the next event:
-the Lagrangian bound of the 0-1 program (:func:`~.joint_bound.program_may_pay`) over every
-guest and slot priced (before the filters that keep a round's program small: a later round's
-columns are among them), each at its limit, the hosts' own columns at theirs, and the
-completion row left out (its paces move as running jobs progress; its multiplier is then 0,
-which the bound allows for any answer). A round that ended at the guests' floor check, before
-guests were priced, is not made quiet: at the limit each candidate's floor (its one-GPU start
-at discount 1) is below its wait, so the guests' relaxation at those prices always finds an
-answer cheaper than waiting.
+
+- where the round ended at the guests' floor check (:meth:`~.cotenancy.Cotenancy.
+  guest_price_floors`), the guests' relaxation (:func:`~.guest_bound.guest_bound`) with each
+  candidate's floor and every start at discount 1;
+- where guests were priced, the Lagrangian bound of the 0-1 program
+  (:func:`~.joint_bound.program_may_pay`) over every guest and slot priced (before the
+  filters that keep a round's program small: a later round's columns are among them), each
+  at its limit, the hosts' own columns at theirs, and the completion row left out (its paces
+  move as running jobs progress; its multiplier is 0, which any answer's bound allows).
 
 When the bound reaches the exclusive answer's cost less the margin a joint answer must win
 by (:func:`~.guest_bound.margin`), no later round of the spell keeps a joint answer, so each
-decides nothing, as this one did. tests/core/policies/test_guest_quiet.py asks quiet rounds
-again at later moments; the replays of Philly's fortnights keep their decision logs.
+decides nothing, as this one did. tests/core/simulator/test_simulator_skip.py replays with and
+without the skip and compares the decision logs.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from jigsaw.model.cluster import GpuId
 from jigsaw.model.plan import Plan
 from jigsaw.policies.allocator.configurations import (
@@ -40,8 +43,9 @@ from jigsaw.policies.allocator.configurations import (
     HOST,
     Column,
     Problem,
+    size_costs,
 )
-from jigsaw.policies.allocator.guest_bound import margin
+from jigsaw.policies.allocator.guest_bound import ExclusiveRound, guest_bound, margin
 from jigsaw.policies.allocator.joint_bound import program_may_pay
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.solution import Solution
@@ -63,21 +67,29 @@ class GuestPair(NamedTuple):
     share above 1, so no least is known)."""
 
 
+class GuestLimits(NamedTuple):
+    floors: dict[int, float]
+    """Per candidate, its one-GPU column's price at discount 1 (no guest column of it costs
+    less: a guest runs at no more than its speed alone)."""
+    pairs: tuple[Column, ...] | None
+    """Every guest column priced, at its limit (``None``: the round ended at the floor
+    check, before guests were priced)."""
+
+
 def guest_limits(
     problem: Problem,
     objective: Objective,
     candidates: Sequence[tuple[int, Plan, float]],
-    pairs: Sequence[GuestPair],
-) -> tuple[Column, ...] | None:
-    """Every guest column priced, at its limit: the guest's term at discount 1. ``None``
-    where a candidate is a guest now (keeping its slot is no start) or some host's least
-    loss is unknown."""
+    pairs: Sequence[GuestPair] | None,
+) -> GuestLimits | None:
+    """The round's :class:`GuestLimits` (``None``: some host's least loss is unknown)."""
+    floors: dict[int, float] = {}
     weights: dict[int, float] = {}
-    for job, _, _ in candidates:
-        view = problem.views[job]
-        if view.guest_of is not None:
-            return None
-        weights[job] = objective.weight(view.job)
+    for job, _, alone in candidates:
+        weights[job] = weight = objective.weight(problem.views[job].job)
+        floors[job] = objective.term(weight, 1.0, alone, changed=True)
+    if pairs is None:
+        return GuestLimits(floors, None)
     limit_pairs: list[Column] = []
     for pair in pairs:
         if pair.host_cost == -math.inf:
@@ -96,7 +108,7 @@ def guest_limits(
                 host_cost=pair.host_cost,
             )
         )
-    return tuple(limit_pairs)
+    return GuestLimits(floors, tuple(limit_pairs))
 
 
 def guests_stay_out(problem: Problem, chosen: Sequence[int], objective: Objective) -> bool:
@@ -111,8 +123,14 @@ def guests_stay_out(problem: Problem, chosen: Sequence[int], objective: Objectiv
     cost = sum(columns[index].cost for index in chosen) + problem.set_aside_cost
     target = cost - margin(problem, cost)
     kept = Solution(list(chosen), cost, "dp")
+    if limits.pairs is None:
+        at_limit = _at_limit(problem, objective, range(len(problem.views)))
+        limit = dataclasses.replace(problem, columns=at_limit)
+        all_costs = np.fromiter((column.cost for column in at_limit), np.float64)
+        options = [size_costs(limit, job, all_costs) for job in range(len(limit.views))]
+        return guest_bound(limit, ExclusiveRound(options, kept), limits.floors) >= target
     touched: set[int] = set()
-    for pair in limits:
+    for pair in limits.pairs:
         assert pair.needs is not None
         touched.add(pair.job)
         touched.add(columns[pair.needs].job)
@@ -121,9 +139,9 @@ def guests_stay_out(problem: Problem, chosen: Sequence[int], objective: Objectiv
     by_job = list(problem.by_job)
     for job in touched:
         by_job[job] = [i for i in by_job[job] if columns[i].kind != GUEST]
-    for offset, pair in enumerate(limits, start=len(at_limit)):
+    for offset, pair in enumerate(limits.pairs, start=len(at_limit)):
         by_job[pair.job].append(offset)
-    limit = dataclasses.replace(problem, columns=[*at_limit, *limits], by_job=by_job, pace=[])
+    limit = dataclasses.replace(problem, columns=[*at_limit, *limits.pairs], by_job=by_job, pace=[])
     return not program_may_pay(limit, touched, kept, target)
 
 

@@ -5,8 +5,7 @@ the job's age), the guests' prices and the elastic jobs' reports; a job's weight
 while it runs or waits (it counts the service it had when its run began,
 :meth:`~.objective.Objective.weight`). So a round is stable when:
 
-- no elastic job the goodput source knows, no guest running; where co-tenancy was offered,
-  guests stay priced out at every moving price's limit (:mod:`.guest_quiet`);
+- no elastic job the goodput source knows, no guest running, no co-tenancy offered;
 - either every running job is pinned or protected (no off column: a waiting job can only
   start on free GPUs, where none fitted, and a waiting job's value only rises), or no
   waiting job's discount moves (never started, with a free launch), so every column's cost
