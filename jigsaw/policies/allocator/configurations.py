@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,9 +26,6 @@ from jigsaw.policies.allocator.longest_job import NO_PATH, CriticalPath
 from jigsaw.policies.allocator.must_run import critical_starts, ends_by, forced, held, starving
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.row_memo import JobRow, RowMemo, steady_until, usable
-
-if TYPE_CHECKING:
-    from jigsaw.policies.allocator.guest_quiet import GuestLimits
 
 OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
 
@@ -93,11 +90,8 @@ class Problem:
     size x remaining seconds there)`` (:mod:`.cotenancy` sets it when it offers guests and
     the completion guard is on; empty: no completion row)."""
     cotenancy_offered: bool = False
-    """Co-tenancy found slots to offer this round (guest prices move with the jobs' ages: such
-    a round is quiet only where guests stay priced out, :mod:`.guest_quiet`)."""
-    guest_limits: GuestLimits | None = None
-    """A co-tenancy round's guest prices at their limits while the world stands
-    (:mod:`.guest_quiet`); ``None``: unknown, and such a round is never quiet."""
+    """Co-tenancy found slots to offer this round (guest prices move with the hosts' ages,
+    so such a round is not stable, :meth:`~jigsaw.policies.jigsaw.JigsawPolicy.stable_until`)."""
     set_aside_cost: float = 0.0
     """What the waiting jobs left out of the round cost (they wait, at their off columns'
     price; :mod:`~jigsaw.policies.shared.backlog`): part of every answer's objective, so

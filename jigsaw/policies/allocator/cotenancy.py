@@ -51,7 +51,6 @@ from jigsaw.policies.allocator.configurations import (
     Problem,
 )
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
-from jigsaw.policies.allocator.guest_quiet import GuestLimits, GuestPair, guest_limits
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.offering_gangs import (
     OfferingGangs,
@@ -119,12 +118,6 @@ class Cotenancy:
         self._offered: list[_Slot] = []
         self._deferred: tuple[Cluster, OfferingGangs] | None = None
         """The cluster and gangs whose host columns and slots :meth:`add_guests` builds."""
-        self._hosts_priced = False
-        """Host columns were priced with the round (a host now, or a staircase beating full
-        backprop): their prices move with the hosts' ages."""
-        self._pairs: list[GuestPair] | None = None
-        """Every guest and slot :meth:`add_guests` priced, before its filters (``None``:
-        guests not priced this round)."""
 
     def add_columns(self, problem: Problem, cluster: Cluster) -> None:
         """Host columns and slots (:meth:`offer_slots`), then every guest column."""
@@ -145,8 +138,6 @@ class Cotenancy:
         found now. A gang whose staircase would beat full backprop is priced now."""
         self._candidates = self._guests(problem)
         self._deferred = None
-        self._hosts_priced = False
-        self._pairs = None
         if not self._candidates and not any_host_now(problem):
             return False  # nobody to pack and no host to price: no slot can matter this round
         gangs = offering_gangs(problem, self.offers)
@@ -158,7 +149,6 @@ class Cotenancy:
                 problem.cotenancy_offered = True
                 self._deferred = (cluster, gangs)
                 return True
-        self._hosts_priced = True
         return self._offer(problem, cluster, gangs)
 
     def _offer(self, problem: Problem, cluster: Cluster, gangs: OfferingGangs) -> bool:
@@ -189,17 +179,6 @@ class Cotenancy:
                 return None
         return floors
 
-    def guest_price_limits(self, problem: Problem) -> GuestLimits | None:
-        """What the guests' prices can fall to while the world stands (:mod:`.guest_quiet`);
-        ``None`` where that is not known: a candidate is a guest now (keeping its slot is no
-        start), host columns were priced with the round (their prices move with the hosts'
-        ages), or waiting jobs' weights grow (aging)."""
-        if self._hosts_priced or self.config.wait_weight > 0:
-            return None
-        if any(problem.views[entry[0]].guest_of is not None for entry in self._candidates):
-            return None
-        return guest_limits(problem, self.objective, self._candidates, self._pairs)
-
     def add_guests(self, problem: Problem) -> None:
         """Every candidate's guest columns on the slots :meth:`offer_slots` found (the host
         columns and slots it left for now first)."""
@@ -208,8 +187,6 @@ class Cotenancy:
             self._deferred = None
             self._offer(problem, cluster, gangs)
         guests, slots = self._candidates, self._offered
-        pairs: list[GuestPair] = []
-        self._pairs = pairs
         priced = self.shares
         if len(priced) > SHARES_KEPT:
             priced.clear()
@@ -261,16 +238,6 @@ class Cotenancy:
                 loss = objective.term(
                     weight, discount, slot.host_speedup * host_factor, changed=changed
                 ) - objective.term(weight, discount, slot.host_speedup, changed=changed)
-                pairs.append(
-                    GuestPair(
-                        job_index,
-                        slot.column,
-                        slot.gpu,
-                        speedup * guest_share,
-                        slot.host_speedup * (1.0 - host_factor),
-                        loss if not changed else 0.0 if host_factor <= 1.0 else -math.inf,
-                    )
-                )
                 if cost + loss < off:
                     options.append(
                         Column(

@@ -42,7 +42,6 @@ from collections.abc import Sequence
 from jigsaw.model.domain import Job
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator.configurations import OFF, Problem
-from jigsaw.policies.allocator.guest_quiet import guests_stay_out
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.row_memo import held_since
 from jigsaw.policies.allocator.solve import solve_exclusive
@@ -60,7 +59,7 @@ def stable_until(
     ``snapshot`` under ``objective``) could change without an arrival or finish; ``None``:
     it may change any round. ``memo``: the size program's last run (the round's own: the
     limit-price program shares its running jobs)."""
-    if problem.cotenancy_offered and problem.guest_limits is None:
+    if problem.cotenancy_offered:
         return None
     evictable = starving_runs = moving_prices = starving_waits = waits = False
     for index, view in enumerate(problem.views):
@@ -91,8 +90,6 @@ def stable_until(
         and moving_prices
         and not _holds_at_limit_prices(problem, chosen, objective, memo=memo)
     ):
-        return None
-    if problem.cotenancy_offered and not guests_stay_out(problem, chosen, objective):
         return None
     retry = snapshot.next_retry_at
     return min(until, _crossings(problem, objective), retry if retry is not None else math.inf)
