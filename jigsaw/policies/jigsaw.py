@@ -241,13 +241,10 @@ class JigsawPolicy(PolicyBase):
             return solve(problem, self._limits, memo=self._program)
         exclusive = solve_exclusive_round(problem, self._program, self._bound_program)
         floors = cotenancy.guest_price_floors(problem)
-        if floors is None or guests_may_pay(problem, exclusive, floors):
-            cotenancy.add_guests(problem)
-            solution = solve(problem, self._limits, exclusive)
-        else:
-            solution = exclusive.solution
-        problem.guest_limits = cotenancy.guest_price_limits(problem)
-        return solution
+        if floors is not None and not guests_may_pay(problem, exclusive, floors):
+            return exclusive.solution
+        cotenancy.add_guests(problem)
+        return solve(problem, self._limits, exclusive)
 
     def _work_left(self, now: float) -> Callable[[Job], float] | None:
         """For ``remaining_weight``: a job's seconds of work left as its record counts them

@@ -90,11 +90,8 @@ class Problem:
     size x remaining seconds there)`` (:mod:`.cotenancy` sets it when it offers guests and
     the completion guard is on; empty: no completion row)."""
     cotenancy_offered: bool = False
-    """Co-tenancy found slots to offer this round (guest prices move with the jobs' ages: such
-    a round is quiet only where guests stay priced out, :mod:`.guest_quiet`)."""
-    guest_limits: tuple[Column, ...] | None = None
-    """Every guest column a co-tenancy round priced, at the least its price can fall to
-    while the world stands (:mod:`.guest_quiet`); ``None``: unknown, never quiet."""
+    """Co-tenancy found slots to offer this round (guest prices move with the hosts' ages,
+    so such a round is not stable, :meth:`~jigsaw.policies.jigsaw.JigsawPolicy.stable_until`)."""
     set_aside_cost: float = 0.0
     """What the waiting jobs left out of the round cost (they wait, at their off columns'
     price; :mod:`~jigsaw.policies.shared.backlog`): part of every answer's objective, so

@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass
 
 from jigsaw.model.cluster import Cluster, GpuId
+from jigsaw.model.domain import Job
+from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import Plan
 from jigsaw.oracle import GangTiming, Oracle
@@ -49,7 +51,6 @@ from jigsaw.policies.allocator.configurations import (
     Problem,
 )
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
-from jigsaw.policies.allocator.guest_quiet import GuestPair, guest_limits
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.offering_gangs import (
     OfferingGangs,
@@ -58,13 +59,14 @@ from jigsaw.policies.allocator.offering_gangs import (
     slot_exists,
 )
 from jigsaw.policies.allocator.remaining import WorkLeft, completion_paces
-from jigsaw.policies.allocator.sharing import ANY_GPU, slot_shares, worker_memory
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
 MAX_GUESTS = 12
 SHARES_KEPT = 100_000
 """Shares kept across rounds at most (then forgotten at once: a pure function's memo)."""
+_ANY_GPU: GpuId = (0, 0)
+"""Where a host-and-guest pair is priced: one GPU, the same for every slot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +81,7 @@ class _Slot:
     host_speedup: float
     host_changed: bool
     timing: GangTiming
-    """The host's timing reduced to this GPU (:data:`~.sharing.ANY_GPU`)."""
+    """The host's timing reduced to this GPU (:data:`_ANY_GPU`)."""
 
 
 class Cotenancy:
@@ -116,12 +118,6 @@ class Cotenancy:
         self._offered: list[_Slot] = []
         self._deferred: tuple[Cluster, OfferingGangs] | None = None
         """The cluster and gangs whose host columns and slots :meth:`add_guests` builds."""
-        self._hosts_priced = False
-        """Host columns were priced with the round (a host now, or a staircase beating full
-        backprop): their prices move with the hosts' ages."""
-        self._pairs: list[GuestPair] | None = None
-        """Every guest and slot :meth:`add_guests` priced, before its filters (``None``:
-        guests not priced this round)."""
 
     def add_columns(self, problem: Problem, cluster: Cluster) -> None:
         """Host columns and slots (:meth:`offer_slots`), then every guest column."""
@@ -142,8 +138,6 @@ class Cotenancy:
         found now. A gang whose staircase would beat full backprop is priced now."""
         self._candidates = self._guests(problem)
         self._deferred = None
-        self._hosts_priced = False
-        self._pairs = None
         if not self._candidates and not any_host_now(problem):
             return False  # nobody to pack and no host to price: no slot can matter this round
         gangs = offering_gangs(problem, self.offers)
@@ -155,7 +149,6 @@ class Cotenancy:
                 problem.cotenancy_offered = True
                 self._deferred = (cluster, gangs)
                 return True
-        self._hosts_priced = True
         return self._offer(problem, cluster, gangs)
 
     def _offer(self, problem: Problem, cluster: Cluster, gangs: OfferingGangs) -> bool:
@@ -186,15 +179,6 @@ class Cotenancy:
                 return None
         return floors
 
-    def guest_price_limits(self, problem: Problem) -> tuple[Column, ...] | None:
-        """Every guest column :meth:`add_guests` priced, at the least its price can fall to
-        while the world stands (:func:`~.guest_quiet.guest_limits`); ``None`` where guests
-        were not priced, host columns were priced with the round (their prices move with the
-        hosts' ages), or waiting jobs' weights grow (aging)."""
-        if self._pairs is None or self._hosts_priced or self.config.wait_weight > 0:
-            return None
-        return guest_limits(problem, self.objective, self._candidates, self._pairs)
-
     def add_guests(self, problem: Problem) -> None:
         """Every candidate's guest columns on the slots :meth:`offer_slots` found (the host
         columns and slots it left for now first)."""
@@ -203,8 +187,6 @@ class Cotenancy:
             self._deferred = None
             self._offer(problem, cluster, gangs)
         guests, slots = self._candidates, self._offered
-        pairs: list[GuestPair] = []
-        self._pairs = pairs
         priced = self.shares
         if len(priced) > SHARES_KEPT:
             priced.clear()
@@ -230,7 +212,7 @@ class Cotenancy:
                 default=math.inf,  # starving: it must run somewhere
             )  # a guest column costing more than waiting is never chosen
             options: list[Column] = []
-            memory = worker_memory(self.oracle, job, plan)
+            memory = self._memory(job, plan)
             if memory is None:
                 continue
             guest_key = (job.spec.model, job.spec.batch_size, plan)
@@ -243,7 +225,7 @@ class Cotenancy:
                 else:
                     key = (guest_key, distinct[timing])
                     if key not in priced:
-                        priced[key] = slot_shares(self.catalog, self.oracle, job, plan, slot.timing)
+                        priced[key] = self._shares(job, plan, slot)
                     shares = found[timing] = priced[key]
                 if shares is None:
                     continue
@@ -256,16 +238,6 @@ class Cotenancy:
                 loss = objective.term(
                     weight, discount, slot.host_speedup * host_factor, changed=changed
                 ) - objective.term(weight, discount, slot.host_speedup, changed=changed)
-                pairs.append(
-                    GuestPair(
-                        job_index,
-                        slot.column,
-                        slot.gpu,
-                        speedup * guest_share,
-                        slot.host_speedup * (1.0 - host_factor),
-                        loss if not changed else 0.0 if host_factor <= 1.0 else -math.inf,
-                    )
-                )
                 if cost + loss < off:
                     options.append(
                         Column(
@@ -312,7 +284,7 @@ class Cotenancy:
             # GPU alone gives the same co-located times, and slots of hosts of one shape
             # price alike (one co-location solve per shape and guest).
             busy = dict(timing.busy_s)[gpu]
-            here = GangTiming(timing.alone_s, ((ANY_GPU, busy),), timing.profile)
+            here = GangTiming(timing.alone_s, ((_ANY_GPU, busy),), timing.profile)
             memory = cluster.gpu_memory(gpu) - used
             slots.append(_Slot(column, gpu, memory, -less_idle, index, speedup, changed, here))
         return slots
@@ -395,3 +367,20 @@ class Cotenancy:
             if plan.num_workers == 1:
                 found.append((index, plan, speedup))
         return found
+
+    def _memory(self, job: Job, plan: Plan) -> int | None:
+        try:
+            return self.oracle.worker_memory_bytes(job.spec.model, job.spec.batch_size, plan, 0)
+        except InvalidSpecError:
+            return None
+
+    def _shares(self, guest: Job, plan: Plan, slot: _Slot) -> tuple[float, float] | None:
+        """(guest's share of its solo speed, host's share of its own) on ``slot``."""
+        alone = self.catalog.timing(guest, plan, (_ANY_GPU,))
+        if alone is None:
+            return None
+        host_id = "\0host"  # no job id starts with a NUL
+        times = self.oracle.colocation.iteration_times({host_id: slot.timing, guest.id: alone})
+        # Never above its speed alone: a share of the GPU's time (what bounds a guest's
+        # price from below, :meth:`guest_price_floors`).
+        return min(alone.alone_s / times[guest.id], 1.0), slot.timing.alone_s / times[host_id]

@@ -5,8 +5,7 @@ the job's age), the guests' prices and the elastic jobs' reports; a job's weight
 while it runs or waits (it counts the service it had when its run began,
 :meth:`~.objective.Objective.weight`). So a round is stable when:
 
-- no elastic job the goodput source knows, no guest running; where co-tenancy was offered,
-  guests stay priced out at every moving price's limit (:mod:`.guest_quiet`);
+- no elastic job the goodput source knows, no guest running, no co-tenancy offered;
 - either every running job is pinned or protected (no off column: a waiting job can only
   start on free GPUs, where none fitted, and a waiting job's value only rises), or no
   waiting job's discount moves (never started, with a free launch), so every column's cost
@@ -43,7 +42,6 @@ from collections.abc import Sequence
 from jigsaw.model.domain import Job
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator.configurations import OFF, Problem
-from jigsaw.policies.allocator.guest_quiet import guests_stay_out
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.row_memo import held_since
 from jigsaw.policies.allocator.solve import solve_exclusive
@@ -61,7 +59,7 @@ def stable_until(
     ``snapshot`` under ``objective``) could change without an arrival or finish; ``None``:
     it may change any round. ``memo``: the size program's last run (the round's own: the
     limit-price program shares its running jobs)."""
-    if problem.cotenancy_offered and problem.guest_limits is None:
+    if problem.cotenancy_offered:
         return None
     evictable = starving_runs = moving_prices = starving_waits = waits = False
     for index, view in enumerate(problem.views):
@@ -93,11 +91,6 @@ def stable_until(
         and not _holds_at_limit_prices(problem, chosen, objective, memo=memo)
     ):
         return None
-    if problem.cotenancy_offered:
-        guests_out_until = guests_stay_out(problem, chosen, objective)
-        if guests_out_until is None:
-            return None
-        until = min(until, guests_out_until)
     retry = snapshot.next_retry_at
     return min(until, _crossings(problem, objective), retry if retry is not None else math.inf)
 

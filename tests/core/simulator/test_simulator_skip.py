@@ -5,10 +5,9 @@ las and timeslice tell the simulator until when a round with no decisions stays 
 same trace with and without the jump and compares the decision logs line by line. Short LAS
 thresholds, a short starvation floor and a short minimum run time make the time-driven
 crossings (queue demotions, starvation promotions, protection ends) happen often. jigsaw
-promises less (its objective moves with every job's age): only rounds in which guests stay
-priced out at their prices' limits (tests/core/policies/test_guest_quiet.py) and either every
-running gang is protected or pinned, or the answer holds with every restarted waiting job
-priced at its discount's limit; its tight case makes
+promises less (its objective moves with every job's age): only rounds in which nothing is
+offered for co-tenancy and either every running gang is protected or pinned, or the answer
+holds with every restarted waiting job priced at its discount's limit; its tight case makes
 protections end and waiting jobs starve within minutes, its unprotected case leaves every
 gang evictable.
 """
