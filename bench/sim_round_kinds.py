@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.base import PolicyBase
 
@@ -166,7 +167,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = args[1:]
     if not args:
         raise SystemExit("usage: python -m bench.sim_round_kinds -- <jigsaw-cli simulate args>")
-    print(json.dumps(run(args), indent=2))
+    try:
+        report = run(args)
+    except InvalidSpecError as error:
+        raise SystemExit(f"sim_round_kinds: {error}") from None
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

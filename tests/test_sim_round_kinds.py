@@ -60,6 +60,20 @@ def test_one_policy_only() -> None:
         policy_of(["x.csv", "--policy", "fifo,las"])
 
 
+def test_an_unknown_policy_is_one_readable_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.sim_round_kinds", "--", EXCERPT, "--policy", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("sim_round_kinds: unknown policy 'nope'; choose one of: ")
+    assert "jigsaw" in line
+
+
 def test_a_wrapped_replay_counts_every_round_and_decides_as_a_plain_one() -> None:
     args = [EXCERPT, "--policy", "jigsaw", "--gpus", "16"]
     plain_decide = JigsawPolicy.decide
