@@ -37,9 +37,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cli.main import main as cli_main
 from jigsaw.model.errors import InvalidSpecError
 from jigsaw.model.snapshot import Snapshot
-from jigsaw.policies.base import PolicyBase
+from jigsaw.policies.base import PolicyBase, policy_factory
 
 CLI_ARGV0 = "jigsaw-cli"
 SHOWN = ("policy", "cycles", "decision_log_sha256", "avg_jct_s", "makespan_s", "wall_s")
@@ -135,9 +136,6 @@ def policy_of(simulate_args: Sequence[str]) -> str:
 
 def run(simulate_args: Sequence[str]) -> dict[str, Any]:
     """The CLI's replay of ``simulate_args`` with its policy's rounds sorted."""
-    from cli.main import main
-    from jigsaw.policies.base import policy_factory
-
     factory = policy_factory(policy_of(simulate_args))
     if not (isinstance(factory, type) and issubclass(factory, PolicyBase)):
         raise SystemExit("sim_round_kinds: this policy is not built by a PolicyBase class")
@@ -149,7 +147,7 @@ def run(simulate_args: Sequence[str]) -> dict[str, Any]:
     try:
         with contextlib.redirect_stdout(printed):
             try:
-                main()
+                cli_main()
             except SystemExit as stopped:
                 if stopped.code not in (None, 0):
                     raise
