@@ -64,7 +64,7 @@ from jigsaw.policies.allocator.longest_job import (
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.place import place
 from jigsaw.policies.allocator.reasons import label, moved, percent, resized
-from jigsaw.policies.allocator.remaining import WorkLeft
+from jigsaw.policies.allocator.remaining import RunningSeconds, WorkLeft
 from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.allocator.sharing import guest_hosts
@@ -144,6 +144,8 @@ class JigsawPolicy(PolicyBase):
         """Each job's seconds of work left, its pace kept while it is the same object."""
         self._weights: JobMemo[float] | None = JobMemo() if incremental else None
         """Each job's weight, kept while it is the same object (without aging)."""
+        self._running_seconds = RunningSeconds(self._work) if incremental else None
+        """The running jobs' seconds left as arrays, kept while they are the same jobs."""
         self._waiting_work = WaitingWork() if incremental else None
         """The waiting side's work left, kept while it is the same jobs (the critical path's
         drain horizon)."""
@@ -272,6 +274,7 @@ class JigsawPolicy(PolicyBase):
                 snapshot.running, snapshot.waiting, capacity, now, left, self._waiting_work, many
             )
             return of_longest(found)
+        kept = self._running_seconds
         return critical_path(
             snapshot.running,
             snapshot.waiting,
@@ -282,6 +285,7 @@ class JigsawPolicy(PolicyBase):
             config.critical_hold,
             self._waiting_work,
             many,
+            (lambda jobs: kept.of(jobs, now)) if kept is not None else None,
         )
 
     def _goodput(self, job: Job, now: float) -> JobGoodput | None:
@@ -300,8 +304,6 @@ class JigsawPolicy(PolicyBase):
             column = problem.columns[chosen[index]]
             placement = placements[index]
             job = view.job
-            keep = problem.keep_column(index)
-            was = problem.columns[keep].speedup if keep is not None else 0.0
             if view.current and not placement:
                 preempts.append(Preempt(job.id, "jigsaw: off this round: others gain more"))
             elif not view.current and placement:
@@ -313,10 +315,11 @@ class JigsawPolicy(PolicyBase):
                 batch = worker_batch(job, view.goodput, placement)
                 assert batch is not None
                 plan = self.planner.resized_plan(job, len(placement))
-                reason = resized(view, placement, batch, was, column.speedup)
+                reason = resized(view, placement, batch, _was(problem, index), column.speedup)
                 resize = Resize(job.id, placement, plan, batch, reason)
                 resizes.append((len(placement) - len(view.current), resize))
             elif column.kind == HOST and column.plan is not None and column.plan != job.plan:
+                was = _was(problem, index)
                 replans.append(self._host_replan(problem, view, column, guests_on, chosen, was))
         # Shrinks free GPUs before grows and starts take them; hosts switch before guests move.
         ordered = [d for _, d in sorted(resizes, key=lambda pair: pair[0])]
@@ -370,6 +373,13 @@ class JigsawPolicy(PolicyBase):
         if view.goodput is not None:
             return self.planner.resized_plan(view.job, len(placement))
         return self.planner.start_plan(view.job)
+
+
+def _was(problem: Problem, job: int) -> float:
+    """The job's speedup at the size it holds now (0: it waits, or is a guest), read only
+    for the changes whose reasons name it (most jobs keep their column: no scan)."""
+    keep = problem.keep_column(job)
+    return problem.columns[keep].speedup if keep is not None else 0.0
 
 
 def _guests_by_host(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -59,6 +59,14 @@ _NO_COTENANCY = tuple(Column._field_defaults[name] for name in Column._fields[5:
 their defaults."""
 
 
+class Paces(Protocol):
+    """Per job index, its completion pace (:attr:`Problem.pace`); false: no completion row."""
+
+    def __getitem__(self, job: int, /) -> float: ...
+
+    def __len__(self) -> int: ...
+
+
 class JobView(NamedTuple):
     """Immutable; a tuple, since a round builds one per job (a frozen dataclass's
     constructor cost more than the rest of its job's view)."""
@@ -85,10 +93,11 @@ class Problem:
     by_job: list[list[int]] = field(default_factory=list)
     """Column indices of each job; its exclusive and off columns come first, by size."""
     capacity: int = 0
-    pace: list[float] = field(default_factory=list)
+    pace: Paces = field(default_factory=list)
     """Per job, completions per second per unit of speedup: ``1 / (speedup at its requested
     size x remaining seconds there)`` (:mod:`.cotenancy` sets it when it offers guests and
-    the completion guard is on; empty: no completion row)."""
+    the completion guard is on, worked out as read: :class:`~.remaining.CompletionPaces`;
+    empty: no completion row)."""
     cotenancy_offered: bool = False
     """Co-tenancy found slots to offer this round (guest prices move with the hosts' ages,
     so such a round is not stable, :meth:`~jigsaw.policies.jigsaw.JigsawPolicy.stable_until`)."""

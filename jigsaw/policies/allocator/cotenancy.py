@@ -58,7 +58,7 @@ from jigsaw.policies.allocator.offering_gangs import (
     offering_gangs,
     slot_exists,
 )
-from jigsaw.policies.allocator.remaining import WorkLeft, completion_paces
+from jigsaw.policies.allocator.remaining import CompletionPaces, WorkLeft
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
@@ -157,7 +157,7 @@ class Cotenancy:
             return False
         problem.cotenancy_offered = True
         if self.config.completion_guard:
-            problem.pace = completion_paces(problem.views, self.work, self.objective.now)
+            problem.pace = CompletionPaces(problem.views, self.work, self.objective.now)
         return bool(self._candidates)
 
     def guest_price_floors(self, problem: Problem) -> dict[int, float] | None:

@@ -42,6 +42,9 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import NDArray
+
 from jigsaw.model.domain import Job
 
 
@@ -61,6 +64,9 @@ Left = tuple[float, str, int, bool]
 
 RemainingMany = Callable[[Sequence[Job], bool], list[float]]
 """``remaining_s`` of many jobs at once, in order (the same values, for less work)."""
+
+RunningSide = Callable[[Sequence[Job]], tuple[NDArray[np.float64], NDArray[np.int64]]]
+"""The running jobs' seconds left and GPUs asked for, as arrays (the same values)."""
 
 
 class WaitingWork:
@@ -221,6 +227,7 @@ def critical_path(
     hold: float = 0.0,
     kept: WaitingWork | None = None,
     many: RemainingMany | None = None,
+    running_side: RunningSide | None = None,
 ) -> CriticalPath:
     """Every job, running or waiting, whose seconds left reach the drain horizon of
     ``running`` and ``waiting`` on ``capacity`` GPUs, most left first (of equals, the
@@ -228,39 +235,72 @@ def critical_path(
     (the old rule's pin, on any cluster), the others while their GPUs stay within
     ``gpu_share`` of ``capacity``; a critical job that does not fit is passed over for
     smaller ones after it. ``kept``: the waiting side's work, kept between rounds; ``many``:
-    ``remaining_s`` of many jobs at once."""
+    ``remaining_s`` of many jobs at once; ``running_side``: the running jobs' seconds left
+    and GPUs as arrays (the same values: only the few critical ones are then read one by
+    one)."""
     if capacity <= 0:
         return NO_PATH
-    lefts, work, busy = _work_left(running, waiting, remaining_s, kept, many)
-    if not lefts:
+    seconds, gpus = _running_arrays(running, remaining_s, many, running_side)
+    known = np.isfinite(seconds)
+    known_gpus = gpus[known]
+    # Summed in order, one job after another, as a loop over them would (an accumulation,
+    # not numpy's pairwise sum: the same float).
+    products = known_gpus * seconds[known]
+    work = float(np.add.accumulate(products)[-1]) if len(products) else 0.0
+    busy = int(known_gpus.sum())
+    if kept is not None:
+        waiting_lefts, waiting_work = kept.of(waiting, remaining_s)
+    else:
+        waiting_lefts, waiting_work = _side(waiting, False, remaining_s, many)
+    if not len(products) and not waiting_lefts:
         return NO_PATH
-    horizon = work / capacity
+    horizon = (work + waiting_work) / capacity
     # A running job ranks as if it had ``hold`` more of its seconds left: between near-equals
     # the one running keeps its place (no swap at every minimum run's end). Only the
     # critical ones are ranked.
-    critical = [item for item in lefts if item[0] >= horizon]
+    running_critical: list[Left] = [
+        (float(seconds[at]), running[at].id, int(gpus[at]), True)
+        for at in np.flatnonzero(known & (seconds >= horizon)).tolist()
+    ]
+    critical = [*running_critical, *(item for item in waiting_lefts if item[0] >= horizon)]
     critical.sort(key=lambda item: (-item[0] * (1.0 + hold if item[3] else 1.0), item[1]))
     budget = gpu_share * capacity
     kept_running: set[str] = set()
     kept_waiting: list[str] = []
     passed_over = False
-    for _left, job_id, gpus, is_running in critical:
-        if gpus > budget and (kept_running or kept_waiting):
+    for _left, job_id, job_gpus, is_running in critical:
+        if job_gpus > budget and (kept_running or kept_waiting):
             passed_over = True
             continue
-        budget -= gpus
+        budget -= job_gpus
         if is_running:
             kept_running.add(job_id)
         else:
             kept_waiting.append(job_id)
     path = CriticalPath(frozenset(kept_running), tuple(kept_waiting), math.inf)
-    return dataclasses.replace(
-        path, until=_path_until(lefts, path, horizon, busy / capacity, now, passed_over, hold)
+    until = _path_until(
+        running_critical, waiting_lefts, path, horizon, busy / capacity, now, passed_over, hold
     )
+    return dataclasses.replace(path, until=until)
+
+
+def _running_arrays(
+    running: Sequence[Job],
+    remaining_s: Callable[[Job, bool], float],
+    many: RemainingMany | None,
+    running_side: RunningSide | None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Each running job's seconds left and GPUs, as arrays."""
+    if running_side is not None:
+        return running_side(running)
+    listed = many(running, True) if many is not None else [remaining_s(j, True) for j in running]
+    gpus = np.fromiter((job.spec.workers for job in running), np.int64, len(running))
+    return np.array(listed, dtype=np.float64).reshape(len(running)), gpus
 
 
 def _path_until(
-    lefts: list[Left],
+    running_critical: list[Left],
+    waiting_lefts: list[Left],
     path: CriticalPath,
     horizon: float,
     busy_share: float,
@@ -278,21 +318,22 @@ def _path_until(
     until = math.inf
     falls = 1.0 - busy_share
     waiting_critical: list[float] = []
-    for left, job_id, _gpus, is_running in lefts:
-        if is_running:
-            if job_id in path.running and falls > 0:
-                until = min(until, now + (left - horizon) / falls)
-        elif left < horizon:
+    # Only critical running jobs can be kept ones (``running_critical``: those whose seconds
+    # reach the horizon, in order); the others change nothing here.
+    for left, job_id, _gpus, _running in running_critical:
+        if job_id in path.running and falls > 0:
+            until = min(until, now + (left - horizon) / falls)
+    for left, _job_id, _gpus, _running in waiting_lefts:
+        if left < horizon:
             if busy_share > 0:
                 until = min(until, now + (horizon - left) / busy_share)
         else:
             waiting_critical.append(left)
     if passed_over and waiting_critical:
         waiting_critical.sort()
-        for left, _job_id, _gpus, is_running in lefts:
-            if is_running and left >= horizon:
-                # It ranks at left x (1 + hold), falling at (1 + hold) per second.
-                below = bisect.bisect_left(waiting_critical, left * (1.0 + hold))
-                if below:
-                    until = min(until, now + left - waiting_critical[below - 1] / (1.0 + hold))
+        for left, _job_id, _gpus, _running in running_critical:
+            # It ranks at left x (1 + hold), falling at (1 + hold) per second.
+            below = bisect.bisect_left(waiting_critical, left * (1.0 + hold))
+            if below:
+                until = min(until, now + left - waiting_critical[below - 1] / (1.0 + hold))
     return until

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from jigsaw.model.cluster import Cluster, GpuId, Placement
 from jigsaw.policies.allocator.configurations import GUEST, JobView, Problem
-from jigsaw.policies.shared.pollux_placement import PackRequest, pack
+from jigsaw.policies.shared.pollux_placement import PackRequest, pack, pack_starts
 
 
 def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Placement]:
     """Per job index, its GPUs (empty: it waits)."""
     columns, views = problem.columns, problem.views
-    sized: list[tuple[int, int, Placement]] = []
-    """(job index, GPUs, GPUs it holds as a gang) of every column that takes GPUs whole."""
+    sized: Sized = []
     for job, index in enumerate(chosen):
         column = columns[index]
         if column.gpus == 0 or column.kind == GUEST:
@@ -26,9 +25,15 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
         view = views[job]
         sized.append((job, column.gpus, view.current if view.guest_of is None else ()))
     placements: dict[int, Placement] = dict.fromkeys(range(len(views)), ())
-    if _all_kept(sized, cluster):
-        for job, _, current in sized:
+    kept, starts = _kept_and_starts(sized, cluster)
+    if kept is not None:
+        for job, _, current in kept:
             placements[job] = current
+        if starts:
+            requests = [_request(views[job], gpus, ()) for job, gpus, _ in starts]
+            packed = pack_starts([current for _, _, current in kept], requests, cluster)
+            for job, _, _ in starts:
+                placements[job] = packed.get(views[job].job.id, ())
     else:
         requests = [_request(views[job], gpus, current) for job, gpus, current in sized]
         packed = pack(requests, cluster)
@@ -49,13 +54,28 @@ def _request(view: JobView, gpus: int, current: Placement) -> PackRequest:
     return PackRequest(view.job.id, gpus, current, low)
 
 
-def _all_kept(sized: list[tuple[int, int, Placement]], cluster: Cluster) -> bool:
-    """Whether every gang keeps the GPUs it holds, each does and they are distinct and
-    alive: :func:`pack` keeps them all then, so its answer is known without rebuilding the
-    cluster's free GPUs (most rounds of a long replay change nothing)."""
+Sized = list[tuple[int, int, Placement]]
+"""(job index, GPUs, GPUs it holds as a gang) of every column that takes GPUs whole."""
+
+
+def _kept_and_starts(sized: Sized, cluster: Cluster) -> tuple[Sized | None, Sized]:
+    """(the gangs that keep the GPUs they hold, the jobs that hold none) when every gang is
+    one or the other and the kept GPUs are distinct and alive: :func:`pack` keeps them all
+    then and places only the starts (:func:`pack_starts`; most rounds of a long replay
+    start a few jobs or none). ``(None, [])`` otherwise: a resize, or GPUs lost or held twice
+    (a guest that takes GPUs of its own holds none as a gang: a start)."""
+    kept: Sized = []
+    starts: Sized = []
     gpus: list[GpuId] = []
-    for _, size, current in sized:
-        if len(current) != size:
-            return False
-        gpus.extend(current)
-    return len(set(gpus)) == len(gpus) and cluster.alive_gpus.issuperset(gpus)
+    for entry in sized:
+        current = entry[2]
+        if not current:
+            starts.append(entry)
+        elif len(current) != entry[1]:
+            return None, []
+        else:
+            kept.append(entry)
+            gpus.extend(current)
+    if len(set(gpus)) != len(gpus) or not cluster.alive_gpus.issuperset(gpus):
+        return None, []
+    return kept, starts

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
 
 from jigsaw.model.domain import Job
 from jigsaw.policies.allocator.job_memo import JobMemo
@@ -64,7 +68,7 @@ class WorkLeft:
         """Keep what the last round asked; forget what the round before asked."""
         self._memo.next_round()
 
-    def _entry(self, job: Job) -> tuple[float, float]:
+    def entry(self, job: Job) -> tuple[float, float]:
         """(:func:`iteration_s`, seconds left without a run's progress)."""
         kept = self._memo.get(job)
         if kept is None:
@@ -75,11 +79,11 @@ class WorkLeft:
 
     def iteration_s(self, job: Job) -> float:
         """:func:`iteration_s`, kept while the job is the same object."""
-        return self._entry(job)[0]
+        return self.entry(job)[0]
 
     def seconds(self, job: Job, now: float, running: bool) -> float:
         """As :func:`remaining_seconds`, to the bit."""
-        step, waiting = self._entry(job)
+        step, waiting = self.entry(job)
         if running and job.run_started_at is not None:
             return seconds_at(job, now, True, step)
         return waiting
@@ -94,7 +98,7 @@ class WorkLeft:
         entries = self._memo.get_many(jobs)
         flags = itertools.repeat(running) if isinstance(running, bool) else running
         for job, kept, is_running in zip(jobs, entries, flags, strict=False):
-            step, waiting = kept if kept is not None else self._entry(job)
+            step, waiting = kept if kept is not None else self.entry(job)
             started = job.run_started_at
             if not is_running or started is None:
                 found.append(waiting)
@@ -106,26 +110,105 @@ class WorkLeft:
         return found
 
 
-def completion_paces(views: Sequence[JobView], work: WorkLeft, now: float) -> list[float]:
-    """Per job, completions per second per unit of speedup: 1 / (its speedup at the size it
-    asked for x the seconds it still needs there, :func:`remaining_seconds`; 0 where either
-    is unknown or none), the completion guard's pace (:mod:`.solve`). Jobs of one size list
-    share their choices, so a reference speedup is read once per choices and size asked
-    for."""
-    running = [bool(view.current) for view in views]
-    seconds = work.seconds_many([view.job for view in views], now, running)
-    references: dict[tuple[int, int], float] = {}
-    paces: list[float] = []
-    for view, remaining_s in zip(views, seconds, strict=True):
+class RunningSeconds:
+    """The running jobs' seconds left (:meth:`WorkLeft.seconds` with ``running``) and GPUs,
+    as arrays: the arithmetic of :func:`seconds_at`, element by element, so the same values
+    to the bit. The critical path asks it of every running job every round; each job's fields
+    are kept while it is the same object, and the arrays while the running side is the same
+    objects in the same order (between events, every round)."""
+
+    __slots__ = ("_arrays", "_fields", "_gpus", "_jobs", "_work")
+
+    def __init__(self, work: WorkLeft) -> None:
+        self._work = work
+        self._jobs: Sequence[Job] = ()
+        self._arrays: tuple[NDArray[np.float64], ...] = ()
+        self._gpus: NDArray[np.int64] = np.empty(0, dtype=np.int64)
+        self._fields: dict[int, tuple[Job, tuple[float, float, float, float, float, int]]] = {}
+        self._load(())
+
+    def of(self, jobs: Sequence[Job], now: float) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """(each job's seconds left, running since its run began; each job's GPUs asked for)."""
+        if not (len(jobs) == len(self._jobs) and all(map(operator.is_, jobs, self._jobs))):
+            self._load(jobs)
+        done, started, iterations, step, waiting = self._arrays
+        elapsed = np.maximum(now - started, 0.0) / step
+        left = np.maximum(iterations - (done + elapsed), 1.0) * step
+        return np.where(np.isnan(started), waiting, left), self._gpus
+
+    def _load(self, jobs: Sequence[Job]) -> None:
+        kept = self._fields
+        fresh: dict[int, tuple[Job, tuple[float, float, float, float, float, int]]] = {}
+        rows: list[tuple[float, float, float, float, float, int]] = []
+        for job in jobs:
+            key = id(job)
+            entry = kept.get(key)
+            if entry is None or entry[0] is not job:
+                step, waiting = self._work.entry(job)
+                started = job.run_started_at
+                entry = (
+                    job,
+                    (
+                        float(job.iterations_done),
+                        math.nan if started is None else float(started),
+                        float(job.spec.iterations),
+                        step,
+                        waiting,
+                        job.spec.workers,
+                    ),
+                )
+            fresh[key] = entry
+            rows.append(entry[1])
+        flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, 6 * len(rows))
+        table = flat.reshape(len(rows), 6)
+        self._arrays = tuple(table[:, column] for column in range(5))
+        self._gpus = table[:, 5].astype(np.int64)
+        self._jobs, self._fields = jobs, fresh
+
+
+class CompletionPaces:
+    """Per job index, the completion guard's pace: 1 / (its speedup at the size it asked for
+    x the seconds it still needs there, :func:`remaining_seconds`; 0 where either is unknown
+    or none). Only the jobs the 0-1 program re-decides are ever read (:mod:`.solve`,
+    :mod:`.joint_bound`), a few dozen of a round's hundreds, and most rounds that offer
+    slots read none, so each job's pace is worked out when first read (the same arithmetic
+    as :meth:`WorkLeft.seconds`, to the bit). Jobs of one size list share their choices, so
+    a reference speedup is read once per choices and size asked for."""
+
+    __slots__ = ("_found", "_now", "_references", "_views", "_work")
+
+    def __init__(self, views: Sequence[JobView], work: WorkLeft, now: float) -> None:
+        self._views, self._work, self._now = views, work, now
+        self._found: dict[int, float] = {}
+        self._references: dict[tuple[int, int], float] = {}
+
+    def __bool__(self) -> bool:
+        return True  # the guard is on (an empty list: off)
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def __getitem__(self, job: int) -> float:
+        found = self._found.get(job)
+        if found is None:
+            found = self._found[job] = self._pace(self._views[job])
+        return found
+
+    def _pace(self, view: JobView) -> float:
+        remaining_s = self._work.seconds(view.job, self._now, bool(view.current))
         if math.isinf(remaining_s):
-            paces.append(0.0)
-            continue
+            return 0.0
         wanted = view.job.spec.workers
         key = (id(view.choices), wanted)
-        reference = references.get(key)
+        reference = self._references.get(key)
         if reference is None:
             sizes, speedups = view.choices.sizes.tolist(), view.choices.speedups
             at = speedups[sizes.index(wanted)] if wanted in sizes else speedups.max()
-            reference = references[key] = float(at)
-        paces.append(1.0 / (reference * remaining_s) if reference > 0 else 0.0)
-    return paces
+            reference = self._references[key] = float(at)
+        return 1.0 / (reference * remaining_s) if reference > 0 else 0.0
+
+
+def completion_paces(views: Sequence[JobView], work: WorkLeft, now: float) -> list[float]:
+    """Every job's pace at once (:class:`CompletionPaces`, as a list)."""
+    paces = CompletionPaces(views, work, now)
+    return [paces[job] for job in range(len(views))]

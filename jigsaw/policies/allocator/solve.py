@@ -75,6 +75,12 @@ def solve_exclusive(problem: Problem, memo: ProgramMemo | None = None) -> Soluti
     size program as its columns stand, flat (one pass, not one per job)."""
     if not problem.exclusive_only:
         return _solve_exclusive(problem, _size_options(problem), memo)
+    return _solve_flat(problem, memo)[0]
+
+
+def _solve_flat(problem: Problem, memo: ProgramMemo | None) -> tuple[Solution, np.ndarray]:
+    """:func:`solve_exclusive` of a problem of off and exclusive columns only, and every
+    column's cost as it stands (before the grid)."""
     columns = problem.columns
     counts = np.fromiter(map(len, problem.by_job), np.int64, len(problem.by_job))
     sizes = np.fromiter((column.gpus for column in columns), np.int64, len(columns))
@@ -82,7 +88,7 @@ def solve_exclusive(problem: Problem, memo: ProgramMemo | None = None) -> Soluti
     flat = Flat(sizes, _on_grid(costs), counts)
     picks = choose_flat(flat, problem.capacity, memo)
     chosen = (flat.starts() + np.array(picks, dtype=np.int64)).tolist()
-    return Solution(chosen, _cost(problem, chosen), "dp")
+    return Solution(chosen, _cost(problem, chosen), "dp"), costs
 
 
 def solve_exclusive_round(
@@ -91,8 +97,17 @@ def solve_exclusive_round(
     """``memo``: the size program's last run, kept by the caller between rounds (the same
     answer, for less work: :mod:`~jigsaw.policies.shared.program_memo`); ``curve_memo``: the
     guest bound's curve's, likewise (:meth:`ExclusiveRound.curve_without`)."""
-    options = _size_options(problem)
-    return ExclusiveRound(options, _solve_exclusive(problem, options, memo), curve_memo)
+    if not problem.exclusive_only:
+        cheapest = _size_options(problem)
+        return ExclusiveRound(cheapest, _solve_exclusive(problem, cheapest, memo), curve_memo)
+    # Off and exclusive columns only, consecutive: each job's options are its columns as they
+    # stand, and the program runs over them flat (:func:`solve_exclusive`, the same answer).
+    solution, costs = _solve_flat(problem, memo)
+    options: SizeOptions = [
+        (view.choices.sizes, costs[indices[0] : indices[-1] + 1], indices)
+        for view, indices in zip(problem.views, problem.by_job, strict=True)
+    ]
+    return ExclusiveRound(options, solution, curve_memo)
 
 
 def _size_options(problem: Problem) -> SizeOptions:

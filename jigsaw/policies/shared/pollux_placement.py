@@ -76,6 +76,32 @@ def pack(requests: Sequence[PackRequest], cluster: Cluster) -> dict[str, Placeme
     return {r.job_id: placed.get(r.job_id, ()) for r in requests}
 
 
+def pack_starts(
+    kept: Sequence[Placement], starts: Sequence[PackRequest], cluster: Cluster
+) -> dict[str, Placement]:
+    """:func:`pack`'s answer for the ``starts`` (requests that hold no GPUs) when every other
+    job keeps exactly the GPUs it holds (``kept``: distinct and alive, so each holds them in
+    :func:`pack` too), without a request per kept job: the kept ones hold theirs and the
+    starts are placed as :func:`pack` places them, largest first (a round that starts a few
+    jobs beside hundreds kept reads only the few)."""
+    taken: set[GpuId] = set()
+    for current in kept:
+        taken.update(current)
+    gpus = _Gpus(cluster, taken)
+    for current in kept:
+        if len(current) > 1:  # one GPU spans no nodes
+            gpus.note_spanning(current)
+    placed: dict[str, Placement] = {}
+    for request in sorted((r for r in starts if r.size > 0), key=lambda r: (-r.size, r.job_id)):
+        placement: Placement = ()
+        for size in range(request.size, max(request.min_size, 1) - 1, -1):
+            placement = gpus.fit(size)
+            if placement:
+                break
+        placed[request.job_id] = gpus.take(placement) if placement else ()
+    return {r.job_id: placed.get(r.job_id, ()) for r in starts}
+
+
 def _subset(placement: Placement, size: int) -> Placement:
     """``size`` of ``placement``'s GPUs, from the nodes where it has the most."""
     by_node: dict[int, list[GpuId]] = {}

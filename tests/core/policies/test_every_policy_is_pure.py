@@ -45,6 +45,7 @@ from jigsaw.policies import policy_names
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo
 from jigsaw.policies.allocator.job_memo import JobMemo
 from jigsaw.policies.allocator.longest_job import WaitingWork
+from jigsaw.policies.allocator.remaining import RunningSeconds
 from jigsaw.policies.allocator.row_memo import RowMemo
 from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.policies.builder import build_policy
@@ -113,6 +114,9 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # The waiting side's work left, keyed by its very job objects
     # (tests/core/policies/test_critical_path.py).
     WaitingWork: frozenset({"_jobs", "_lefts", "_work", "_entries"}),
+    # The running side's seconds left as arrays, keyed by its very job objects
+    # (tests/core/policies/test_work_left.py holds them to WorkLeft.seconds, to the bit).
+    RunningSeconds: frozenset({"_arrays", "_fields", "_gpus", "_jobs"}),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it);
     # co-location shares per guest model, batch, plan and host timing (oracle figures).
     JigsawPolicy: frozenset({"_last_round", "_shares"}),

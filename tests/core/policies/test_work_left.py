@@ -11,7 +11,7 @@ from jigsaw.model.plan import full_backprop
 from jigsaw.planning.catalog import ModelCatalog
 from jigsaw.planning.planner import Planner
 from jigsaw.policies.allocator.job_memo import GENERATION_ROUNDS
-from jigsaw.policies.allocator.remaining import WorkLeft, remaining_seconds
+from jigsaw.policies.allocator.remaining import RunningSeconds, WorkLeft, remaining_seconds
 from jigsaw.policies.shared.plans import PlanCatalog
 from jigsaw.simulator import SimulationSetup, make_oracle
 from tests.core.support import running_job
@@ -65,3 +65,36 @@ def test_a_replaced_job_is_priced_afresh_and_unused_entries_are_dropped() -> Non
         work.next_round()
     assert all(kept[0] is not small for kept in work._memo._this.values())
     assert all(kept[0] is not small for kept in work._memo._last.values())
+
+
+def test_running_seconds_as_arrays_equal_work_left_to_the_bit() -> None:
+    """The critical path reads the running side as arrays: each entry is
+    ``WorkLeft.seconds(job, now, True)`` to the bit, for jobs mid-run (progress counted),
+    admitted (no run yet: the waiting figure), unpriced (inf) and replaced by a new object."""
+    catalog = _catalog()
+    work = WorkLeft(catalog)
+    sides = RunningSeconds(work)
+    placement = ((0, 0), (0, 1))
+    mid_run = running_job(
+        JobSpec("r", "resnet18_32", 2, 90_000), placement, full_backprop(2, 2), NOW - 1_234.5
+    )
+    mid_run = replace(mid_run, iterations_done=17.25)
+    near_end = running_job(
+        JobSpec("e", "resnet50_32", 1, 300), ((1, 0),), full_backprop(1, 1), NOW - 86_400.0
+    )
+    admitted = replace(mid_run, id="a", run_started_at=None)
+    unknown = running_job(
+        JobSpec("u", "no-such-model", 1, 10), ((2, 0),), full_backprop(1, 1), NOW - 5.0
+    )
+    jobs = [mid_run, near_end, admitted, unknown]
+    for now in (NOW, NOW + 0.1, NOW + 3_600.0):
+        work.next_round()
+        seconds, gpus = sides.of(jobs, now)
+        expected = [work.seconds(job, now, True) for job in jobs]
+        assert seconds.tolist() == expected and gpus.tolist() == [2, 1, 2, 1]
+    assert expected[1] == remaining_seconds(catalog, near_end, NOW + 3_600.0, True)
+    assert math.isinf(expected[3]) and expected[0] != expected[2]
+    moved = replace(mid_run, iterations_done=40_000.0)  # a new object: read afresh
+    seconds, _ = sides.of([moved, near_end], NOW)
+    assert seconds.tolist() == [work.seconds(moved, NOW, True), work.seconds(near_end, NOW, True)]
+    assert sides.of([], NOW)[0].tolist() == []
