@@ -322,7 +322,8 @@ def _columns(
 
 
 def _renamed(columns: tuple[Column, ...], owner: int) -> tuple[Column, ...]:
-    return tuple(Column._make((owner, *column[1:])) for column in columns)
+    head = (owner,)
+    return tuple([Column._make(head + column[1:]) for column in columns])
 
 
 def _priced_columns(

@@ -113,18 +113,26 @@ class WorkLeft:
 class RunningSeconds:
     """The running jobs' seconds left (:meth:`WorkLeft.seconds` with ``running``) and GPUs,
     as arrays: the arithmetic of :func:`seconds_at`, element by element, so the same values
-    to the bit. The critical path asks it of every running job every round; each job's fields
-    are kept while it is the same object, and the arrays while the running side is the same
-    objects in the same order (between events, every round)."""
+    to the bit. The critical path asks it of every running job every round. Each job's fields
+    sit in a row of one table while it is the same object (a job is replaced on every
+    change), so a running side that moved reads its rows by index, and one that did not
+    (between events, every round) reuses the last round's arrays."""
 
-    __slots__ = ("_arrays", "_fields", "_gpus", "_jobs", "_work")
+    __slots__ = ("_arrays", "_free", "_gpus", "_jobs", "_rows", "_table", "_work")
+
+    _FIELDS = 6
+    """Per row: iterations done, run start (NaN: none yet), iterations, seconds per
+    iteration, seconds left without the run's progress, GPUs asked for."""
 
     def __init__(self, work: WorkLeft) -> None:
         self._work = work
+        self._table = np.empty((64, self._FIELDS))
+        self._free = list(range(63, -1, -1))
+        self._rows: dict[int, tuple[Job, int]] = {}
+        """Per job object (by id, checked by identity): its row of the table."""
         self._jobs: Sequence[Job] = ()
         self._arrays: tuple[NDArray[np.float64], ...] = ()
         self._gpus: NDArray[np.int64] = np.empty(0, dtype=np.int64)
-        self._fields: dict[int, tuple[Job, tuple[float, float, float, float, float, int]]] = {}
         self._load(())
 
     def of(self, jobs: Sequence[Job], now: float) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
@@ -137,33 +145,44 @@ class RunningSeconds:
         return np.where(np.isnan(started), waiting, left), self._gpus
 
     def _load(self, jobs: Sequence[Job]) -> None:
-        kept = self._fields
-        fresh: dict[int, tuple[Job, tuple[float, float, float, float, float, int]]] = {}
-        rows: list[tuple[float, float, float, float, float, int]] = []
+        kept = self._rows
+        fresh: dict[int, tuple[Job, int]] = {}
+        indices: list[int] = []
         for job in jobs:
             key = id(job)
-            entry = kept.get(key)
+            entry = kept.pop(key, None)
             if entry is None or entry[0] is not job:
-                step, waiting = self._work.entry(job)
-                started = job.run_started_at
-                entry = (
-                    job,
-                    (
-                        float(job.iterations_done),
-                        math.nan if started is None else float(started),
-                        float(job.spec.iterations),
-                        step,
-                        waiting,
-                        job.spec.workers,
-                    ),
-                )
+                if entry is not None:
+                    self._free.append(entry[1])
+                entry = (job, self._row_of(job))
             fresh[key] = entry
-            rows.append(entry[1])
-        flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, 6 * len(rows))
-        table = flat.reshape(len(rows), 6)
+            indices.append(entry[1])
+        for _, row in kept.values():  # jobs no longer running (or replaced): rows freed
+            self._free.append(row)
+        self._rows = fresh
+        table = self._table[np.array(indices, dtype=np.intp)]
         self._arrays = tuple(table[:, column] for column in range(5))
         self._gpus = table[:, 5].astype(np.int64)
-        self._jobs, self._fields = jobs, fresh
+        self._jobs = jobs
+
+    def _row_of(self, job: Job) -> int:
+        """A free row, filled with the job's fields."""
+        if not self._free:
+            size = len(self._table)
+            self._table = np.concatenate([self._table, np.empty((size, self._FIELDS))])
+            self._free = list(range(2 * size - 1, size - 1, -1))
+        row = self._free.pop()
+        step, waiting = self._work.entry(job)
+        started = job.run_started_at
+        self._table[row] = (
+            job.iterations_done,
+            math.nan if started is None else started,
+            job.spec.iterations,
+            step,
+            waiting,
+            job.spec.workers,
+        )
+        return row
 
 
 class CompletionPaces:

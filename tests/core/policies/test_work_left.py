@@ -98,3 +98,20 @@ def test_running_seconds_as_arrays_equal_work_left_to_the_bit() -> None:
     seconds, _ = sides.of([moved, near_end], NOW)
     assert seconds.tolist() == [work.seconds(moved, NOW, True), work.seconds(near_end, NOW, True)]
     assert sides.of([], NOW)[0].tolist() == []
+
+
+def test_running_seconds_keep_their_rows_as_the_running_side_grows_and_shrinks() -> None:
+    """More jobs than the table's first rows, then a side without most of them, then some
+    back as new objects: every answer is still ``WorkLeft.seconds``, row for row."""
+    work = WorkLeft(_catalog())
+    sides = RunningSeconds(work)
+    base = running_job(
+        JobSpec("r", "resnet18_32", 1, 90_000), ((0, 0),), full_backprop(1, 1), NOW - 600.0
+    )
+    many = [replace(base, id=f"r{i}", iterations_done=float(i)) for i in range(150)]
+    sides_seen = [many, many[::3], [*many[100:], *many[:20]], [replace(j) for j in many[:70]]]
+    for jobs in sides_seen:
+        work.next_round()
+        seconds, gpus = sides.of(jobs, NOW)
+        assert seconds.tolist() == [work.seconds(job, NOW, True) for job in jobs]
+        assert gpus.tolist() == [1] * len(jobs)
