@@ -312,8 +312,8 @@ class Cotenancy:
             )
             problem.columns[keep] = column
             found.append((keep, current, column.speedup, False))
-        if view.pinned:
-            return found
+        if view.pinned or (offers.full is None and not offers.staircases):
+            return found  # no host column (most gangs: one GPU, or no SPB request of auto)
         # A host column's price (Objective.cost): the job's weight and discount read once.
         terms = (self.objective.weight(job), self.objective.discount(job))
         if offers.full is not None:

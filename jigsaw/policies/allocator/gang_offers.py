@@ -11,6 +11,7 @@ so the columns and the decisions are the same.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jigsaw.model.cluster import GpuId, Placement
@@ -88,10 +89,12 @@ class GangOfferMemo:
             self._kept[job.id] = (key, found, job, plan, placement)
         return found
 
-    def forget_unless(self, running: set[str]) -> None:
-        """Drop the gangs no longer running, and the catalog's footprints of them, once more
-        are kept than run (a long replay would otherwise keep every job it ever ran)."""
-        if len(self._kept) > 2 * len(running) + 64:
+    def forget_unless(self, holding: Sequence[Job]) -> None:
+        """Drop the gangs no longer running (``holding``: the round's jobs that hold GPUs),
+        and the catalog's footprints of them, once more are kept than run (a long replay
+        would otherwise keep every job it ever ran; their ids are read only then)."""
+        if len(self._kept) > 2 * len(holding) + 64:
+            running = {job.id for job in holding}
             for job_id in [j for j in self._kept if j not in running]:
                 del self._kept[job_id]
             self.catalog.forget(running)

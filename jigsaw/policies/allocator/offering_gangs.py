@@ -33,25 +33,31 @@ class OfferingGangs(NamedTuple):
 def offering_gangs(problem: Problem, offers: GangOfferMemo) -> OfferingGangs:
     """The round's :class:`OfferingGangs`; the memo forgets the gangs that stopped running."""
     views = problem.views
-    gangs = [view for view in views if view.current and view.guest_of is None]
-    occupants = Counter(chain.from_iterable(view.current for view in gangs))
-    offers.forget_unless({view.job.id for view in views if view.current})
+    holding = [view for view in views if view.current]
+    occupants = Counter(
+        chain.from_iterable(view.current for view in holding if view.guest_of is None)
+    )
+    offers.forget_unless([view.job for view in holding])
     hosts_now = False
     found: list[tuple[int, int, GangOffers]] = []
+    running = JobState.RUNNING
     for index, view in enumerate(views):
-        if not view.current:
+        current = view.current
+        if not current:
             continue
         job = view.job
         plan = job.plan
         if not isinstance(plan, SPBPlan):
             continue
-        hosts_now = hosts_now or runs_staircase(view)
-        if job.state is not JobState.RUNNING:
+        # runs_staircase(view), inline (a round asks it of every gang)
+        if not hosts_now and view.guest_of is None and not plan.is_full_backprop:
+            hosts_now = True
+        if job.state is not running:
             continue
         keep = problem.keep_column(index)
         if keep is None:
             continue
-        offered = offers.offers(job, plan, view.current)
+        offered = offers.offers(job, plan, current)
         if offered is not None:
             found.append((index, keep, offered))
     return OfferingGangs(occupants, found, hosts_now)

@@ -115,10 +115,12 @@ class RunningSeconds:
     as arrays: the arithmetic of :func:`seconds_at`, element by element, so the same values
     to the bit. The critical path asks it of every running job every round. Each job's fields
     sit in a row of one table while it is the same object (a job is replaced on every
-    change), so a running side that moved reads its rows by index, and one that did not
-    (between events, every round) reuses the last round's arrays."""
+    change; the table holds a reference to each job it has a row for, so no other object
+    can take its ``id`` meanwhile). A running side that moved finds its rows by ``id`` in
+    one sorted search, and one that did not (between events, every round) reuses the last
+    round's arrays."""
 
-    __slots__ = ("_arrays", "_free", "_gpus", "_jobs", "_rows", "_table", "_work")
+    __slots__ = ("_arrays", "_free", "_gpus", "_held", "_ids", "_jobs", "_rows", "_table", "_work")
 
     _FIELDS = 6
     """Per row: iterations done, run start (NaN: none yet), iterations, seconds per
@@ -128,8 +130,12 @@ class RunningSeconds:
         self._work = work
         self._table = np.empty((64, self._FIELDS))
         self._free = list(range(63, -1, -1))
-        self._rows: dict[int, tuple[Job, int]] = {}
-        """Per job object (by id, checked by identity): its row of the table."""
+        self._ids: NDArray[np.int64] = np.empty(0, dtype=np.int64)
+        """The ``id`` of every job with a row, ascending."""
+        self._rows: NDArray[np.intp] = np.empty(0, dtype=np.intp)
+        """Each one's row, in the same order."""
+        self._held: dict[int, Job] = {}
+        """Every job with a row, by ``id`` (the reference that keeps the ``id`` its own)."""
         self._jobs: Sequence[Job] = ()
         self._arrays: tuple[NDArray[np.float64], ...] = ()
         self._gpus: NDArray[np.int64] = np.empty(0, dtype=np.int64)
@@ -145,22 +151,26 @@ class RunningSeconds:
         return np.where(np.isnan(started), waiting, left), self._gpus
 
     def _load(self, jobs: Sequence[Job]) -> None:
-        kept = self._rows
-        fresh: dict[int, tuple[Job, int]] = {}
-        indices: list[int] = []
-        for job in jobs:
-            key = id(job)
-            entry = kept.pop(key, None)
-            if entry is None or entry[0] is not job:
-                if entry is not None:
-                    self._free.append(entry[1])
-                entry = (job, self._row_of(job))
-            fresh[key] = entry
-            indices.append(entry[1])
-        for _, row in kept.values():  # jobs no longer running (or replaced): rows freed
-            self._free.append(row)
-        self._rows = fresh
-        table = self._table[np.array(indices, dtype=np.intp)]
+        ids = np.fromiter(map(id, jobs), np.int64, len(jobs))
+        known, rows = self._ids, self._rows
+        at = np.searchsorted(known, ids)
+        found = np.zeros(len(ids), dtype=bool)
+        inside = at < len(known)
+        found[inside] = known[at[inside]] == ids[inside]
+        wanted = np.zeros(len(known), dtype=bool)
+        wanted[at[found]] = True
+        for gone in np.flatnonzero(~wanted).tolist():  # jobs no longer running: rows freed
+            del self._held[int(known[gone])]
+            self._free.append(int(rows[gone]))
+        picked = np.empty(len(ids), dtype=np.intp)
+        picked[found] = rows[at[found]]
+        for index in np.flatnonzero(~found).tolist():  # jobs new to the running side
+            job = jobs[index]
+            picked[index] = self._row_of(job)
+            self._held[id(job)] = job
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._rows = ids[order], picked[order]
+        table = self._table[picked]
         self._arrays = tuple(table[:, column] for column in range(5))
         self._gpus = table[:, 5].astype(np.int64)
         self._jobs = jobs

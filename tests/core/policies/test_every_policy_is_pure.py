@@ -116,7 +116,9 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     WaitingWork: frozenset({"_jobs", "_lefts", "_work", "_entries"}),
     # The running side's seconds left as arrays, keyed by its very job objects
     # (tests/core/policies/test_work_left.py holds them to WorkLeft.seconds, to the bit).
-    RunningSeconds: frozenset({"_arrays", "_free", "_gpus", "_jobs", "_rows", "_table"}),
+    RunningSeconds: frozenset(
+        {"_arrays", "_free", "_gpus", "_held", "_ids", "_jobs", "_rows", "_table"}
+    ),
     # The last round's answer, keyed by the very snapshot it came from (stable_until reads it);
     # co-location shares per guest model, batch, plan and host timing (oracle figures).
     JigsawPolicy: frozenset({"_last_round", "_shares"}),

@@ -107,11 +107,11 @@ def test_the_memo_forgets_gangs_gone_once_it_outgrows_the_running_set() -> None:
     for index in range(200):
         memo.offers(replace(host, id=f"gone{index}"), _full(4), NODE0)
     assert catalog.cached_footprints >= 200
-    memo.forget_unless({host.id})
+    memo.forget_unless([host])
     assert memo.kept == 0
     assert catalog.cached_footprints == 0  # the catalog's footprints of them go too
     memo.offers(host, _full(4), NODE0)
-    memo.forget_unless({host.id})
+    memo.forget_unless([host])
     assert memo.kept == 1
 
 
