@@ -200,6 +200,11 @@ class Cotenancy:
         for index in {slot.host for slot in slots} | {entry[0] for entry in guests}:
             job = problem.views[index].job
             terms[index] = (objective.weight(job), objective.discount(job))
+        # What a host's term is alone on each slot, and what it is beside a guest that
+        # leaves it ``host_factor`` of its speed (guests of one model, batch and plan share
+        # it): each priced once a round, the same arithmetic as pricing every pair.
+        alone: dict[int, float] = {}
+        losses: dict[tuple[int, float], float] = {}
         for job_index, plan, speedup in guests:
             view = problem.views[job_index]
             job = view.job
@@ -217,7 +222,9 @@ class Cotenancy:
                 continue
             guest_key = (job.spec.model, job.spec.batch_size, plan)
             found: dict[int, tuple[float, float] | None] = {}
-            for slot, timing in zip(slots, timing_of, strict=True):
+            costs: dict[tuple[int, bool], float] = {}
+            weight, discount = terms[job_index]
+            for position, (slot, timing) in enumerate(zip(slots, timing_of, strict=True)):
                 if slot.host == job_index or memory > slot.free_memory:
                     continue
                 if timing in found:
@@ -231,13 +238,23 @@ class Cotenancy:
                     continue
                 guest_share, host_factor = shares
                 stays = view.guest_of is not None and view.current == (slot.gpu,)
-                weight, discount = terms[job_index]
-                cost = objective.term(weight, discount, speedup * guest_share, changed=not stays)
-                weight, discount = terms[slot.host]
-                changed = slot.host_changed
-                loss = objective.term(
-                    weight, discount, slot.host_speedup * host_factor, changed=changed
-                ) - objective.term(weight, discount, slot.host_speedup, changed=changed)
+                cost = costs.get((timing, stays))
+                if cost is None:
+                    cost = costs[(timing, stays)] = objective.term(
+                        weight, discount, speedup * guest_share, changed=not stays
+                    )
+                loss = losses.get((position, host_factor))
+                if loss is None:
+                    host_terms, changed = terms[slot.host], slot.host_changed
+                    by_itself = alone.get(position)
+                    if by_itself is None:
+                        by_itself = alone[position] = objective.term(
+                            *host_terms, slot.host_speedup, changed=changed
+                        )
+                    beside = objective.term(
+                        *host_terms, slot.host_speedup * host_factor, changed=changed
+                    )
+                    loss = losses[(position, host_factor)] = beside - by_itself
                 if cost + loss < off:
                     options.append(
                         Column(

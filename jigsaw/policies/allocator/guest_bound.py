@@ -11,14 +11,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from jigsaw.policies.allocator.configurations import GUEST, Problem
 from jigsaw.policies.allocator.solution import Solution
-from jigsaw.policies.shared.cost_curve import COST_GRID, UNREACHABLE, CostCurve
-from jigsaw.policies.shared.pollux_allocation import Infeasible, cost_curve
+from jigsaw.policies.shared.cost_curve import COST_GRID, UNREACHABLE, CostCurve, Flat, _on_grid
+from jigsaw.policies.shared.pollux_allocation import Infeasible, cost_curve, cost_curve_flat
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 HIGHS_TOLERANCE = 1e-9
@@ -30,19 +29,53 @@ SizeOptions = list[tuple[np.ndarray, np.ndarray, list[int]]]
 """Each job's cheapest column of each GPU count: (sizes, costs, column indices)."""
 
 
-@dataclass(frozen=True, slots=True)
 class ExclusiveRound:
     """The exclusive optimum and the options it chose among. Guest columns change neither
-    (the dynamic program leaves them out), so it holds while guests are priced."""
+    (the dynamic program leaves them out), so it holds while guests are priced.
 
-    options: SizeOptions
-    solution: Solution
-    curve_memo: ProgramMemo | None = None
-    """The passes of the last curve over the jobs outside the candidates, kept between
-    rounds by the policy (the same curve, for the passes of the jobs that changed)."""
-    _others: list[tuple[frozenset[int], CostCurve]] = field(default_factory=list)
-    """Curves of the size program over every job outside a set of guest candidates, kept so
-    a round's two checks (at floor prices, then at the guests' own) share one pass."""
+    Its options are each job's cheapest column of each GPU count: given per job
+    (``options``), or, for a problem of off and exclusive columns only, as the columns stand,
+    flat (``flat``: every column's GPUs and cost, before the grid; each job's slice is read
+    only where a check asks for that job, and the curve over the other jobs is taken from
+    the flat arrays whole)."""
+
+    __slots__ = ("_flat", "_options", "_others", "_starts", "curve_memo", "solution")
+
+    def __init__(
+        self,
+        options: SizeOptions | None,
+        solution: Solution,
+        curve_memo: ProgramMemo | None = None,
+        *,
+        flat: Flat | None = None,
+    ) -> None:
+        """``curve_memo``: the passes of the last curve over the jobs outside the candidates,
+        kept between rounds by the policy (the same curve, for the passes of the jobs that
+        changed)."""
+        if (options is None) == (flat is None):
+            raise ValueError("an exclusive round takes its options per job or flat, not both")
+        self._options = options
+        self._flat = flat
+        self._starts = flat.starts().tolist() if flat is not None else []
+        self.solution = solution
+        self.curve_memo = curve_memo
+        self._others: list[tuple[frozenset[int], CostCurve]] = []
+        """Curves of the size program over every job outside a set of guest candidates, kept
+        so a round's two checks (at floor prices, then at the guests' own) share one pass."""
+
+    @property
+    def jobs(self) -> int:
+        return len(self._options) if self._options is not None else len(self._starts)
+
+    def job_options(self, job: int) -> tuple[np.ndarray, np.ndarray]:
+        """The job's (sizes ascending, costs)."""
+        if self._options is not None:
+            sizes, costs, _ = self._options[job]
+            return sizes, costs
+        assert self._flat is not None
+        start = self._starts[job]
+        end = start + int(self._flat.counts[job])
+        return self._flat.sizes[start:end], self._flat.costs[start:end]
 
     def curve_without(
         self, problem: Problem, candidates: AbstractSet[int]
@@ -53,12 +86,21 @@ class ExclusiveRound:
             if candidates <= left_out:
                 return left_out, curve
         left_out = frozenset(candidates)
-        others = [
-            (sizes, costs)
-            for job, (sizes, costs, _) in enumerate(self.options)
-            if job not in left_out
-        ]
-        curve = cost_curve(others, problem.capacity, self.curve_memo)
+        if self._flat is not None:
+            keep = np.ones(len(self._starts), dtype=bool)
+            keep[list(left_out)] = False
+            others = self._flat.jobs(keep)
+            # The grid taken of the kept costs, as of the per-job options concatenated.
+            flat = Flat(others.sizes, _on_grid(others.costs), others.counts)
+            curve = cost_curve_flat(flat, problem.capacity, self.curve_memo)
+        else:
+            assert self._options is not None
+            listed = [
+                (sizes, costs)
+                for job, (sizes, costs, _) in enumerate(self._options)
+                if job not in left_out
+            ]
+            curve = cost_curve(listed, problem.capacity, self.curve_memo)
         self._others.append((left_out, curve))
         return left_out, curve
 
@@ -107,10 +149,11 @@ def _cheaper_by_hand(
     most = freed[-1]
     if most <= 0:
         return False
-    for job, (sizes, costs, _) in enumerate(exclusive.options):
+    for job in range(exclusive.jobs):
         waits = columns[chosen[job]]
         if waits.gpus or job in guest_prices:
             continue
+        sizes, costs = exclusive.job_options(job)
         for size, cost in zip(sizes.tolist(), costs.tolist(), strict=True):
             if 0 < size <= most and cost + paid[bisect_left(freed, size)] < waits.cost:
                 return True
@@ -162,7 +205,7 @@ def guest_bound(problem: Problem, exclusive: ExclusiveRound, guests: Mapping[int
     left_out, others = exclusive.curve_without(problem, guests.keys())
     curve = others.copy()
     for job in sorted(left_out):
-        sizes, costs, _ = exclusive.options[job]
+        sizes, costs = exclusive.job_options(job)
         guest = guests.get(job)
         if guest is None:
             curve.add(sizes, costs)
@@ -178,5 +221,5 @@ def guest_bound(problem: Problem, exclusive: ExclusiveRound, guests: Mapping[int
     # Less half a grid step per job, and a rounding error of a price's last digits (a floor
     # priced apart from the column it bounds).
     bound += problem.set_aside_cost
-    jobs = len(exclusive.options)
+    jobs = exclusive.jobs
     return bound - jobs / (2 * COST_GRID) - _ROUNDING * abs(bound)

@@ -78,9 +78,9 @@ def solve_exclusive(problem: Problem, memo: ProgramMemo | None = None) -> Soluti
     return _solve_flat(problem, memo)[0]
 
 
-def _solve_flat(problem: Problem, memo: ProgramMemo | None) -> tuple[Solution, np.ndarray]:
+def _solve_flat(problem: Problem, memo: ProgramMemo | None) -> tuple[Solution, Flat]:
     """:func:`solve_exclusive` of a problem of off and exclusive columns only, and every
-    column's cost as it stands (before the grid)."""
+    column's GPUs and cost as it stands (before the grid), job by job."""
     columns = problem.columns
     counts = np.fromiter(map(len, problem.by_job), np.int64, len(problem.by_job))
     sizes = np.fromiter((column.gpus for column in columns), np.int64, len(columns))
@@ -88,7 +88,7 @@ def _solve_flat(problem: Problem, memo: ProgramMemo | None) -> tuple[Solution, n
     flat = Flat(sizes, _on_grid(costs), counts)
     picks = choose_flat(flat, problem.capacity, memo)
     chosen = (flat.starts() + np.array(picks, dtype=np.int64)).tolist()
-    return Solution(chosen, _cost(problem, chosen), "dp"), costs
+    return Solution(chosen, _cost(problem, chosen), "dp"), Flat(sizes, costs, counts)
 
 
 def solve_exclusive_round(
@@ -102,12 +102,8 @@ def solve_exclusive_round(
         return ExclusiveRound(cheapest, _solve_exclusive(problem, cheapest, memo), curve_memo)
     # Off and exclusive columns only, consecutive: each job's options are its columns as they
     # stand, and the program runs over them flat (:func:`solve_exclusive`, the same answer).
-    solution, costs = _solve_flat(problem, memo)
-    options: SizeOptions = [
-        (view.choices.sizes, costs[indices[0] : indices[-1] + 1], indices)
-        for view, indices in zip(problem.views, problem.by_job, strict=True)
-    ]
-    return ExclusiveRound(options, solution, curve_memo)
+    solution, flat = _solve_flat(problem, memo)
+    return ExclusiveRound(None, solution, curve_memo, flat=flat)
 
 
 def _size_options(problem: Problem) -> SizeOptions:

@@ -153,12 +153,16 @@ def cost_curve(
     out the waits of the jobs it adds as pairs, added here to the constant (exact on the
     grid; a job larger than ``capacity`` but within the memo's waits in the constant here
     and in the values afresh, the same sums)."""
-    flat = Flat.of(options)
+    return cost_curve_flat(Flat.of(options), capacity, memo)
+
+
+def cost_curve_flat(flat: Flat, capacity: int, memo: ProgramMemo | None = None) -> CostCurve:
+    """:func:`cost_curve` of options already flat (costs on the grid)."""
     starts, single = flat.starts(), flat.counts == 1
     taken = int(flat.sizes[starts[single]].sum())
     curve = CostCurve(capacity, taken)
     waits = single.copy()  # it takes its one size; the dominated ones wait
-    if len(options) >= _PRUNE_FROM:
+    if len(flat.counts) >= _PRUNE_FROM:
         waits |= _dominated(flat, capacity)
     # Their first options' costs, summed in one go (on the grid every sum is exact, so in
     # any order the same).

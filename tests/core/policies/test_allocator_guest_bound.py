@@ -300,3 +300,52 @@ def test_the_flat_size_program_answers_as_the_per_job_one() -> None:
             checked += 1
             started += sum(priced.columns[index].gpus > 0 for index in flat.chosen)
     assert checked == 120 and started > 60, (checked, started)
+
+
+def test_options_read_flat_give_the_checks_of_options_per_job() -> None:
+    """A round of off and exclusive columns keeps its options flat (``flat=``); the guest
+    checks read each job's slice and the curve over the others from the flat arrays. On
+    random rounds (rigid pairs, elastic jobs with several sizes, jobs that may not wait)
+    both give the same witness, bound and curve, for random candidate prices."""
+    from jigsaw.policies.shared.cost_curve import Flat
+
+    for seed in range(60):
+        rng = random.Random(seed)
+        capacity = rng.randint(2, 24)
+        columns: list[Column] = []
+        by_job: list[list[int]] = []
+        options = []
+        for job in range(rng.randint(1, 90)):
+            sizes = sorted(rng.sample(range(1, 9), rng.randint(1, 3)))
+            if rng.random() < 0.9:
+                sizes = [0, *sizes]
+            costs = [round(rng.uniform(1.0, 60.0), 3) for _ in sizes]
+            start = len(columns)
+            for size, cost in zip(sizes, costs, strict=True):
+                columns.append(Column(job, EXCLUSIVE if size else OFF, size, cost, float(size)))
+            by_job.append(list(range(start, len(columns))))
+            options.append((np.array(sizes), np.array(costs), by_job[-1]))
+        problem = Problem([], columns, by_job, capacity=capacity)
+        if sum(min(o[0]) for o in options) > capacity:
+            continue  # no answer fits
+        chosen = solve_exclusive(problem).chosen
+        solution = Solution(chosen, sum(columns[i].cost for i in chosen), "dp")
+        flat = Flat(
+            np.array([c.gpus for c in columns]),
+            np.array([c.cost for c in columns]),
+            np.array([len(indices) for indices in by_job]),
+        )
+        candidates = rng.sample(range(len(by_job)), min(len(by_job), rng.randint(1, 12)))
+        prices = {job: round(rng.uniform(1.0, 60.0), 3) for job in candidates}
+        per_job = ExclusiveRound(options, solution)
+        read_flat = ExclusiveRound(None, solution, flat=flat)
+        assert guest_bound_module._cheaper_by_hand(
+            problem, per_job, prices
+        ) == guest_bound_module._cheaper_by_hand(problem, read_flat, prices)
+        assert guest_bound_module.guest_bound(
+            problem, per_job, prices
+        ) == guest_bound_module.guest_bound(problem, read_flat, prices)
+        left, curve = per_job.curve_without(problem, prices.keys())
+        left_flat, curve_flat = read_flat.curve_without(problem, prices.keys())
+        assert left == left_flat and curve.constant == curve_flat.constant
+        assert curve.values.tolist() == curve_flat.values.tolist()
