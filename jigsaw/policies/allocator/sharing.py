@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from itertools import chain
 
@@ -27,3 +28,21 @@ def guest_hosts(jobs: Sequence[Job]) -> dict[str, str]:
         for gpu in job.placement:
             owner.setdefault(gpu, job)
     return guests
+
+
+class GuestHostsMemo:
+    """:func:`guest_hosts` of the last running side, kept while it is the very same job
+    objects in the same order (between events, every round; a job is replaced on every
+    change, so the same objects hold the same GPUs)."""
+
+    __slots__ = ("_found", "_jobs")
+
+    def __init__(self) -> None:
+        self._jobs: Sequence[Job] = ()
+        self._found: dict[str, str] = {}
+
+    def of(self, jobs: Sequence[Job]) -> dict[str, str]:
+        """Guest -> host (a fresh dict: callers may keep it)."""
+        if not (len(jobs) == len(self._jobs) and all(map(operator.is_, jobs, self._jobs))):
+            self._jobs, self._found = jobs, guest_hosts(jobs)
+        return dict(self._found)

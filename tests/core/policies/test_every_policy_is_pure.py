@@ -47,6 +47,7 @@ from jigsaw.policies.allocator.job_memo import JobMemo
 from jigsaw.policies.allocator.longest_job import WaitingWork
 from jigsaw.policies.allocator.remaining import RunningSeconds
 from jigsaw.policies.allocator.row_memo import RowMemo
+from jigsaw.policies.allocator.sharing import GuestHostsMemo
 from jigsaw.policies.base import KeepsRoundState, Policy
 from jigsaw.policies.builder import build_policy
 from jigsaw.policies.jigsaw import JigsawPolicy
@@ -114,6 +115,8 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # The waiting side's work left, keyed by its very job objects
     # (tests/core/policies/test_critical_path.py).
     WaitingWork: frozenset({"_jobs", "_lefts", "_work", "_entries"}),
+    # Who runs as whose guest, keyed by the running side's very job objects.
+    GuestHostsMemo: frozenset({"_jobs", "_found"}),
     # The running side's seconds left as arrays, keyed by its very job objects
     # (tests/core/policies/test_work_left.py holds them to WorkLeft.seconds, to the bit).
     RunningSeconds: frozenset(
