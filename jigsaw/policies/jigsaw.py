@@ -147,10 +147,10 @@ class JigsawPolicy(PolicyBase):
         self._running_seconds = RunningSeconds(self._work) if incremental else None
         """The running jobs' seconds left as arrays, kept while they are the same jobs."""
         self._waiting_work = WaitingWork() if incremental else None
-        self._guest_hosts = GuestHostsMemo() if incremental else None
-        """Who runs as whose guest, kept while the running side is the same jobs."""
         """The waiting side's work left, kept while it is the same jobs (the critical path's
         drain horizon)."""
+        self._guest_hosts = GuestHostsMemo() if incremental else None
+        """Who runs as whose guest, kept while the running side is the same jobs."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
         snapshot right after; it never changes a decision)."""

@@ -3,8 +3,11 @@
 Exclusive and host columns are packed as pollux packs
 (:func:`~jigsaw.policies.shared.pollux_placement.pack`): sizes kept keep their GPUs (a host
 keeps its size by construction, so its slots stay where they were priced), the rest go
-largest first under Pollux's node rules. A guest then takes the slot its column names, if its
-host kept those GPUs (it always does unless the cluster lost a node this round).
+largest first under Pollux's node rules (in a round where every gang keeps exactly its GPUs and
+the rest start, only the starts are placed: :func:`~jigsaw.policies.shared.
+pollux_placement.pack_starts`, the same answer). A guest then takes the slot its column
+names, if its host kept those GPUs (it always does unless the cluster lost a node this
+round).
 """
 
 from __future__ import annotations

@@ -92,8 +92,9 @@ class WorkLeft:
         self, jobs: Sequence[Job], now: float, running: bool | Iterable[bool]
     ) -> list[float]:
         """:meth:`seconds` of each job (``running``: of all, or per job), in order, to the
-        bit: the arithmetic of :func:`seconds_at`, in one loop (the critical path and the
-        completion guard ask it of every job every round)."""
+        bit: the arithmetic of :func:`seconds_at`, in one loop (the critical path asks it of
+        every job every round where nothing is kept between rounds; else it reads the
+        running side from :class:`RunningSeconds`)."""
         found: list[float] = []
         entries = self._memo.get_many(jobs)
         flags = itertools.repeat(running) if isinstance(running, bool) else running
