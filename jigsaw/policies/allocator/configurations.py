@@ -26,6 +26,7 @@ from jigsaw.policies.allocator.longest_job import NO_PATH, CriticalPath
 from jigsaw.policies.allocator.must_run import critical_starts, ends_by, forced, held, starving
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.row_memo import JobRow, RowMemo, steady_until, usable
+from jigsaw.policies.shared.cost_curve import Flat
 
 OFF, EXCLUSIVE, HOST, GUEST = "off", "exclusive", "host", "guest"
 
@@ -107,6 +108,11 @@ class Problem:
     that HiGHS's relative gap and the test that keeps its answer read the same totals as a
     round over every job."""
 
+    flat: Flat | None = None
+    """Every column's GPUs and cost, job by job, as the exclusive program read them (before
+    the grid; :func:`~jigsaw.policies.allocator.solve.solve_exclusive`): the quiet-round
+    check reprices a copy. ``None`` until then, and once a column is added or replaced."""
+
     stable_by_clock_until: float = math.inf
     """When a pin set this round lapses by the clock alone (the longest job's,
     :mod:`.longest_job`); the quiet-round hint ends there."""
@@ -117,6 +123,7 @@ class Problem:
 
     def add(self, column: Column) -> int:
         self.exclusive_only = False
+        self.flat = None
         self.columns.append(column)
         self.by_job[column.job].append(len(self.columns) - 1)
         return len(self.columns) - 1

@@ -328,6 +328,7 @@ class Cotenancy:
                 plan=current.plan,
             )
             problem.columns[keep] = column
+            problem.flat = None
             found.append((keep, current, column.speedup, False))
         if view.pinned or (offers.full is None and not offers.staircases):
             return found  # no host column (most gangs: one GPU, or no SPB request of auto)

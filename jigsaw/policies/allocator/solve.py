@@ -88,7 +88,8 @@ def _solve_flat(problem: Problem, memo: ProgramMemo | None) -> tuple[Solution, F
     flat = Flat(sizes, _on_grid(costs), counts)
     picks = choose_flat(flat, problem.capacity, memo)
     chosen = (flat.starts() + np.array(picks, dtype=np.int64)).tolist()
-    return Solution(chosen, _cost(problem, chosen), "dp"), Flat(sizes, costs, counts)
+    problem.flat = Flat(sizes, costs, counts)
+    return Solution(chosen, _cost(problem, chosen), "dp"), problem.flat
 
 
 def solve_exclusive_round(

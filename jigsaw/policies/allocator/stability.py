@@ -39,12 +39,16 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from jigsaw.model.domain import Job
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator.configurations import OFF, Problem
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.row_memo import held_since
 from jigsaw.policies.allocator.solve import solve_exclusive
+from jigsaw.policies.shared.cost_curve import Flat, _on_grid
+from jigsaw.policies.shared.pollux_allocation import choose_flat
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
@@ -125,7 +129,9 @@ def _holds_at_limit_prices(
     """The dynamic program keeps ``chosen`` with every waiting job whose discount moves
     priced at discount 1 (the supremum its age tends to); with ``weights_at`` (aging), every
     waiting job so, and weighted as it is at that objective's moment."""
-    columns = list(problem.columns)
+    flat = problem.flat if problem.exclusive_only else None
+    columns = list(problem.columns) if flat is None else problem.columns
+    costs = flat.costs.copy() if flat is not None else None
     for index, view in enumerate(problem.views):
         if view.current:
             continue
@@ -136,10 +142,20 @@ def _holds_at_limit_prices(
             column = columns[column_index]
             if column.kind != OFF:
                 cost = objective.term(weight, 1.0, column.speedup, changed=True)
-                columns[column_index] = column._replace(cost=cost)
             elif weights_at is not None:  # waiting costs more too, at the higher weight
                 cost = objective.term(weight, 1.0, column.speedup, changed=False)
+            else:
+                continue
+            if costs is not None:
+                costs[column_index] = cost
+            else:
                 columns[column_index] = column._replace(cost=cost)
+    if flat is not None and costs is not None:
+        # The round's own columns as its program read them, repriced: the program over
+        # them, as :func:`solve_exclusive` runs it over a repriced copy of the problem.
+        repriced = Flat(flat.sizes, _on_grid(costs), flat.counts)
+        picks = np.array(choose_flat(repriced, problem.capacity, memo), dtype=np.int64)
+        return bool((repriced.starts() + picks).tolist() == list(chosen))
     limit = dataclasses.replace(problem, columns=columns)
     return solve_exclusive(limit, memo).chosen == list(chosen)
 

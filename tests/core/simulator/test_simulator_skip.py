@@ -128,3 +128,31 @@ def test_skipping_with_gavel_style_rounds_keeps_every_decision(name: str) -> Non
     assert len(slow) >= 40
     assert fast == slow
     assert fast_summary["cycles"] < slow_summary["cycles"]
+
+
+@pytest.mark.parametrize("name", ["jigsaw-unprotected", "jigsaw-aging"])
+def test_the_limit_price_check_reads_the_round_flat_as_it_reads_its_columns(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quiet-round check reprices the round's flat arrays (``Problem.flat``) instead of a
+    copy of its columns. In replays whose waiting jobs' prices move (restarted jobs, aging),
+    every answer it gives is the one the copy of the columns gives, and both answers occur."""
+    import dataclasses
+
+    from jigsaw.policies.allocator import stability
+
+    original = stability._holds_at_limit_prices
+    answers: list[bool] = []
+
+    def both(problem: Any, chosen: Any, objective: Any, **options: Any) -> bool:
+        flat_answer = original(problem, chosen, objective, **options)
+        assert problem.flat is not None  # the round's own arrays were read
+        columns_only = dataclasses.replace(problem, flat=None)
+        copy_answer = original(columns_only, chosen, objective, **options)
+        assert flat_answer == copy_answer
+        answers.append(flat_answer)
+        return flat_answer
+
+    monkeypatch.setattr(stability, "_holds_at_limit_prices", both)
+    replay_log("philly_excerpt.csv", CASES[name], skip=True, gpus=8, gpus_per_node=4, seed=3)
+    assert True in answers and False in answers
