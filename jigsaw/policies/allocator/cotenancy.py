@@ -19,13 +19,10 @@ worker there plus the guest fit the GPU.
 
 The round stays small: at most ``MAX_SLOTS`` slots (those with the most idle compute), at
 most ``MAX_GUESTS`` guests (the guests running now, then the heaviest-weighted, then the
-oldest), and each guest on its ``guest_slots_per_job`` cheapest slots. The guests' cap
-keeps the programs small: a round with some forty waiting one-GPU jobs on the slots of two
-or three hosts (over a hundred and fifty guest columns) ran past the old 0.5 s clock limit,
-and a program stopped by the clock makes a replay's decisions depend on the machine's load
-(a profiler's diagnosis of one two-day Philly window at 128 GPUs, whose decision log
-differed between back-to-back runs of one commit). HiGHS is now bounded by a node count
-(``JigsawConfig.solver_nodes``), with the clock only a safety net far above it.
+oldest), and each guest on its ``guest_slots_per_job`` cheapest slots: forty waiting
+one-GPU jobs on two or three hosts' slots once ran a program past the old 0.5 s clock limit,
+and a program stopped by the clock makes decisions depend on the machine's load. HiGHS is
+bounded by a node count (``JigsawConfig.solver_nodes``), the clock only a safety net.
 """
 
 from __future__ import annotations
@@ -282,9 +279,11 @@ class Cotenancy:
         found: list[tuple[float, int, GpuId, int, int, float, bool, GangTiming]] = []
         for index, keep, offers in offering:
             keep_speedup = problem.columns[keep].speedup
-            for column, offer, speedup, changed in self._host_columns(
-                problem, index, keep, offers, keep_speedup
-            ):
+            if offers.full is None and not offers.staircases:  # keeps its plan: no host column
+                plans = [(keep, offers.current, keep_speedup, False)]
+            else:
+                plans = self._host_columns(problem, index, keep, offers, keep_speedup)
+            for column, offer, speedup, changed in plans:
                 timing = offer.timing
                 if timing is None:
                     continue

@@ -21,9 +21,15 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
     """Per job index, its GPUs (empty: it waits)."""
     columns, views = problem.columns, problem.views
     sized: Sized = []
+    guests: list[tuple[int, int, GpuId]] = []
+    """(job index, host's job index, slot) of every guest column chosen."""
     for job, index in enumerate(chosen):
         column = columns[index]
-        if column.gpus == 0 or column.kind == GUEST:
+        if column.kind == GUEST:
+            if column.needs is not None and column.slot is not None:
+                guests.append((job, columns[column.needs].job, column.slot))
+            continue
+        if column.gpus == 0:
             continue
         view = views[job]
         sized.append((job, column.gpus, view.current if view.guest_of is None else ()))
@@ -42,13 +48,9 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
         packed = pack(requests, cluster)
         for job, _, _ in sized:  # pack places only these; every other job waits
             placements[job] = packed.get(views[job].job.id, ())
-    for job, index in enumerate(chosen):
-        column = columns[index]
-        if column.kind != GUEST or column.needs is None or column.slot is None:
-            continue
-        host = columns[column.needs].job
-        if column.slot in placements[host]:
-            placements[job] = (column.slot,)
+    for job, host, slot in guests:
+        if slot in placements[host]:
+            placements[job] = (slot,)
     return placements
 
 
