@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 from typing import NamedTuple
 
 from jigsaw.model.cluster import Cluster, GpuId, Placement
@@ -84,9 +85,7 @@ def pack_starts(
     :func:`pack` too), without a request per kept job: the kept ones hold theirs and the
     starts are placed as :func:`pack` places them, largest first (a round that starts a few
     jobs beside hundreds kept reads only the few)."""
-    taken: set[GpuId] = set()
-    for current in kept:
-        taken.update(current)
+    taken: set[GpuId] = set(chain.from_iterable(kept))
     gpus = _Gpus(cluster, taken)
     for current in kept:
         if len(current) > 1:  # one GPU spans no nodes
@@ -118,10 +117,10 @@ class _Gpus:
         """The alive GPUs less ``taken`` (the jobs that hold theirs; each then tells
         :meth:`note_spanning` where it runs)."""
         nodes = cluster.alive_nodes
-        self.free: dict[int, list[GpuId]] = {node.index: [] for node in nodes}
-        for gpu in cluster.gpu_ids():  # the alive GPUs, node by node, in order
-            if gpu not in taken:
-                self.free[gpu[0]].append(gpu)
+        # The alive GPUs, node by node, in order (:meth:`Cluster.gpu_ids`), less ``taken``.
+        self.free: dict[int, list[GpuId]] = {
+            node.index: [gpu for gpu in node.gpu_ids() if gpu not in taken] for node in nodes
+        }
         self.per_node = max((node.num_gpus for node in nodes), default=1)
         self.spanning: Counter[int] = Counter()
 
