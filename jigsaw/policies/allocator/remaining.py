@@ -236,9 +236,3 @@ class CompletionPaces:
             at = speedups[sizes.index(wanted)] if wanted in sizes else speedups.max()
             reference = self._references[key] = float(at)
         return 1.0 / (reference * remaining_s) if reference > 0 else 0.0
-
-
-def completion_paces(views: Sequence[JobView], work: WorkLeft, now: float) -> list[float]:
-    """Every job's pace at once (:class:`CompletionPaces`, as a list)."""
-    paces = CompletionPaces(views, work, now)
-    return [paces[job] for job in range(len(views))]
