@@ -67,7 +67,7 @@ from jigsaw.policies.allocator.reasons import label, moved, percent, resized
 from jigsaw.policies.allocator.remaining import RunningSeconds, WorkLeft
 from jigsaw.policies.allocator.round_backlog import round_backlog, set_aside_cost
 from jigsaw.policies.allocator.row_memo import RowMemo
-from jigsaw.policies.allocator.sharing import GuestHostsMemo, guest_hosts
+from jigsaw.policies.allocator.sharing import GuestHostsMemo
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.allocator.solve import SolverLimits, solve, solve_exclusive_round
 from jigsaw.policies.allocator.stability import stable_until
@@ -149,7 +149,7 @@ class JigsawPolicy(PolicyBase):
         self._waiting_work = WaitingWork() if incremental else None
         """The waiting side's work left, kept while it is the same jobs (the critical path's
         drain horizon)."""
-        self._guest_hosts = GuestHostsMemo() if incremental else None
+        self._guest_hosts = GuestHostsMemo(keep=incremental)
         """Who runs as whose guest, kept while the running side is the same jobs."""
         self._last_round: tuple[Snapshot, RoundResult | None] | None = None
         """The last round decided (a memo for :meth:`stable_until`, asked of the same
@@ -197,11 +197,7 @@ class JigsawPolicy(PolicyBase):
         )
         jobs = [*snapshot.running, *backlog.waiting]
         goodputs = [*(self._goodput(job, now) for job in snapshot.running), *backlog.goodputs]
-        guests_of = (
-            self._guest_hosts.of(snapshot.running)
-            if self._guest_hosts is not None
-            else guest_hosts(snapshot.running)
-        )
+        guests_of = self._guest_hosts.of(snapshot.running)
         aside_cost = set_aside_cost(snapshot, backlog, objective)
         for relax_guests in (False, True):
             problem = exclusive_problem(

@@ -95,10 +95,9 @@ class Problem:
     """Column indices of each job; its exclusive and off columns come first, by size."""
     capacity: int = 0
     pace: Paces = field(default_factory=list)
-    """Per job, completions per second per unit of speedup: ``1 / (speedup at its requested
-    size x remaining seconds there)`` (:mod:`.cotenancy` sets it when it offers guests and
-    the completion guard is on, worked out as read: :class:`~.remaining.CompletionPaces`;
-    empty: no completion row)."""
+    """Per job, completions per second per unit of speedup (:class:`~.remaining.
+    CompletionPaces`, set by :mod:`.cotenancy` when it offers guests and the completion guard
+    is on; empty: no completion row)."""
     cotenancy_offered: bool = False
     """Co-tenancy found slots to offer this round (guest prices move with the hosts' ages,
     so such a round is not stable, :meth:`~jigsaw.policies.jigsaw.JigsawPolicy.stable_until`)."""
@@ -109,9 +108,8 @@ class Problem:
     round over every job."""
 
     flat: Flat | None = None
-    """Every column's GPUs and cost, job by job, as the exclusive program read them (before
-    the grid; :func:`~jigsaw.policies.allocator.solve.solve_exclusive`): the quiet-round
-    check reprices a copy. ``None`` until then, and once a column is added or replaced."""
+    """Every column's GPUs and cost as the exclusive program read them (before the grid), for
+    the quiet-round check to reprice; ``None`` before, and once a column is added or replaced."""
 
     stable_by_clock_until: float = math.inf
     """When a pin set this round lapses by the clock alone (the longest job's,

@@ -177,8 +177,8 @@ class Cotenancy:
         return floors
 
     def add_guests(self, problem: Problem) -> None:
-        """Every candidate's guest columns on the slots :meth:`offer_slots` found (the host
-        columns and slots it left for now first)."""
+        """Every candidate's guest columns on the slots :meth:`offer_slots` found (first the
+        host columns and slots it left)."""
         if self._deferred is not None:
             cluster, gangs = self._deferred
             self._deferred = None
@@ -187,8 +187,7 @@ class Cotenancy:
         priced = self.shares
         if len(priced) > SHARES_KEPT:
             priced.clear()
-        # Slots of hosts of one shape share a timing: each guest's shares are read once per
-        # distinct timing (hashing a timing costs more than the rest of a slot's pricing).
+        # Hosts of one shape share a timing: a guest's shares are read once per timing.
         timings: dict[GangTiming, int] = {}
         timing_of = [timings.setdefault(slot.timing, len(timings)) for slot in slots]
         distinct = list(timings)
@@ -197,9 +196,8 @@ class Cotenancy:
         for index in {slot.host for slot in slots} | {entry[0] for entry in guests}:
             job = problem.views[index].job
             terms[index] = (objective.weight(job), objective.discount(job))
-        # What a host's term is alone on each slot, and what it is beside a guest that
-        # leaves it ``host_factor`` of its speed (guests of one model, batch and plan share
-        # it): each priced once a round, the same arithmetic as pricing every pair.
+        # A host's term alone on each slot, and its loss beside a guest leaving it
+        # ``host_factor`` of its speed: each priced once a round (the same arithmetic).
         alone: dict[int, float] = {}
         losses: dict[tuple[int, float], float] = {}
         for job_index, plan, speedup in guests:
@@ -309,8 +307,8 @@ class Cotenancy:
         self, problem: Problem, index: int, keep: int, offers: GangOffers, keep_speedup: float
     ) -> list[tuple[int, PlanOffer, float, bool]]:
         """(column, plan offer, speedup, changed) of every configuration of the job that
-        keeps its GPUs: the keep-size column under the plan it runs, and host columns (their
-        ratios, timings and footprints from :mod:`.gang_offers`, their prices made now)."""
+        keeps its GPUs: the keep-size column under the plan it runs, and host columns (from
+        :mod:`.gang_offers`, priced now, the job's weight and discount read once)."""
         view = problem.views[index]
         job = view.job
         found: list[tuple[int, PlanOffer, float, bool]] = []
@@ -331,7 +329,6 @@ class Cotenancy:
             found.append((keep, current, column.speedup, False))
         if view.pinned or (offers.full is None and not offers.staircases):
             return found  # no host column (most gangs: one GPU, or no SPB request of auto)
-        # A host column's price (Objective.cost): the job's weight and discount read once.
         terms = (self.objective.weight(job), self.objective.discount(job))
         if offers.full is not None:
             found.append(self._host(problem, index, offers.full, keep_speedup, terms))

@@ -49,9 +49,7 @@ def offering_gangs(problem: Problem, offers: GangOfferMemo) -> OfferingGangs:
         plan = job.plan
         if not isinstance(plan, SPBPlan):
             continue
-        # runs_staircase(view), inline (a round asks it of every gang)
-        if not hosts_now and view.guest_of is None and not plan.is_full_backprop:
-            hosts_now = True
+        hosts_now = hosts_now or runs_staircase(view)
         if job.state is not running:
             continue
         keep = problem.keep_column(index)

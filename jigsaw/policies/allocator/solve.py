@@ -85,11 +85,18 @@ def _solve_flat(problem: Problem, memo: ProgramMemo | None) -> tuple[Solution, F
     counts = np.fromiter(map(len, problem.by_job), np.int64, len(problem.by_job))
     sizes = np.fromiter((column.gpus for column in columns), np.int64, len(columns))
     costs = np.fromiter((column.cost for column in columns), np.float64, len(columns))
-    flat = Flat(sizes, _on_grid(costs), counts)
-    picks = choose_flat(flat, problem.capacity, memo)
-    chosen = (flat.starts() + np.array(picks, dtype=np.int64)).tolist()
     problem.flat = Flat(sizes, costs, counts)
+    chosen = chosen_columns(problem.flat, problem.capacity, memo)
     return Solution(chosen, _cost(problem, chosen), "dp"), problem.flat
+
+
+def chosen_columns(flat: Flat, capacity: int, memo: ProgramMemo | None = None) -> list[int]:
+    """The size program over every column of ``flat`` (costs as they stand, put on the grid
+    here): the index of each job's chosen column."""
+    on_grid = Flat(flat.sizes, _on_grid(flat.costs), flat.counts)
+    picks = choose_flat(on_grid, capacity, memo)
+    chosen: list[int] = (on_grid.starts() + np.array(picks, dtype=np.int64)).tolist()
+    return chosen
 
 
 def solve_exclusive_round(

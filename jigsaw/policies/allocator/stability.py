@@ -39,16 +39,13 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from jigsaw.model.domain import Job
 from jigsaw.model.snapshot import Snapshot
 from jigsaw.policies.allocator.configurations import OFF, Problem
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.row_memo import held_since
-from jigsaw.policies.allocator.solve import solve_exclusive
-from jigsaw.policies.shared.cost_curve import Flat, _on_grid
-from jigsaw.policies.shared.pollux_allocation import choose_flat
+from jigsaw.policies.allocator.solve import chosen_columns, solve_exclusive
+from jigsaw.policies.shared.cost_curve import Flat
 from jigsaw.policies.shared.program_memo import ProgramMemo
 
 
@@ -151,11 +148,9 @@ def _holds_at_limit_prices(
             else:
                 columns[column_index] = column._replace(cost=cost)
     if flat is not None and costs is not None:
-        # The round's own columns as its program read them, repriced: the program over
-        # them, as :func:`solve_exclusive` runs it over a repriced copy of the problem.
-        repriced = Flat(flat.sizes, _on_grid(costs), flat.counts)
-        picks = np.array(choose_flat(repriced, problem.capacity, memo), dtype=np.int64)
-        return bool((repriced.starts() + picks).tolist() == list(chosen))
+        # The round's own columns as its program read them, repriced.
+        repriced = Flat(flat.sizes, costs, flat.counts)
+        return chosen_columns(repriced, problem.capacity, memo) == list(chosen)
     limit = dataclasses.replace(problem, columns=columns)
     return solve_exclusive(limit, memo).chosen == list(chosen)
 
