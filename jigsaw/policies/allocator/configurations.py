@@ -338,26 +338,26 @@ def _priced_columns(
     owners: list[int],
     restarts: list[bool],
 ) -> list[Column]:
-    """The jobs' off and exclusive columns, priced in one vector pass (the same arithmetic,
-    element by element, as pricing each job alone); ``owners``: each one's place.
-    ``restarts``: per job, whether some size other than 0 restarts or moves it. Where none
-    does (a rigid gang running at its size), the discount scales only its off column's
-    speedup, 0, so it is not computed: the costs are the same to the bit."""
+    """The jobs' off and exclusive columns, priced in one vector pass (the arithmetic of
+    pricing each job alone); ``owners``: each one's place. ``restarts``: per job, whether
+    some size other than 0 restarts or moves it. Where none does (a rigid gang running at
+    its size), the discount scales only its off column's speedup, 0, so it is not computed."""
     sizes_all = np.concatenate([view.choices.sizes for view in views])
     speedups_all = np.concatenate([view.choices.speedups for view in views])
-    held = np.repeat([len(v.current) if v.guest_of is None else -1 for v in views], counts)
-    weights = np.repeat([objective.weight(view.job) for view in views], counts)
-    discounts = np.repeat(
+    repeats = np.array(counts)
+    held, weights, discounts = np.array(
         [
-            objective.discount(view.job) if moves else 1.0
-            for view, moves in zip(views, restarts, strict=True)
-        ],
-        counts,
-    )
+            [len(v.current) if v.guest_of is None else -1 for v in views],
+            [objective.weight(view.job) for view in views],
+            [
+                objective.discount(view.job) if moves else 1.0
+                for view, moves in zip(views, restarts, strict=True)
+            ],
+        ]
+    ).repeat(repeats, axis=1)  # a row per field (GPUs held as floats: exact)
     costs = objective.costs_many(weights, discounts, speedups_all, sizes_all != held)
-    owned = np.repeat(owners, counts)
-    # ``Column._make`` of whole tuples: the same columns, without the per-field defaults of
-    # ``Column(...)`` (thousands a round).
+    owned = np.array(owners).repeat(repeats)
+    # ``Column._make`` of whole tuples: ``Column(...)`` without its per-field defaults.
     return list(
         map(
             Column._make,

@@ -34,13 +34,14 @@ def place(problem: Problem, chosen: list[int], cluster: Cluster) -> dict[int, Pl
         view = views[job]
         sized.append((job, column.gpus, view.current if view.guest_of is None else ()))
     placements: dict[int, Placement] = dict.fromkeys(range(len(views)), ())
-    kept, starts = _kept_and_starts(sized, cluster)
+    kept, starts, taken = _kept_and_starts(sized, cluster)
     if kept is not None:
         for job, _, current in kept:
             placements[job] = current
         if starts:
             requests = [_request(views[job], gpus, ()) for job, gpus, _ in starts]
-            packed = pack_starts([current for _, _, current in kept], requests, cluster)
+            held = [current for _, _, current in kept]
+            packed = pack_starts(held, requests, cluster, taken)
             for job, _, _ in starts:
                 placements[job] = packed.get(views[job].job.id, ())
     else:
@@ -63,24 +64,26 @@ Sized = list[tuple[int, int, Placement]]
 """(job index, GPUs, GPUs it holds as a gang) of every column that takes GPUs whole."""
 
 
-def _kept_and_starts(sized: Sized, cluster: Cluster) -> tuple[Sized | None, Sized]:
-    """(the gangs that keep the GPUs they hold, the jobs that hold none) when every gang is
-    one or the other and the kept GPUs are distinct and alive: :func:`pack` keeps them all
-    then and places only the starts (:func:`pack_starts`; most rounds of a long replay
-    start a few jobs or none). ``(None, [])`` otherwise: a resize, or GPUs lost or held twice
-    (a guest that takes GPUs of its own holds none as a gang: a start)."""
+def _kept_and_starts(sized: Sized, cluster: Cluster) -> tuple[Sized | None, Sized, set[GpuId]]:
+    """(the gangs that keep the GPUs they hold, the jobs that hold none, the kept GPUs) when
+    every gang is one or the other and the kept GPUs are distinct and alive: :func:`pack`
+    keeps them all then and places only the starts (:func:`pack_starts`; most rounds of a
+    long replay start a few jobs or none). ``(None, [], ...)`` otherwise: a resize, or GPUs
+    lost or held twice (a guest that takes GPUs of its own holds none as a gang: a start)."""
     kept: Sized = []
     starts: Sized = []
-    gpus: list[GpuId] = []
+    taken: set[GpuId] = set()
+    held = 0
     for entry in sized:
         current = entry[2]
         if not current:
             starts.append(entry)
         elif len(current) != entry[1]:
-            return None, []
+            return None, [], taken
         else:
             kept.append(entry)
-            gpus.extend(current)
-    if len(set(gpus)) != len(gpus) or not cluster.alive_gpus.issuperset(gpus):
-        return None, []
-    return kept, starts
+            taken.update(current)
+            held += len(current)
+    if len(taken) != held or not cluster.alive_gpus.issuperset(taken):
+        return None, [], taken
+    return kept, starts, taken

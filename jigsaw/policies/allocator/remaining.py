@@ -154,7 +154,7 @@ class RunningSeconds:
     def _load(self, jobs: Sequence[Job]) -> None:
         ids = np.fromiter(map(id, jobs), np.int64, len(jobs))
         known, rows = self._ids, self._rows
-        at = np.searchsorted(known, ids)
+        at = known.searchsorted(ids)
         found = np.zeros(len(ids), dtype=bool)
         inside = at < len(known)
         found[inside] = known[at[inside]] == ids[inside]

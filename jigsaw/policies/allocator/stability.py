@@ -59,9 +59,11 @@ def stable_until(
     """The earliest time the answer ``chosen`` to ``problem`` (the round solved at
     ``snapshot`` under ``objective``) could change without an arrival or finish; ``None``:
     it may change any round. ``memo``: the size program's last run (the round's own: the
-    limit-price program shares its running jobs)."""
+    limit-price program shares its running jobs, and reads it without replacing it)."""
     if problem.cotenancy_offered:
         return None
+    # The limit-price programs resume from the round's run and leave it for the next round.
+    memo = memo.trial() if memo is not None else None
     evictable = starving_runs = moving_prices = starving_waits = waits = False
     for index, view in enumerate(problem.views):
         job = view.job

@@ -164,17 +164,18 @@ class Flat:
 
     def starts(self) -> NDArray[np.int64]:
         """Where each job's options begin."""
-        return np.cumsum(self.counts) - self.counts
+        counts = self.counts
+        return counts.cumsum() - counts
 
     def jobs(self, keep: NDArray[np.bool_]) -> Flat:
         """The jobs ``keep`` marks, in their order."""
-        options = np.repeat(keep, self.counts)
+        options = keep.repeat(self.counts)
         return Flat(self.sizes[options], self.costs[options], self.counts[keep])
 
     def listed(self, first_job: int = 0) -> Iterator[tuple[list[int], list[float]]]:
         """Each job's sizes and costs as lists (what :meth:`CostCurve.add_grid` reads), from
         the job ``first_job`` on."""
-        ends = np.cumsum(self.counts)
+        ends = self.counts.cumsum()
         first = int(ends[first_job - 1]) if first_job else 0
         sizes, costs = self.sizes[first:].tolist(), self.costs[first:].tolist()
         at = 0

@@ -225,7 +225,7 @@ def _dominated(flat: Flat, capacity: int) -> NDArray[np.bool_]:
         members, offs, ons = jobs[group], pair_offs[group], pair_ons[group]
         gain = offs - ons
         ascending = np.sort(gain)
-        better = len(members) - np.searchsorted(ascending, gain, side="right")
+        better = len(members) - ascending.searchsorted(gain, side="right")
         # Exactly equal costs, earlier in the list: the rank within each class of equals.
         order = np.lexsort((members, ons, offs))
         same = (offs[order][1:] == offs[order][:-1]) & (ons[order][1:] == ons[order][:-1])

@@ -78,14 +78,19 @@ def pack(requests: Sequence[PackRequest], cluster: Cluster) -> dict[str, Placeme
 
 
 def pack_starts(
-    kept: Sequence[Placement], starts: Sequence[PackRequest], cluster: Cluster
+    kept: Sequence[Placement],
+    starts: Sequence[PackRequest],
+    cluster: Cluster,
+    taken: set[GpuId] | None = None,
 ) -> dict[str, Placement]:
     """:func:`pack`'s answer for the ``starts`` (requests that hold no GPUs) when every other
     job keeps exactly the GPUs it holds (``kept``: distinct and alive, so each holds them in
     :func:`pack` too), without a request per kept job: the kept ones hold theirs and the
     starts are placed as :func:`pack` places them, largest first (a round that starts a few
-    jobs beside hundreds kept reads only the few)."""
-    taken: set[GpuId] = set(chain.from_iterable(kept))
+    jobs beside hundreds kept reads only the few). ``taken``: the kept GPUs as a set, where
+    the caller has it."""
+    if taken is None:
+        taken = set(chain.from_iterable(kept))
     gpus = _Gpus(cluster, taken)
     for current in kept:
         if len(current) > 1:  # one GPU spans no nodes
@@ -117,10 +122,11 @@ class _Gpus:
         """The alive GPUs less ``taken`` (the jobs that hold theirs; each then tells
         :meth:`note_spanning` where it runs)."""
         nodes = cluster.alive_nodes
-        # The alive GPUs, node by node, in order (:meth:`Cluster.gpu_ids`), less ``taken``.
-        self.free: dict[int, list[GpuId]] = {
-            node.index: [gpu for gpu in node.gpu_ids() if gpu not in taken] for node in nodes
-        }
+        # The alive GPUs less ``taken``, node by node, each node's in order (a GPU id is
+        # (node, index): sorted, they come so); a busy cluster has few.
+        self.free: dict[int, list[GpuId]] = {node.index: [] for node in nodes}
+        for gpu in sorted(cluster.alive_gpus.difference(taken)):
+            self.free[gpu[0]].append(gpu)
         self.per_node = max((node.num_gpus for node in nodes), default=1)
         self.spanning: Counter[int] = Counter()
 

@@ -41,6 +41,7 @@ class ProgramMemo:
         "_counts",
         "_curves",
         "_picks",
+        "_scratch",
         "_sizes",
         "_start",
         "added",
@@ -59,6 +60,8 @@ class ProgramMemo:
         values on 0..capacity GPUs (so the curve shifted right by ``size`` GPUs is the row's
         slice ``[width - size : 2 * width - size]``)."""
         self._picks: NDArray[np.integer[Any]] = np.empty((0, 0), dtype=np.int8)
+        self._scratch: tuple[NDArray[np.float64], NDArray[np.integer[Any]]] | None = None
+        """Rows a trial run writes past the kept jobs (:meth:`trial`), reused between trials."""
         self.reused = 0
         """Jobs whose pass a run took from the memo (a counter, for tests and diagnosis)."""
         self.added = 0
@@ -71,26 +74,63 @@ class ProgramMemo:
         grid). Returns its values on 0..``capacity`` GPUs, and per job a row of the option
         the optimum at each GPU count takes (read only up to ``capacity``; valid until the
         next run)."""
+        return self._run(flat, capacity, record=True)
+
+    def trial(self) -> ProgramMemo:
+        """A memo whose runs resume from this one's last run as :meth:`run` does, but leave
+        it as it was: for a program asked once beside the round's own (the quiet-round
+        check's, at other prices), so the next round still resumes from the round's run."""
+        return _Trial(self)
+
+    def _run(
+        self, flat: Flat, capacity: int, *, record: bool
+    ) -> tuple[NDArray[np.float64], NDArray[np.integer[Any]]]:
         sizes, costs, counts = flat.sizes, flat.costs, flat.counts
         wide = bool(len(counts)) and int(counts.max()) > _NARROW_OPTIONS
         if capacity > self._capacity or (wide and self._picks.dtype == np.int8):
             self._reset(max(capacity, self._capacity), wide)
-        kept = self._kept(sizes, costs, counts, np.cumsum(counts))
-        self._grow(len(counts))
+            record = True  # nothing kept to resume from: this run is the memo's own
+        kept = self._kept(sizes, costs, counts, counts.cumsum())
         width = self._capacity + 1
-        rows, picks = self._curves, self._picks
+        if record:
+            self._grow(len(counts))
+            rows, picks, first = self._curves, self._picks, 0
+        else:
+            rows, picks = self._trial_rows(len(counts) - kept)
+            first = kept
         flags = picks.view(np.bool_) if picks.dtype == np.int8 else None
-        previous = rows[kept - 1] if kept else self._start
-        for index, (job_sizes, job_costs) in enumerate(flat.listed(kept), start=kept):
+        previous = self._curves[kept - 1] if kept else self._start
+        for index, (job_sizes, job_costs) in enumerate(flat.listed(kept), start=kept - first):
             row = rows[index]
             pick = picks[index]
             flag = flags[index] if flags is not None else pick
             _add_job(previous, row, width, job_sizes, job_costs, pick, flag)
             previous = row
+        values = previous[width : width + capacity + 1]
+        if not record:
+            return values, np.concatenate((self._picks[:kept], picks[: len(counts) - kept]))
         self._sizes, self._costs, self._counts = sizes, costs, counts
         self.reused += kept
         self.added += len(counts) - kept
-        return previous[width : width + capacity + 1], picks
+        return values, picks
+
+    def _trial_rows(self, rows: int) -> tuple[NDArray[np.float64], NDArray[np.integer[Any]]]:
+        """At least ``rows`` padded curve rows and choice rows for a trial run (their first
+        ``width`` entries unreachable: no pass writes them)."""
+        width = self._capacity + 1
+        scratch = self._scratch
+        if (
+            scratch is None
+            or len(scratch[0]) < rows
+            or scratch[0].shape[1] != 2 * width
+            or scratch[1].dtype != self._picks.dtype
+        ):
+            size = max(rows, 64)
+            scratch = self._scratch = (
+                np.full((size, 2 * width), UNREACHABLE),
+                np.zeros((size, width), dtype=self._picks.dtype),
+            )
+        return scratch
 
     def left_out(self, flat: Flat) -> float:
         """What the last run's values leave out of ``flat``'s summed costs: the off cost of
@@ -122,7 +162,7 @@ class ProgramMemo:
         )
         if not len(changed):
             return jobs
-        return int(np.searchsorted(ends, changed[0], side="right"))
+        return int(ends.searchsorted(changed[0], side="right"))
 
     def _reset(self, capacity: int, wide: bool = False) -> None:
         """An empty memo at ``capacity``; ``wide``: choices kept as ``int32`` (some job has
@@ -177,3 +217,23 @@ def _add_job(
         np.minimum(best_so_far, out, out=out)
         return
     add_options(previous, out, width, sizes, costs, pick)
+
+
+class _Trial(ProgramMemo):
+    """:meth:`ProgramMemo.trial`: runs that read a memo and leave it as it was."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self, memo: ProgramMemo) -> None:  # no state of its own
+        self._memo = memo
+
+    def run(
+        self, flat: Flat, capacity: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.integer[Any]]]:
+        return self._memo._run(flat, capacity, record=False)
+
+    def trial(self) -> ProgramMemo:
+        return self
+
+    def left_out(self, flat: Flat) -> float:
+        return self._memo.left_out(flat)

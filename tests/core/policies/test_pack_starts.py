@@ -56,7 +56,10 @@ def test_the_starts_get_the_gpus_pack_gives_them(
     rng.shuffle(requests)
     whole = pack(requests, cluster)
     assert all(whole[gang.job_id] == gang.current for gang in gangs)
-    assert pack_starts(kept, starts, cluster) == {r.job_id: whole[r.job_id] for r in starts}
+    want = {r.job_id: whole[r.job_id] for r in starts}
+    assert pack_starts(kept, starts, cluster) == want
+    taken = {gpu for gpus in kept for gpu in gpus}  # as the round hands it over
+    assert pack_starts(kept, starts, cluster, taken) == want
 
 
 def test_a_start_that_fits_nowhere_waits_and_the_next_spans_the_free_gpus() -> None:

@@ -3,6 +3,8 @@ after round, while jobs come and go, costs move and the capacity left to it chan
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -100,6 +102,55 @@ def test_a_round_that_differs_only_at_its_end_adds_only_its_end() -> None:
     # A larger capacity than the memo's starts it afresh.
     assert _program(changed, 20, memo) == _program(changed, 20)
     assert memo.reused == len(several) - 3
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_trial_run_answers_as_the_whole_program_and_leaves_the_memo_as_it_was(
+    seed: int,
+) -> None:
+    """The quiet-round check's program (:meth:`ProgramMemo.trial`) resumes from the round's
+    run at other prices (its end moved): its answer is the whole program's, and the next
+    round still resumes from the round's own run, not from the trial's."""
+    rng = np.random.default_rng(13_000 + seed)
+    capacity = int(rng.integers(8, 24))
+    memo = ProgramMemo()
+    options = [_job(rng, capacity) for _ in range(int(rng.integers(60, 120)))]
+    trials = 0
+    for _ in range(20):
+        several = [option for option in options if len(option[0]) > 1]
+        try:
+            want: list[int] | None = _program(several, capacity)
+        except Infeasible:
+            want = None
+        try:
+            got: list[int] | None = _program(several, capacity, memo)
+        except Infeasible:
+            got = None
+        assert got == want
+        repriced = [
+            (sizes, costs * rng.uniform(0.5, 1.5)) if index >= len(several) // 2 else (sizes, costs)
+            for index, (sizes, costs) in enumerate(several)
+        ]
+        try:
+            want = _program(repriced, capacity)
+        except Infeasible:
+            want = None
+        before = (memo.reused, memo.added)
+        trial = memo.trial()
+        for _ in range(2):  # a second trial resumes from the round's run as well
+            try:
+                got = _program(repriced, capacity, trial)
+            except Infeasible:
+                got = None
+            assert got == want
+            trials += 1
+        assert (memo.reused, memo.added) == before, "a trial counts as no run of the memo's"
+        # The round's jobs asked again resume from the round's run whole: nothing is added.
+        with contextlib.suppress(Infeasible):
+            _program(several, capacity, memo)
+        assert memo.added == before[1], "the round's own run was replaced by the trial's"
+        options = _next_round(rng, options, capacity)
+    assert trials == 40
 
 
 def test_a_job_with_more_options_than_a_byte_holds_is_chosen_right() -> None:
