@@ -25,7 +25,9 @@ from tests.core.policies.test_allocator_decisions import ORACLE, PLANNER
 from tests.core.policies.test_allocator_guest_bound import _EveryGuestPriced, _world
 
 EXACT = SolverLimits(nodes=10**6, time_s=60.0, rel_gap=0.0)
-MULTIPLIERS = list(itertools.product((0.0, 0.3, 3.0, 30.0, 300.0, 3e3), (0.0, 10.0, 1e3, 1e5)))
+MULTIPLIERS = list(
+    itertools.product((0.0, 0.3, 3.0, 30.0, 300.0, 3e3, 1e5, 3e5, 1e6, 1e7), (0.0, 10.0, 1e3, 1e5))
+)  # lambda over the whole range searched (up to 1e7)
 
 
 def _rounds() -> list[Problem]:
