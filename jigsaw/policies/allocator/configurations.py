@@ -214,8 +214,7 @@ def exclusive_problem(
         jobs, allowed, pinned, protected, sharing, objective, room, remaining_s
     )
     must_run |= starts
-    restarts: list[bool] = []
-    """Per job: some size it may run at restarts or moves it (its discount is read)."""
+    restarts: list[bool] = []  # per job: some size restarts or moves it (discount read)
     for index, (job, goodput) in enumerate(zip(jobs, goodputs, strict=True)):
         row = reusable[index]
         if row is not None and index not in must_run and shadow is None:
@@ -247,7 +246,8 @@ def exclusive_problem(
         problem.views.append(JobView(job, goodput, current, choices, guest_of, pinned[index]))
         problem.by_job.append([])
         stays = len(current) if guest_of is None else -1
-        restarts.append(any(n > 0 and n != stays for n in sizes))
+        # Some size but 0 and the one it runs at (sizes are distinct): counted, not scanned.
+        restarts.append(len(sizes) - sizes.count(0) - (stays > 0 and stays in sizes) > 0)
     columns = _columns(problem.views, reusable, objective, kept, restarts)
     first = rows.columns_end(kept) if rows is not None else 0
     for job_columns, count in zip(problem.by_job, map(len, columns), strict=True):
