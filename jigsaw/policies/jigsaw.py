@@ -131,8 +131,6 @@ class JigsawPolicy(PolicyBase):
         self._program = ProgramMemo() if incremental else None
         """The round's size program as it last ran: the next adds only the jobs after the
         first that differs (:mod:`~jigsaw.policies.shared.program_memo`)."""
-        self._bound_program = ProgramMemo() if incremental else None
-        """The guest bound's curve over the jobs outside the candidates as it last ran."""
         self._rows = RowMemo() if incremental else None
         """The last round's leading steady jobs, their views and columns
         (:mod:`~jigsaw.policies.allocator.row_memo`)."""
@@ -243,7 +241,9 @@ class JigsawPolicy(PolicyBase):
         )
         if not cotenancy.offer_slots(problem, cluster):
             return solve(problem, self._limits, memo=self._program)
-        exclusive = solve_exclusive_round(problem, self._program, self._bound_program)
+        # The guest bound's curve resumes from the round's own program (its jobs lead it).
+        memo = self._program
+        exclusive = solve_exclusive_round(problem, memo, memo.trial() if memo else None)
         floors = cotenancy.guest_price_floors(problem)
         if floors is not None and not guests_may_pay(problem, exclusive, floors):
             return exclusive.solution

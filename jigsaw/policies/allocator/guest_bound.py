@@ -49,9 +49,9 @@ class ExclusiveRound:
         *,
         flat: Flat | None = None,
     ) -> None:
-        """``curve_memo``: the passes of the last curve over the jobs outside the candidates,
-        kept between rounds by the policy (the same curve, for the passes of the jobs that
-        changed)."""
+        """``curve_memo``: passes kept by the policy (the round's own size program, read as a
+        trial) that the curve over the jobs outside the candidates resumes from (the same
+        curve, for the passes of the jobs after the first that differs)."""
         if (options is None) == (flat is None):
             raise ValueError("an exclusive round takes its options per job or flat, not both")
         self._options = options

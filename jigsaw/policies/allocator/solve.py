@@ -104,7 +104,8 @@ def solve_exclusive_round(
 ) -> ExclusiveRound:
     """``memo``: the size program's last run, kept by the caller between rounds (the same
     answer, for less work: :mod:`~jigsaw.policies.shared.program_memo`); ``curve_memo``: the
-    guest bound's curve's, likewise (:meth:`ExclusiveRound.curve_without`)."""
+    guest bound's curve's (:meth:`ExclusiveRound.curve_without`; a trial of ``memo``, which
+    then resumes from this round's program, whose jobs lead the curve's)."""
     if not problem.exclusive_only:
         cheapest = _size_options(problem)
         return ExclusiveRound(cheapest, _solve_exclusive(problem, cheapest, memo), curve_memo)

@@ -79,8 +79,8 @@ PURE_CACHES: dict[type, frozenset[str]] = {
     # What each running gang offers co-tenancy, per (job options, plan, GPUs): oracle figures
     # (tests/core/policies/test_gang_offers.py holds it to building afresh).
     GangOfferMemo: frozenset({"_kept", "built"}),
-    # The size program's last run: its answer is the whole program's
-    # (tests/core/policies/test_program_memo.py).
+    # The size program's last run, and the rows its trials write: its answer is the whole
+    # program's, a trial's too (tests/core/policies/test_program_memo.py).
     ProgramMemo: frozenset(
         {
             "_capacity",
@@ -90,6 +90,7 @@ PURE_CACHES: dict[type, frozenset[str]] = {
             "_start",
             "_curves",
             "_picks",
+            "_scratch",
             "added",
             "reused",
         }
