@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from jigsaw.model.cluster import Cluster, GpuId
 from jigsaw.model.domain import Job
 from jigsaw.model.errors import InvalidSpecError
-from jigsaw.model.lifecycle import JobState
 from jigsaw.model.plan import Plan
 from jigsaw.oracle import GangTiming, Oracle
 from jigsaw.planning.planner import Planner
@@ -48,6 +47,7 @@ from jigsaw.policies.allocator.configurations import (
     Problem,
 )
 from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
+from jigsaw.policies.allocator.guest_candidates import guest_candidates
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.offering_gangs import (
     OfferingGangs,
@@ -59,7 +59,6 @@ from jigsaw.policies.allocator.remaining import CompletionPaces, WorkLeft
 from jigsaw.policies.shared.plans import PlanCatalog
 
 MAX_SLOTS = 64
-MAX_GUESTS = 12
 SHARES_KEPT = 100_000
 """Shares kept across rounds at most (then forgotten at once: a pure function's memo)."""
 _ANY_GPU: GpuId = (0, 0)
@@ -133,7 +132,7 @@ class Cotenancy:
         full backprop, and a change is discounted and churned), and the keep column is
         listed first, so it changes no exclusive answer. Only whether some slot exists is
         found now. A gang whose staircase would beat full backprop is priced now."""
-        self._candidates = self._guests(problem)
+        self._candidates = guest_candidates(problem, self.objective, self.planner)
         self._deferred = None
         if not self._candidates and not any_host_now(problem):
             return False  # nobody to pack and no host to price: no slot can matter this round
@@ -211,7 +210,7 @@ class Cotenancy:
                 ),
                 default=math.inf,  # starving: it must run somewhere
             )  # a guest column costing more than waiting is never chosen
-            options: list[Column] = []
+            options: list[tuple[float, int, float, float, float, float]] = []
             memory = self._memory(job, plan)
             if memory is None:
                 continue
@@ -251,23 +250,26 @@ class Cotenancy:
                     )
                     loss = losses[(position, host_factor)] = beside - by_itself
                 if cost + loss < off:
-                    options.append(
-                        Column(
-                            job_index,
-                            GUEST,
-                            0,
-                            cost,
-                            speedup * guest_share,
-                            plan=plan,
-                            needs=slot.column,
-                            slot=slot.gpu,
-                            host_loss=slot.host_speedup * (1.0 - host_factor),
-                            host_cost=loss,
-                        )
+                    options.append((cost + loss, position, cost, guest_share, host_factor, loss))
+            # Its cheapest slots, ties in slot order (a stable sort's first), built alone.
+            for _, position, cost, share, factor, loss in heapq.nsmallest(
+                self.config.guest_slots_per_job, options
+            ):
+                slot = slots[position]
+                problem.add(
+                    Column(
+                        job_index,
+                        GUEST,
+                        0,
+                        cost,
+                        speedup * share,
+                        plan=plan,
+                        needs=slot.column,
+                        slot=slot.gpu,
+                        host_loss=slot.host_speedup * (1.0 - factor),
+                        host_cost=loss,
                     )
-            options.sort(key=lambda c: c.cost + c.host_cost)
-            for column in options[: self.config.guest_slots_per_job]:
-                problem.add(column)
+                )
 
     # -- slots ------------------------------------------------------------------------------
     def _slots(self, problem: Problem, cluster: Cluster, gangs: OfferingGangs) -> list[_Slot]:
@@ -275,12 +277,21 @@ class Cotenancy:
         # (-idle, column, gpu) first: the slots kept are the ``MAX_SLOTS`` with the most idle
         # compute, and only those are built.
         found: list[tuple[float, int, GpuId, int, int, float, bool, GangTiming]] = []
+        columns = problem.columns
         for index, keep, offers in offering:
-            keep_speedup = problem.columns[keep].speedup
             if offers.full is None and not offers.staircases:  # keeps its plan: no host column
-                plans = [(keep, offers.current, keep_speedup, False)]
-            else:
-                plans = self._host_columns(problem, index, keep, offers, keep_speedup)
+                offer = offers.current
+                timing = offer.timing
+                if timing is not None and offer.open_gpus:
+                    speedup = columns[keep].speedup
+                    found.extend(
+                        (less_idle, keep, gpu, used, index, speedup, False, timing)
+                        for less_idle, gpu, used in offer.open_gpus
+                        if occupants[gpu] == 1
+                    )
+                continue
+            keep_speedup = columns[keep].speedup
+            plans = self._host_columns(problem, index, keep, offers, keep_speedup)
             for column, offer, speedup, changed in plans:
                 timing = offer.timing
                 if timing is None:
@@ -349,38 +360,6 @@ class Cotenancy:
         gpus = len(problem.views[index].current)
         column = problem.add(Column(index, HOST, gpus, cost, speedup, plan=offer.plan))
         return column, offer, speedup, True
-
-    # -- guests -----------------------------------------------------------------------------
-    def _guests(self, problem: Problem) -> list[tuple[int, Plan, float]]:
-        """(job index, plan on one GPU, speedup alone on one GPU) of the jobs that may be
-        guests: waiting or guests now, allowed one GPU; the ``MAX_GUESTS`` heaviest-weighted
-        (then oldest) of them."""
-        candidates: list[tuple[bool, float, float, int, float]] = []
-        for index, view in enumerate(problem.views):
-            job = view.job
-            if (view.current and view.guest_of is None) or view.pinned:
-                continue
-            if job.state is JobState.ADMITTED:
-                continue
-            sizes = view.choices.sizes.tolist()
-            if 1 not in sizes:
-                continue
-            speedup = float(view.choices.speedups[sizes.index(1)])
-            weight = self.objective.weight(job)
-            leaving = view.guest_of is None  # a guest now keeps its column first
-            candidates.append((leaving, -weight, job.submitted_at, index, speedup))
-        candidates.sort()
-        found: list[tuple[int, Plan, float]] = []
-        for _, _, _, index, speedup in candidates[:MAX_GUESTS]:
-            view = problem.views[index]
-            plan = (
-                self.planner.resized_plan(view.job, 1)
-                if view.goodput is not None
-                else self.planner.start_plan(view.job)
-            )
-            if plan.num_workers == 1:
-                found.append((index, plan, speedup))
-        return found
 
     def _memory(self, job: Job, plan: Plan) -> int | None:
         try:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from jigsaw.goodput.source import JobGoodput
 from jigsaw.model.domain import Job
 from jigsaw.model.snapshot import Snapshot
-from jigsaw.policies.allocator.cotenancy import MAX_GUESTS
+from jigsaw.policies.allocator.guest_candidates import MAX_GUESTS
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.shared.backlog import Backlog, split_backlog
 

@@ -33,6 +33,7 @@ from jigsaw.policies.allocator.config import JigsawConfig
 from jigsaw.policies.allocator.configurations import EXCLUSIVE, GUEST, OFF, Column, Problem
 from jigsaw.policies.allocator.cotenancy import Cotenancy
 from jigsaw.policies.allocator.guest_bound import ExclusiveRound
+from jigsaw.policies.allocator.guest_candidates import guest_candidates
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.solution import Solution
 from jigsaw.policies.allocator.solve import solve_exclusive
@@ -227,7 +228,7 @@ def test_no_guest_column_costs_less_than_its_floor() -> None:
         assert result is not None
         problem = result.problem
         cotenancy = Cotenancy(policy.catalog, ORACLE, PLANNER, result.objective, policy.config)
-        cotenancy._candidates = cotenancy._guests(problem)
+        cotenancy._candidates = guest_candidates(problem, result.objective, PLANNER)
         floors = cotenancy.guest_price_floors(problem)
         if floors is None:  # a guest runs: keeping its slot may cost less than a start
             assert any(view.guest_of for view in problem.views)

@@ -24,7 +24,7 @@ from jigsaw.model.decisions import Start
 from jigsaw.model.domain import Job, JobSpec
 from jigsaw.model.plan import full_backprop
 from jigsaw.model.snapshot import Snapshot
-from jigsaw.policies.allocator.cotenancy import MAX_GUESTS
+from jigsaw.policies.allocator.guest_candidates import MAX_GUESTS
 from jigsaw.policies.jigsaw import JigsawConfig, JigsawPolicy
 from jigsaw.policies.pollux import PolluxPolicy
 from jigsaw.policies.shared.backlog import split_backlog
