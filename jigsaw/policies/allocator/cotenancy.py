@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from jigsaw.model.cluster import Cluster, GpuId
 from jigsaw.model.domain import Job
@@ -46,7 +46,7 @@ from jigsaw.policies.allocator.configurations import (
     Column,
     Problem,
 )
-from jigsaw.policies.allocator.gang_offers import GangOfferMemo, GangOffers, PlanOffer
+from jigsaw.policies.allocator.gang_offers import ANY_GPU, GangOfferMemo, GangOffers, PlanOffer
 from jigsaw.policies.allocator.guest_candidates import guest_candidates
 from jigsaw.policies.allocator.objective import Objective
 from jigsaw.policies.allocator.offering_gangs import (
@@ -61,12 +61,11 @@ from jigsaw.policies.shared.plans import PlanCatalog
 MAX_SLOTS = 64
 SHARES_KEPT = 100_000
 """Shares kept across rounds at most (then forgotten at once: a pure function's memo)."""
-_ANY_GPU: GpuId = (0, 0)
-"""Where a host-and-guest pair is priced: one GPU, the same for every slot."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Slot:
+class _Slot(NamedTuple):
+    """Immutable; a tuple, since a round builds up to ``MAX_SLOTS`` of them."""
+
     column: int
     """The host's column (exclusive keep-size, or a host column) that offers it."""
     gpu: GpuId
@@ -77,7 +76,7 @@ class _Slot:
     host_speedup: float
     host_changed: bool
     timing: GangTiming
-    """The host's timing reduced to this GPU (:data:`_ANY_GPU`)."""
+    """The host's timing reduced to this GPU (:attr:`PlanOffer.alone_on`)."""
 
 
 class Cotenancy:
@@ -281,38 +280,33 @@ class Cotenancy:
         for index, keep, offers in offering:
             if offers.full is None and not offers.staircases:  # keeps its plan: no host column
                 offer = offers.current
-                timing = offer.timing
-                if timing is not None and offer.open_gpus:
+                if offer.open_gpus:  # none when it cannot be timed
                     speedup = columns[keep].speedup
                     found.extend(
-                        (less_idle, keep, gpu, used, index, speedup, False, timing)
-                        for less_idle, gpu, used in offer.open_gpus
+                        (less_idle, keep, gpu, used, index, speedup, False, here)
+                        for (less_idle, gpu, used), here in zip(
+                            offer.open_gpus, offer.alone_on, strict=True
+                        )
                         if occupants[gpu] == 1
                     )
                 continue
             keep_speedup = columns[keep].speedup
             plans = self._host_columns(problem, index, keep, offers, keep_speedup)
             for column, offer, speedup, changed in plans:
-                timing = offer.timing
-                if timing is None:
-                    continue
-                for less_idle, gpu, used in offer.open_gpus:
+                for (less_idle, gpu, used), here in zip(
+                    offer.open_gpus, offer.alone_on, strict=True
+                ):
                     if occupants[gpu] == 1:
-                        entry = (less_idle, column, gpu, used, index, speedup, changed, timing)
+                        entry = (less_idle, column, gpu, used, index, speedup, changed, here)
                         found.append(entry)
-        slots: list[_Slot] = []
         # No two entries share (column, gpu): the tuples' order is their first three fields'.
-        for less_idle, column, gpu, used, index, speedup, changed, timing in heapq.nsmallest(
-            MAX_SLOTS, found
-        ):
-            # Alone with one guest, the host's other GPUs share nothing: its timing on this
-            # GPU alone gives the same co-located times, and slots of hosts of one shape
-            # price alike (one co-location solve per shape and guest).
-            busy = dict(timing.busy_s)[gpu]
-            here = GangTiming(timing.alone_s, ((_ANY_GPU, busy),), timing.profile)
-            memory = cluster.gpu_memory(gpu) - used
-            slots.append(_Slot(column, gpu, memory, -less_idle, index, speedup, changed, here))
-        return slots
+        # A slot is priced on the host's timing on its GPU alone (:attr:`PlanOffer.alone_on`).
+        return [
+            _Slot(column, gpu, cluster.gpu_memory(gpu) - used, -idle, index, speedup, moved, here)
+            for idle, column, gpu, used, index, speedup, moved, here in heapq.nsmallest(
+                MAX_SLOTS, found
+            )
+        ]
 
     def _host_columns(
         self, problem: Problem, index: int, keep: int, offers: GangOffers, keep_speedup: float
@@ -369,7 +363,7 @@ class Cotenancy:
 
     def _shares(self, guest: Job, plan: Plan, slot: _Slot) -> tuple[float, float] | None:
         """(guest's share of its solo speed, host's share of its own) on ``slot``."""
-        alone = self.catalog.timing(guest, plan, (_ANY_GPU,))
+        alone = self.catalog.timing(guest, plan, (ANY_GPU,))
         if alone is None:
             return None
         host_id = "\0host"  # no job id starts with a NUL

@@ -24,6 +24,8 @@ SPB_PLANS_PER_HOST = 2
 """A host column is offered for at most this many SPB plans of a gang (its best)."""
 MIN_SLACK = 0.05
 """A GPU whose host worker leaves less than this share idle is not offered."""
+ANY_GPU: GpuId = (0, 0)
+"""Where a host-and-guest pair is priced: one GPU, the same for every slot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,10 @@ class PlanOffer:
     open_gpus: tuple[tuple[float, GpuId, int], ...]
     """``(-idle, gpu, memory used)`` of each GPU where its workers leave at least
     ``MIN_SLACK`` of the GPU's time idle (none when it cannot be timed)."""
+    alone_on: tuple[GangTiming, ...] = ()
+    """Per open GPU, in the same order, ``timing`` reduced to that GPU alone, as if on
+    :data:`ANY_GPU`: alone with one guest, the gang's other GPUs share nothing, so it gives
+    the same co-located times, and slots of gangs of one shape price alike."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,4 +146,9 @@ class GangOfferMemo:
             for gpu, load, used in self.catalog.footprint(job, plan, placement)
             if load <= 1.0 - MIN_SLACK
         )
-        return PlanOffer(plan, ratio, timing, open_gpus)
+        busy = dict(timing.busy_s)
+        alone_on = tuple(
+            GangTiming(timing.alone_s, ((ANY_GPU, busy[gpu]),), timing.profile)
+            for _, gpu, _ in open_gpus
+        )
+        return PlanOffer(plan, ratio, timing, open_gpus, alone_on)
