@@ -11,6 +11,17 @@ hashes, so a speed change is shown not to change scheduling. Prints one JSON obj
     .venv/bin/python -m bench.sim_cpu_pair --against 314417a -- ../shared/traces/philly.csv \\
         --policy jigsaw --gpus 256 --gpus-per-node 8 --start 2017-09-18 --end 2017-10-02
     .venv/bin/python -m bench.sim_cpu_pair --against HEAD --runs 3 -- <simulate args...>
+    .venv/bin/python -m bench.sim_cpu_pair --against HEAD --instructions -- <simulate args...>
+
+``--instructions`` runs each side under valgrind's cachegrind (no cache or branch simulation,
+``PYTHONHASHSEED=0``) and reports the instructions each executed and their ratio: a count the
+box's speed and its neighbours do not move (two runs of one tree agree within about 1%,
+where one CPU pair moves by about 6%), at about 15x the replay's time. It is a proxy: an
+instruction is not a second (memory stalls and numpy's vector loops weigh differently), so
+a published CPU figure still comes from a pair without it. Under valgrind the floats can
+differ from a native run's in their last bits (it emulates the vector unit), so the decision
+log can differ from the native replay's: both sides run under the same emulation, and
+``logs_equal`` says whether they decided alike.
 
 The worktree is made beside the repository (``<repo parent>/.cpu_pair_<random>``) so that a
 relative path such as ``../shared/traces/philly.csv`` names the same file from both sides; it
@@ -25,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -41,6 +53,15 @@ CLI_SHIM = (
     "import sys; sys.argv=['jigsaw-cli','simulate',*sys.argv[1:]]; "
     "from cli.main import main; main()"
 )
+CACHEGRIND = (
+    "valgrind",
+    "--tool=cachegrind",
+    "--cache-sim=no",
+    "--branch-sim=no",
+    "--cachegrind-out-file=/dev/null",
+)
+"""What ``--instructions`` runs each side under: an instruction count and nothing else."""
+_I_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
 def find_key(data: Any, key: str) -> Any:
@@ -67,8 +88,15 @@ def median(values: list[float]) -> float:
     return (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def child_command(simulate_args: list[str]) -> list[str]:
-    return [sys.executable, "-c", CLI_SHIM, *simulate_args, "-o", "json"]
+def child_command(simulate_args: list[str], instructions: bool = False) -> list[str]:
+    command = [sys.executable, "-c", CLI_SHIM, *simulate_args, "-o", "json"]
+    return [*CACHEGRIND, *command] if instructions else command
+
+
+def instructions_of(stderr: str) -> int | None:
+    """The instructions cachegrind counted (its ``I refs`` line), or ``None``."""
+    found = _I_REFS.search(stderr)
+    return int(found.group(1).replace(",", "")) if found else None
 
 
 def child_env(cwd: Path, base: dict[str, str], shared: Path) -> dict[str, str]:
@@ -98,13 +126,21 @@ class Replay:
     """One side's replay, started at once; ``wait`` reaps it with its rusage, ``result`` reads
     its JSON (or fails with one line naming the side)."""
 
-    def __init__(self, side: str, cwd: Path, args: list[str], core: int | None) -> None:
+    def __init__(
+        self, side: str, cwd: Path, args: list[str], core: int | None, instructions: bool = False
+    ) -> None:
         self.side = side
         self.stdout: IO[bytes] = tempfile.TemporaryFile()
         self.stderr: IO[bytes] = tempfile.TemporaryFile()
         env = child_env(cwd, dict(os.environ), REPO.parent / "shared")
+        if instructions:
+            env["PYTHONHASHSEED"] = "0"  # the same hashes, so the same dict and set work
         self.process = subprocess.Popen(
-            child_command(args), cwd=cwd, env=env, stdout=self.stdout, stderr=self.stderr
+            child_command(args, instructions),
+            cwd=cwd,
+            env=env,
+            stdout=self.stdout,
+            stderr=self.stderr,
         )
         if core is not None:
             os.sched_setaffinity(self.process.pid, {core})
@@ -115,15 +151,17 @@ class Replay:
 
     def result(self) -> dict[str, Any]:
         with self.stdout, self.stderr:
+            self.stderr.seek(0)
+            stderr = self.stderr.read().decode(errors="replace")
             if self.process.returncode != 0:
-                self.stderr.seek(0)
-                lines = self.stderr.read().decode(errors="replace").strip().splitlines()
+                lines = [line for line in stderr.strip().splitlines() if not line.startswith("==")]
                 last = lines[-1] if lines else "(no stderr)"
                 code = self.process.returncode
                 raise SystemExit(f"{self.side} replay failed (exit {code}): {last}")
             self.stdout.seek(0)
             payload = json.load(self.stdout)
         return {
+            "instructions": instructions_of(stderr),
             "cpu_s": self.usage.ru_utime + self.usage.ru_stime,
             "rss_mb": round(self.usage.ru_maxrss / 1024, 1),  # ru_maxrss is KiB on Linux
             "log": ",".join(find_all(payload, "decision_log_sha256")),
@@ -131,16 +169,31 @@ class Replay:
         }
 
 
-def run_pair(worktree: Path, args: list[str], swap: bool) -> dict[str, Any]:
+def run_pair(
+    worktree: Path, args: list[str], swap: bool, instructions: bool = False
+) -> dict[str, Any]:
     cores = sorted(os.sched_getaffinity(0))
     ours_core, theirs_core = (cores[0], cores[1]) if len(cores) >= 2 else (None, None)
     if swap:
         ours_core, theirs_core = theirs_core, ours_core
-    replays = [Replay("ours", REPO, args, ours_core), Replay("theirs", worktree, args, theirs_core)]
+    replays = [
+        Replay("ours", REPO, args, ours_core, instructions),
+        Replay("theirs", worktree, args, theirs_core, instructions),
+    ]
     for replay in replays:  # both reaped before either can fail: no replay outlives the pair
         replay.wait()
     ours, theirs = (replay.result() for replay in replays)
+    counted: dict[str, Any] = {}
+    if instructions:
+        if ours["instructions"] is None or theirs["instructions"] is None:
+            raise SystemExit("cachegrind printed no instruction count (its 'I refs' line)")
+        counted = {
+            "ours_instructions": ours["instructions"],
+            "theirs_instructions": theirs["instructions"],
+            "instruction_ratio": round(ours["instructions"] / theirs["instructions"], 4),
+        }
     return {
+        **counted,
         "ours_cpu_s": round(ours["cpu_s"], 3),
         "theirs_cpu_s": round(theirs["cpu_s"], 3),
         "ratio": round(ours["cpu_s"] / theirs["cpu_s"], 4),
@@ -160,10 +213,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", required=True, help="git ref to compare with")
     parser.add_argument("--runs", type=int, default=1, help="pairs to run, one after the other")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each side's instructions under valgrind's cachegrind (a steady proxy)",
+    )
     args = parser.parse_args(argv[:split])
     simulate_args = argv[split + 1 :]
     if not simulate_args:
         parser.error("give the simulate arguments after --")
+    if args.instructions and shutil.which(CACHEGRIND[0]) is None:
+        raise SystemExit("--instructions needs valgrind on the PATH (apt install valgrind)")
     against = git("rev-parse", "--verify", f"{args.against}^{{commit}}")
     ours = {
         "commit": git("rev-parse", "HEAD"),
@@ -174,7 +234,10 @@ def main(argv: list[str] | None = None) -> None:
         git("worktree", "add", "--detach", str(worktree), against)
         for tree in (REPO, worktree):  # byte-compile first: a fresh worktree has no .pyc files
             subprocess.run([sys.executable, "-m", "compileall", "-q", *PACKAGES], cwd=tree)
-        pairs = [run_pair(worktree, simulate_args, swap=i % 2 == 1) for i in range(args.runs)]
+        pairs = [
+            run_pair(worktree, simulate_args, i % 2 == 1, args.instructions)
+            for i in range(args.runs)
+        ]
     finally:
         subprocess.run(
             ["git", "worktree", "remove", "--force", str(worktree)], cwd=REPO, capture_output=True
@@ -190,6 +253,15 @@ def main(argv: list[str] | None = None) -> None:
                 "ours": ours,
                 "pairs": pairs,
                 "median_ratio": round(median([pair["ratio"] for pair in pairs]), 4),
+                **(
+                    {
+                        "median_instruction_ratio": round(
+                            median([pair["instruction_ratio"] for pair in pairs]), 4
+                        )
+                    }
+                    if args.instructions
+                    else {}
+                ),
                 "logs_equal": all(pair["logs_equal"] for pair in pairs),
             },
             indent=2,

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bench.sim_cpu_pair import child_command, child_env, find_all, find_key, median
+from bench.sim_cpu_pair import (
+    CACHEGRIND,
+    child_command,
+    child_env,
+    find_all,
+    find_key,
+    instructions_of,
+    median,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = {
@@ -51,6 +60,17 @@ def test_the_child_command_runs_the_cli_of_this_interpreter_with_json_output() -
     command = child_command(["trace.csv", "--policy", "fifo"])
     assert command[0] == sys.executable
     assert command[-5:] == ["trace.csv", "--policy", "fifo", "-o", "json"]
+
+
+def test_under_instructions_the_child_runs_under_cachegrind_and_its_count_is_read() -> None:
+    plain = child_command(["trace.csv"])
+    counted = child_command(["trace.csv"], instructions=True)
+    assert counted == [*CACHEGRIND, *plain]
+    assert CACHEGRIND[:2] == ("valgrind", "--tool=cachegrind")
+    stderr = "==12== Cachegrind, a tracing profiler\n==12== \n==12== I   refs:   85,361,220,114\n"
+    assert instructions_of(stderr) == 85_361_220_114
+    assert instructions_of("==12== I refs: 7\n") == 7
+    assert instructions_of("no count here") is None
 
 
 def test_the_child_env_puts_its_tree_first_and_names_the_shared_dir(tmp_path: Path) -> None:
@@ -125,4 +145,40 @@ def test_a_failed_replay_names_its_side_and_leaves_no_worktree() -> None:
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ours replay failed (exit ")
     assert "no_such_trace.csv" in last
+    assert worktrees() == before
+
+
+@pytest.mark.slow  # both sides under valgrind: about half a minute
+@pytest.mark.xdist_group("sim_cpu_pair")  # one at a time: each compares the worktree list
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instructions_of_the_same_tree_agree_within_a_percent() -> None:
+    """HEAD against HEAD: the counts are those of one replay twice, so their ratio is 1 to
+    within the count's own noise (a regression to timing would show 5% or more)."""
+    before = worktrees()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.sim_cpu_pair",
+            "--against",
+            "HEAD",
+            "--instructions",
+            "--",
+            "tests/data/philly_excerpt.csv",
+            "--policy",
+            "jigsaw",
+            "--gpus",
+            "16",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    [pair] = report["pairs"]
+    assert pair["ours_instructions"] > 1e9 and pair["theirs_instructions"] > 1e9
+    assert abs(pair["instruction_ratio"] - 1.0) < 0.01
+    assert report["median_instruction_ratio"] == pair["instruction_ratio"]
     assert worktrees() == before

@@ -195,9 +195,10 @@ def guest_bound(problem: Problem, exclusive: ExclusiveRound, guests: Mapping[int
 
     The program's values over the jobs that are not guests are the same at any guest
     prices: one pass over them is kept (:meth:`ExclusiveRound.curve_without`), and each
-    check adds only its candidates (at most 12) to a copy. Between rounds that pass resumes
-    from the last round's where their jobs first differ (a memo of its own, kept by the
-    policy: :func:`~jigsaw.policies.shared.pollux_allocation.cost_curve`).
+    check adds only its candidates (at most 12) to a copy. That pass resumes from the
+    round's own size program where their jobs first differ (a trial of the policy's memo,
+    :meth:`~jigsaw.policies.shared.program_memo.ProgramMemo.trial`: the running jobs lead
+    both, and the candidates wait, behind them).
 
     On a Philly week at 512 GPUs (a profiler's diagnosis) HiGHS's answer was kept in 14 of
     2,534 co-tenancy rounds: most offer slots while free GPUs remain, where a one-GPU job
