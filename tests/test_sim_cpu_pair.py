@@ -109,13 +109,19 @@ def worktrees() -> str:
     return listed.stdout
 
 
-def run_bench(*simulate_args: str) -> subprocess.CompletedProcess[str]:
+def run_bench(
+    *simulate_args: str, options: tuple[str, ...] = (), timeout: int = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bench.sim_cpu_pair", "--against", "HEAD", "--", *simulate_args],
+        [
+            sys.executable,
+            *("-m", "bench.sim_cpu_pair", "--against", "HEAD", *options, "--"),
+            *simulate_args,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -155,24 +161,10 @@ def test_instructions_of_the_same_tree_agree_within_a_percent() -> None:
     """HEAD against HEAD: the counts are those of one replay twice, so their ratio is 1 to
     within the count's own noise (a regression to timing would show 5% or more)."""
     before = worktrees()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.sim_cpu_pair",
-            "--against",
-            "HEAD",
-            "--instructions",
-            "--",
-            "tests/data/philly_excerpt.csv",
-            "--policy",
-            "jigsaw",
-            "--gpus",
-            "16",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_bench(
+        "tests/data/philly_excerpt.csv",
+        *("--policy", "jigsaw", "--gpus", "16"),
+        options=("--instructions",),
         timeout=600,
     )
     assert done.returncode == 0, done.stderr

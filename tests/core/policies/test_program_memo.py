@@ -58,6 +58,16 @@ def _whole(options: Options, capacity: int) -> list[int] | None:
         return None
 
 
+def _programmed(
+    options: Options, capacity: int, memo: ProgramMemo | None = None
+) -> list[int] | None:
+    """The size program's answer over every job given (``None``: none fits)."""
+    try:
+        return _program(options, capacity, memo)
+    except Infeasible:
+        return None
+
+
 @pytest.mark.parametrize("seed", range(25))
 def test_a_kept_program_answers_as_a_fresh_one_every_round(seed: int) -> None:
     rng = np.random.default_rng(7_000 + seed)
@@ -73,15 +83,7 @@ def test_a_kept_program_answers_as_a_fresh_one_every_round(seed: int) -> None:
         assert got == want
         # The memo's own program, over every job (no job dropped first), as well.
         several = [option for option in options if len(option[0]) > 1]
-        try:
-            whole: list[int] | None = _program(several, capacity)
-        except Infeasible:
-            whole = None
-        try:
-            kept: list[int] | None = _program(several, capacity, whole_memo)
-        except Infeasible:
-            kept = None
-        assert kept == whole
+        assert _programmed(several, capacity, whole_memo) == _programmed(several, capacity)
         options = _next_round(rng, options, capacity)
         if rng.uniform() < 0.2:
             capacity = max(4, capacity + int(rng.integers(-3, 4)))
@@ -118,31 +120,16 @@ def test_a_trial_run_answers_as_the_whole_program_and_leaves_the_memo_as_it_was(
     trials = 0
     for _ in range(20):
         several = [option for option in options if len(option[0]) > 1]
-        try:
-            want: list[int] | None = _program(several, capacity)
-        except Infeasible:
-            want = None
-        try:
-            got: list[int] | None = _program(several, capacity, memo)
-        except Infeasible:
-            got = None
-        assert got == want
+        assert _programmed(several, capacity, memo) == _programmed(several, capacity)
         repriced = [
             (sizes, costs * rng.uniform(0.5, 1.5)) if index >= len(several) // 2 else (sizes, costs)
             for index, (sizes, costs) in enumerate(several)
         ]
-        try:
-            want = _program(repriced, capacity)
-        except Infeasible:
-            want = None
+        want = _programmed(repriced, capacity)
         before = (memo.reused, memo.added)
         trial = memo.trial()
         for _ in range(2):  # a second trial resumes from the round's run as well
-            try:
-                got = _program(repriced, capacity, trial)
-            except Infeasible:
-                got = None
-            assert got == want
+            assert _programmed(repriced, capacity, trial) == want
             trials += 1
         assert (memo.reused, memo.added) == before, "a trial counts as no run of the memo's"
         # The round's jobs asked again resume from the round's run whole: nothing is added.
