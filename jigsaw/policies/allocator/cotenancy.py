@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from jigsaw.model.cluster import Cluster, GpuId
@@ -248,8 +249,9 @@ class Cotenancy:
                         *host_terms, slot.host_speedup * host_factor, changed=changed
                     )
                     loss = losses[(position, host_factor)] = beside - by_itself
-                if cost + loss < off:
-                    options.append((cost + loss, position, cost, guest_share, host_factor, loss))
+                total = cost + loss
+                if total < off:
+                    options.append((total, position, cost, guest_share, host_factor, loss))
             # Its cheapest slots, ties in slot order (a stable sort's first), built alone.
             for _, position, cost, share, factor, loss in heapq.nsmallest(
                 self.config.guest_slots_per_job, options
@@ -278,27 +280,22 @@ class Cotenancy:
         found: list[tuple[float, int, GpuId, int, int, float, bool, GangTiming]] = []
         columns = problem.columns
         for index, keep, offers in offering:
-            if offers.full is None and not offers.staircases:  # keeps its plan: no host column
-                offer = offers.current
-                if offer.open_gpus:  # none when it cannot be timed
-                    speedup = columns[keep].speedup
-                    found.extend(
-                        (less_idle, keep, gpu, used, index, speedup, False, here)
-                        for (less_idle, gpu, used), here in zip(
-                            offer.open_gpus, offer.alone_on, strict=True
-                        )
-                        if occupants[gpu] == 1
-                    )
-                continue
             keep_speedup = columns[keep].speedup
-            plans = self._host_columns(problem, index, keep, offers, keep_speedup)
+            if offers.full is None and not offers.staircases:  # keeps its plan: no host column
+                plans: Sequence[tuple[int, PlanOffer, float, bool]] = (
+                    (keep, offers.current, keep_speedup, False),
+                )
+            else:
+                plans = self._host_columns(problem, index, keep, offers, keep_speedup)
             for column, offer, speedup, changed in plans:
-                for (less_idle, gpu, used), here in zip(
-                    offer.open_gpus, offer.alone_on, strict=True
-                ):
-                    if occupants[gpu] == 1:
-                        entry = (less_idle, column, gpu, used, index, speedup, changed, here)
-                        found.append(entry)
+                # No open GPU where the plan cannot be timed.
+                found.extend(
+                    (less_idle, column, gpu, used, index, speedup, changed, here)
+                    for (less_idle, gpu, used), here in zip(
+                        offer.open_gpus, offer.alone_on, strict=True
+                    )
+                    if occupants[gpu] == 1
+                )
         # No two entries share (column, gpu): the tuples' order is their first three fields'.
         # A slot is priced on the host's timing on its GPU alone (:attr:`PlanOffer.alone_on`).
         return [
