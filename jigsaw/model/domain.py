@@ -11,7 +11,7 @@ from typing import Any
 from jigsaw.model.block_noise import BlockNoise
 from jigsaw.model.cluster import Placement
 from jigsaw.model.errors import IllegalTransitionError, InvalidSpecError
-from jigsaw.model.fast_replace import compiled_replace
+from jigsaw.model.fast_replace import compiled_copy, compiled_new, compiled_replace
 from jigsaw.model.lifecycle import JobState, can_transition
 from jigsaw.model.plan import Plan, PlanRequest
 from jigsaw.model.reasons import ReasonCode, default_code
@@ -240,6 +240,8 @@ class Job:
 replace_job = compiled_replace(Job)
 """``dataclasses.replace`` for a Job, compiled (:mod:`jigsaw.model.fast_replace`): the store,
 the cycle and the simulator copy a Job on every change."""
+_copy_job = compiled_copy(Job)
+"""``replace_job`` with the changes in a dict (:func:`transition` builds one anyway)."""
 
 
 def new_job_id() -> str:
@@ -252,6 +254,8 @@ def submitted_event(job: Job, actor: str) -> JobEvent:
     )
 
 
+_new_event = compiled_new(JobEvent)
+"""``JobEvent(...)`` with all seven fields, for :func:`transition`."""
 _RUNNING, _PREEMPTED, _RETRYING = JobState.RUNNING, JobState.PREEMPTED, JobState.RETRYING
 """Bound once: :func:`transition` runs for every state change of every job."""
 
@@ -298,7 +302,7 @@ def transition(
     if target.is_terminal:
         updates["finished_at"] = at
     updates.update(changes)
-    event = JobEvent(
+    event = _new_event(
         job.id, job.state, target, reason, at, actor, code or default_code(job.state, target)
     )
-    return replace_job(job, **updates), event
+    return _copy_job(job, updates), event

@@ -34,6 +34,10 @@ def describe(at: float, decision: Decision) -> str:
     raise TypeError(f"not a decision: {decision!r}")
 
 
+_KINDS: dict[type, str] = {Start: "start", Preempt: "preempt", Replan: "replan", Resize: "resize"}
+"""The word each decision's line begins with after its time (what ``counts`` counts)."""
+
+
 class DecisionLog:
     def __init__(self, *, keep_lines: bool = False) -> None:
         self._hash = hashlib.sha256()
@@ -45,8 +49,9 @@ class DecisionLog:
         line = describe(at, decision)
         self._hash.update(line.encode())
         self._hash.update(b"\n")
-        self.counts[line.split(" ", 2)[1]] += 1
-        if isinstance(decision, Start) and "packed" in decision.reason:
+        kind = _KINDS[type(decision)]
+        self.counts[kind] += 1
+        if kind == "start" and "packed" in decision.reason:
             self.packed_starts += 1
         if self.lines is not None:
             self.lines.append(line)

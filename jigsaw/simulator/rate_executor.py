@@ -201,14 +201,18 @@ class RateDrivenExecutor:
         return events
 
     def next_event_time(self) -> float | None:
-        candidates = []
+        heap, gangs = self._heap, self._gangs
+        while heap:
+            at, token, job_id = heap[0]
+            gang = gangs.get(job_id)
+            if gang is not None and gang.token == token:
+                break
+            heapq.heappop(heap)  # stale: the gang stopped or was re-rated since
+        else:
+            at = math.inf
         if self._pending_starts:
-            candidates.append(self._pending_starts[0][0])
-        while self._heap and self._stale(self._heap[0]):
-            heapq.heappop(self._heap)
-        if self._heap:
-            candidates.append(self._heap[0][0])
-        return min(candidates) if candidates else None
+            at = min(at, self._pending_starts[0][0])
+        return at if at < math.inf else None
 
     # -- introspection for the simulator and the service's simulated mode ----------------
     def gpu_load(self) -> Mapping[GpuId, float]:
@@ -229,10 +233,6 @@ class RateDrivenExecutor:
             self.guest_gpu_seconds += self._guests * span
             self.guest_compute_seconds += max(self._guest_use, 0.0) * span
             self._occupancy_at = self._now
-
-    def _stale(self, entry: tuple[float, int, str]) -> bool:
-        gang = self._gangs.get(entry[2])
-        return gang is None or gang.token != entry[1]
 
     def _neighbours(self, placement: Placement) -> set[str]:
         return {job_id for gpu in set(placement) for job_id in self._gpu_jobs.get(gpu, ())}

@@ -335,5 +335,6 @@ class Replay:
             done = self.executor.checkpoints.pop(decision.job_id, None)
             if done is not None:
                 job = self.store.get(decision.job_id)
-                resumed = replace_job(job, iterations_done=done)
+                # Carrying the next version, the record is stored as it is (one copy).
+                resumed = replace_job(job, iterations_done=done, version=job.version + 1)
                 self.store.save(resumed, expected_version=job.version)

@@ -19,7 +19,7 @@ from jigsaw.model.errors import InvalidSpecError
 from jigsaw.oracle import Oracle
 from jigsaw.policies import policy_names
 from jigsaw.policies.options import merged_options, policy_options
-from jigsaw.simulator.collector import replay_collector
+from jigsaw.simulator.collector import paused_collector
 from jigsaw.simulator.rates import ReferenceRate
 from jigsaw.simulator.replay import ProgressHook
 from jigsaw.simulator.replay_result import ReplayResult
@@ -73,9 +73,9 @@ class PreparedTrace:
     arrivals: list[Arrival]
 
     def replay(self, policy: str, progress: ProgressHook | None = None) -> ReplayResult:
-        """The trace under ``policy``, with the collector tuned for a replay
+        """The trace under ``policy``, with the collector paused
         (:mod:`~jigsaw.simulator.collector`)."""
-        with replay_collector():
+        with paused_collector():
             return replay(
                 self.arrivals,
                 policy,
@@ -97,12 +97,13 @@ def prepare_trace(
 ) -> PreparedTrace:
     semantics = semantics_for(trace, throughputs=setup.throughputs is not None)
     oracle = make_oracle(setup)
-    jobs = load_jobs(trace, setup, oracle, limit=limit, start=start, end=end)
-    if not jobs:
-        raise InvalidSpecError(
-            f"{trace}: no jobs to replay (check --start/--end/--limit)", field="trace"
-        )
-    rates, arrivals = make_rates(jobs, setup, oracle, trace)
+    with paused_collector():  # the trace's jobs are built to last: no collection frees one
+        jobs = load_jobs(trace, setup, oracle, limit=limit, start=start, end=end)
+        if not jobs:
+            raise InvalidSpecError(
+                f"{trace}: no jobs to replay (check --start/--end/--limit)", field="trace"
+            )
+        rates, arrivals = make_rates(jobs, setup, oracle, trace)
     return PreparedTrace(trace, setup, semantics, oracle, rates, arrivals)
 
 

@@ -1,5 +1,6 @@
-"""A replay runs with the collector tuned (what exists frozen, young collections rarer), puts
-it back after, and decides exactly what it decides under the default collector."""
+"""A trace loads and replays with the collector paused (what exists frozen, no automatic
+collection), puts it back after, and decides exactly what it decides under the default
+collector."""
 
 from __future__ import annotations
 
@@ -9,38 +10,46 @@ from pathlib import Path
 import pytest
 
 from jigsaw.simulator import SimulationSetup
-from jigsaw.simulator.collector import YOUNG_THRESHOLD, replay_collector
+from jigsaw.simulator.collector import paused_collector
 from jigsaw.simulator.trace_replay import prepare_trace
 from tests.core.simulator.test_simulator_skip import CASES, replay_log
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
 
-def test_the_collector_is_tuned_inside_and_put_back_after() -> None:
+def test_the_collector_is_paused_inside_and_put_back_after() -> None:
     threshold = gc.get_threshold()
-    assert gc.get_freeze_count() == 0
-    with replay_collector():
-        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
-        assert gc.get_threshold()[1:] == threshold[1:]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with paused_collector():
+        assert not gc.isenabled()
         assert gc.get_freeze_count() > 0
         garbage: list[object] = []
-        garbage.append(garbage)  # a cycle made inside is still collected
+        garbage.append(garbage)  # a cycle made inside is freed by an explicit collection
         del garbage
         assert gc.collect() >= 1
-    assert gc.get_threshold() == threshold
+    assert gc.isenabled() and gc.get_threshold() == threshold
     assert gc.get_freeze_count() == 0
+
+
+def test_a_collector_paused_before_stays_paused_after() -> None:
+    gc.disable()
+    try:
+        with paused_collector():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_an_error_inside_puts_the_collector_back() -> None:
-    threshold = gc.get_threshold()
-    with pytest.raises(RuntimeError), replay_collector():
+    with pytest.raises(RuntimeError), paused_collector():
         raise RuntimeError("a replay that fails")
-    assert gc.get_threshold() == threshold
+    assert gc.isenabled()
     assert gc.get_freeze_count() == 0
 
 
 @pytest.mark.parametrize("name", ["las-defaults", "jigsaw-defaults"])
-def test_a_replay_under_the_tuned_collector_decides_the_same(name: str) -> None:
+def test_a_replay_under_the_paused_collector_decides_the_same(name: str) -> None:
     case = CASES[name]
     setup = {"gpus": 8, "gpus_per_node": 4, "seed": 3}
     plain, plain_summary = replay_log("philly_excerpt.csv", case, skip=True, **setup)
