@@ -31,6 +31,14 @@ def test_the_collector_is_paused_inside_and_put_back_after() -> None:
     assert gc.get_freeze_count() == 0
 
 
+def test_what_a_replay_made_is_not_left_young_for_the_first_collection_to_walk() -> None:
+    with paused_collector():
+        kept = [[index] for index in range(100_000)]  # outlives the replay, as its results do
+    young = gc.get_objects(generation=0)
+    assert len(young) < 1_000
+    assert any(item is kept[-1] for item in gc.get_objects(generation=2))  # the oldest one
+
+
 def test_a_collector_paused_before_stays_paused_after() -> None:
     gc.disable()
     try:
